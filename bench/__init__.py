@@ -1,0 +1,1 @@
+"""Benchmarks for memory-ls against peer language servers (see docs/performance.md)."""

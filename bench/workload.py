@@ -1,0 +1,311 @@
+"""Deterministic memory stores for the benchmarks.
+
+Every store is generated from a seed, so two runs (and two machines) measure the same
+bytes.  A store is a Pi memory file: the header line, a blank line, then one ``- note``
+line per note.  Notes are 20-200 characters of varied text (ASCII, emoji outside the
+BMP, CJK), about 3% are near-duplicates of an earlier note (same text with a different
+case or trailing punctuation: the same near-duplicate key) and about 1% are paraphrases
+(one word changed, inserted or dropped: a fuzzy match the key does not catch).
+
+``python -m bench.workload [--out DIR]`` writes the three stores and prints their sizes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+HEADER = "<!-- Pi memory: one note per bullet; written by the memory tool and /memory -->"
+SIZE_CAP = 262_144
+# The big store stays a little under the cap so that the memory.add phase (and the
+# characters typed into the buffer) never push it over the limit.
+BIG_STORE_TARGET_BYTES = 258_000
+DEFAULT_SEED = 20_241_202
+
+# name -> note count
+STORE_SIZES: dict[str, int] = {"100": 100, "1000": 1_000, "4500": 4_500}
+
+_TECH = (
+    "pnpm npm yarn uv pip poetry cargo make ruff mypy pytest jest vitest docker compose "
+    "postgres redis sqlite kafka nginx terraform helm kubectl git rebase squash branch "
+    "release staging prod ci pipeline cache lockfile migration schema fixture snapshot "
+    "endpoint handler router middleware logger tracing metrics alert dashboard cron "
+    "worker queue retry timeout backoff token secret vault config env flag feature "
+    "monorepo package module import export typing lint format build bundle wasm node "
+    "python rust go java kotlin swift typescript react vue svelte tailwind vite webpack "
+    "esbuild storybook playwright cypress selenium grpc protobuf graphql rest openapi "
+    "json yaml toml csv parquet s3 bucket cdn dns tls cert oauth sso session cookie "
+    "header payload batch stream shard replica index vacuum backup restore rollback "
+    "deploy canary hotfix changelog semver tag commit review approve merge conflict"
+).split()
+_WORDS = (
+    "always never prefer avoid remember check run use keep set add remove update the "
+    "a an before after when unless only also first then every each all some most "
+    "local remote shared private public main default custom legacy new old fast slow "
+    "small large tests docs scripts tools folder file path repo project team user "
+    "owner reviewer on-call weekend night morning monday friday sprint quarter "
+    "because since otherwise instead so that which with without into from over under "
+    "works breaks fails passes hangs leaks flakes times out needs wants expects "
+    "returns throws logs writes reads sends calls waits blocks retries skips ignores "
+    "is are was be been must should can may will does not no yes ok fine careful "
+    "manually automatically carefully quickly slowly twice once again later sooner"
+).split()
+_ENV = (
+    "DATABASE_URL REDIS_URL API_TOKEN AWS_PROFILE NODE_ENV RUST_LOG PYTHONPATH "
+    "GITHUB_TOKEN SENTRY_DSN LOG_LEVEL PORT HOME TZ LANG CI DEBUG"
+).split()
+_PATHS = (
+    "src/ lib/ app/ tests/ scripts/ docs/ infra/ deploy/ .github/workflows/ "
+    "packages/core/ packages/web/ services/api/ services/worker/ tools/ vendor/"
+).split()
+_EMOJI = (
+    "\U0001f680 \U0001f40d \U0001f4e6 \U0001f525 \U0001f4a1 \U0001f9ea \U0001f512 "
+    "\U0001f44d \U0001f389 \U0001f41b \u2705 \u2728 \U0001f6a7 \U0001f9f9"
+).split()
+_CJK = (
+    "数据库 测试 部署 缓存 配置 接口 日志 服务器 环境变量 不要 使用 需要 "
+    "設定 テスト ユーザー 注意 必ず 確認 환경 변수 배포 테스트"
+).split()
+_SYNONYMS: dict[str, str] = {
+    "always": "consistently",
+    "never": "do not ever",
+    "prefer": "favour",
+    "avoid": "skip",
+    "run": "execute",
+    "use": "prefer",
+    "check": "verify",
+    "remove": "delete",
+    "update": "refresh",
+    "fails": "breaks",
+    "fast": "quick",
+    "slow": "sluggish",
+    "large": "big",
+    "small": "tiny",
+    "tests": "test suite",
+    "before": "prior to",
+    "after": "following",
+    "needs": "requires",
+}
+_TRAILING = (".", "!", "?", ":", "...", ";")
+
+
+@dataclass(frozen=True)
+class Workspace:
+    """A temporary git workspace with one project store and an agent dir."""
+
+    root: Path
+    agent_dir: Path
+    store_path: Path
+    global_store_path: Path
+
+    @property
+    def root_uri(self) -> str:
+        return self.root.as_uri()
+
+    @property
+    def store_uri(self) -> str:
+        return self.store_path.as_uri()
+
+    def env(self, base: dict[str, str]) -> dict[str, str]:
+        """Environment for a server or CLI run: the agent dir never is the user's."""
+        env = dict(base)
+        env["PI_CODING_AGENT_DIR"] = str(self.agent_dir)
+        env["HOME"] = str(self.agent_dir.parent / "home")
+        env.pop("XDG_CONFIG_HOME", None)
+        return env
+
+
+def _key(text: str) -> str:
+    """The near-duplicate key of SPEC §2 (for generation only)."""
+    folded = " ".join(text.split()).lower()
+    return folded.rstrip(".!?,;:").strip()
+
+
+def _sample_length(rng: random.Random) -> int:
+    roll = rng.random()
+    if roll < 0.75:
+        return rng.randint(20, 50)
+    if roll < 0.96:
+        return rng.randint(50, 100)
+    return rng.randint(100, 200)
+
+
+def _token(rng: random.Random) -> str:
+    roll = rng.random()
+    if roll < 0.45:
+        return rng.choice(_WORDS)
+    if roll < 0.80:
+        return rng.choice(_TECH)
+    if roll < 0.86:
+        return rng.choice(_ENV)
+    if roll < 0.91:
+        return rng.choice(_PATHS) + rng.choice(_TECH) + rng.choice((".py", ".ts", ".md", ""))
+    if roll < 0.96:
+        return str(rng.randint(2, 9999))
+    return rng.choice(_TECH) + "-" + rng.choice(_TECH)
+
+
+def _fresh_note(rng: random.Random) -> str:
+    length = _sample_length(rng)
+    words: list[str] = []
+    with_emoji = rng.random() < 0.08
+    with_cjk = rng.random() < 0.08
+    while len(" ".join(words)) < length:
+        words.append(_token(rng))
+    if with_cjk:
+        at = rng.randrange(len(words) + 1)
+        words.insert(at, "".join(rng.choice(_CJK) for _ in range(rng.randint(1, 3))))
+    if with_emoji:
+        words.insert(rng.randrange(len(words) + 1), rng.choice(_EMOJI))
+    text = " ".join(words)
+    if len(text) > 200:
+        text = text[:200].rstrip()
+    text = text[0].upper() + text[1:]
+    if rng.random() < 0.3:
+        text += "."
+    return text
+
+
+def _near_duplicate(rng: random.Random, note: str) -> str:
+    """Same near-duplicate key, different surface: case and trailing punctuation."""
+    base = note.rstrip(".!?,;:")
+    roll = rng.random()
+    if roll < 0.35:
+        variant = base.lower()
+    elif roll < 0.55:
+        variant = base.upper()
+    elif roll < 0.75:
+        variant = base.swapcase()
+    else:
+        variant = base
+    variant += rng.choice(_TRAILING)
+    return variant if variant != note else base + "!"
+
+
+def _paraphrase(rng: random.Random, note: str) -> str | None:
+    """One word swapped for a synonym, inserted or dropped: close, but another key."""
+    words = note.split(" ")
+    if len(words) < 5:
+        return None
+    candidates = [i for i, w in enumerate(words) if w.lower() in _SYNONYMS]
+    roll = rng.random()
+    if candidates and roll < 0.6:
+        i = rng.choice(candidates)
+        words[i] = _SYNONYMS[words[i].lower()]
+    elif roll < 0.8:
+        words.insert(rng.randrange(1, len(words)), rng.choice(("really", "still", "also")))
+    else:
+        del words[rng.randrange(1, len(words))]
+    return " ".join(words)
+
+
+def generate_notes(count: int, seed: int = DEFAULT_SEED, max_bytes: int | None = None) -> list[str]:
+    """``count`` notes, deterministic for (count, seed); the rendered store fits ``max_bytes``."""
+    rng = random.Random(f"{seed}:{count}")
+    notes: list[str] = []
+    keys: set[str] = set()
+    near_duplicates = max(1, round(count * 0.03)) if count >= 20 else 0
+    paraphrases = max(1, round(count * 0.01)) if count >= 20 else 0
+    fresh = count - near_duplicates - paraphrases
+    while len(notes) < fresh:
+        note = _fresh_note(rng)
+        key = _key(note)
+        if key in keys:
+            continue
+        keys.add(key)
+        notes.append(note)
+    extra: list[str] = []
+    originals = list(notes)
+    while len(extra) < near_duplicates:
+        extra.append(_near_duplicate(rng, rng.choice(originals)))
+    made = 0
+    while made < paraphrases:
+        phrase = _paraphrase(rng, rng.choice(originals))
+        if phrase is None or _key(phrase) in keys:
+            continue
+        keys.add(_key(phrase))
+        extra.append(phrase)
+        made += 1
+    # Scatter the variants after their originals' positions, deterministically.
+    for note in extra:
+        notes.insert(rng.randrange(len(notes) // 4, len(notes) + 1), note)
+    if max_bytes is not None:
+        _fit(notes, max_bytes)
+    return notes
+
+
+def _fit(notes: list[str], max_bytes: int) -> None:
+    """Shorten the longest notes until the rendered store fits ``max_bytes``."""
+    size = len(render_store(notes).encode())
+    while size > max_bytes:
+        i = max(range(len(notes)), key=lambda j: len(notes[j].encode()))
+        shorter = notes[i][: max(20, len(notes[i]) // 2)].rstrip()
+        size -= len(notes[i].encode()) - len(shorter.encode())
+        notes[i] = shorter
+
+
+def render_store(notes: list[str]) -> str:
+    """The file text: header, blank line, one ``- note`` line per note."""
+    return HEADER + "\n\n" + "".join(f"- {note}\n" for note in notes)
+
+
+def store_text(name: str, seed: int = DEFAULT_SEED) -> str:
+    count = STORE_SIZES[name]
+    max_bytes = BIG_STORE_TARGET_BYTES if count >= 4_000 else None
+    text = render_store(generate_notes(count, seed, max_bytes))
+    assert len(text.encode()) <= SIZE_CAP, "a benchmark store must stay under the cap"
+    return text
+
+
+def global_store_text(project_text: str, seed: int = DEFAULT_SEED) -> str:
+    """A small global store; two of its notes repeat project notes (cross-scope checks)."""
+    rng = random.Random(f"{seed}:global")
+    project_notes = [line[2:] for line in project_text.splitlines() if line.startswith("- ")]
+    notes = [_fresh_note(rng) for _ in range(18)]
+    notes += [rng.choice(project_notes).lower() for _ in range(2)]
+    return render_store(notes)
+
+
+def make_workspace(text: str, parent: Path | None = None) -> Workspace:
+    """A fresh temp workspace: ``<ws>/.git/`` (empty), ``<ws>/.pi/memory.md``, an agent dir."""
+    base = Path(tempfile.mkdtemp(prefix="memory-ls-bench-", dir=parent)).resolve()
+    root = base / "ws"
+    (root / ".git").mkdir(parents=True)
+    (root / ".pi").mkdir()
+    store = root / ".pi" / "memory.md"
+    store.write_text(text, encoding="utf-8", newline="\n")
+    agent = base / "agent"
+    agent.mkdir()
+    (base / "home").mkdir()
+    global_store = agent / "memory.md"
+    global_store.write_text(global_store_text(text), encoding="utf-8", newline="\n")
+    return Workspace(root=root, agent_dir=agent, store_path=store, global_store_path=global_store)
+
+
+def remove_workspace(ws: Workspace) -> None:
+    shutil.rmtree(ws.root.parent, ignore_errors=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, help="write the stores here as <name>.md")
+    parser.add_argument("--seed", type=int, default=DEFAULT_SEED)
+    args = parser.parse_args(argv)
+    for name in STORE_SIZES:
+        text = store_text(name, args.seed)
+        lines = [line for line in text.splitlines() if line.startswith("- ")]
+        keys = [_key(line[2:]) for line in lines]
+        dupes = len(keys) - len(set(keys))
+        print(f"store {name}: {len(lines)} notes, {len(text.encode())} bytes, {dupes} near-duplicates")
+        if args.out:
+            args.out.mkdir(parents=True, exist_ok=True)
+            (args.out / f"{name}.md").write_text(text, encoding="utf-8", newline="\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,182 @@
+"""Each action as a pure function from a store's text to its new text (SPEC §3).
+
+Nothing here touches a file: the runtime reads the store under its lock, calls
+one of these, and writes ``Change.content`` when ``Change.changed``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from memory_ls.core.models import ACTIONS, SCOPES, Scope
+from memory_ls.core.notes import parse_bullet
+from memory_ls.core.text import (
+    HEADER,
+    MAX_NOTE_UTF16,
+    SplitText,
+    near_duplicate_key,
+    normalise,
+    split_text,
+    utf16_length,
+)
+
+READ_ONLY_MESSAGE = "memory-ls is read-only: changes are refused."
+UNTRUSTED_MESSAGE = 'Project memory is unavailable for an untrusted project; use scope "global".'
+ACTION_MESSAGE = "action must be one of add, update, forget, list."
+SCOPE_MESSAGE = "scope must be one of project, global."
+_BLANK_RUNS = re.compile(r"\n{3,}")
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """What an action does to one store's text."""
+
+    content: str
+    changed: bool
+    existing: str | None = None
+    """For ``add``: the stored note with the same near-duplicate key."""
+    error: str | None = None
+    """A refusal found only by looking at the text (no match)."""
+
+
+def no_match(scope: Scope, text: str) -> str:
+    """The refusal for a note that is not in ``scope``."""
+    return f"No {scope} memory note matches: {text}"
+
+
+def check_action(value: object) -> str | None:
+    """The error for an action name that the ``memory`` tool does not know."""
+    return None if isinstance(value, str) and value in ACTIONS else ACTION_MESSAGE
+
+
+def check_scope(value: object) -> tuple[Scope, str | None]:
+    """Validate a scope field (missing means ``project``)."""
+    if value is None:
+        return "project", None
+    for scope in SCOPES:
+        if value == scope:
+            return scope, None
+    return "project", SCOPE_MESSAGE
+
+
+def check_text(value: object, field: str = "text") -> tuple[str, str | None]:
+    """Validate and normalise a note field: a non-blank string of at most 500 UTF-16 units."""
+    if not isinstance(value, str):
+        return "", f"{field} is required."
+    note = normalise(value)
+    if not note:
+        return "", f"{field} is required."
+    if utf16_length(note) > MAX_NOTE_UTF16:
+        return note, f"{field} is longer than {MAX_NOTE_UTF16} characters."
+    return note, None
+
+
+def _lf_tidy_end(lines: list[str]) -> list[str]:
+    """Collapse trailing newlines to exactly one; nothing at all stays nothing."""
+    body = "\n".join(lines).rstrip("\n")
+    return (body + "\n").split("\n") if body else [""]
+
+
+def _rewrite(
+    content: str, rule: Callable[[int, str], str | None], tidy_end: bool
+) -> tuple[SplitText, list[str], bool]:
+    """Apply ``rule`` to every line: it returns the new line, or ``None`` to drop it."""
+    split = split_text(content)
+    out: list[str] = []
+    changed = False
+    for i, line in enumerate(split.lines):
+        new = rule(i, line)
+        if new != line:
+            changed = True
+        if new is not None:
+            out.append(new)
+    if changed and tidy_end:
+        out = _lf_tidy_end(out)
+    return split, out, changed
+
+
+def _matching(note: str) -> Callable[[str], bool]:
+    def matches(line: str) -> bool:
+        b = parse_bullet(line)
+        return b is not None and b.note == note
+
+    return matches
+
+
+def apply_add(content: str, note: str) -> Change:
+    """Append ``- note`` unless a stored note has the same near-duplicate key."""
+    split = split_text(content)
+    key = near_duplicate_key(note)
+    for line in split.lines:
+        b = parse_bullet(line)
+        if b is not None and b.note and b.key == key:
+            return Change(content, False, existing=b.note)
+    body = "\n".join(split.lines).rstrip()
+    new_body = f"{body}\n- {note}\n" if body else f"{HEADER}\n\n- {note}\n"
+    return Change(split.render(new_body.split("\n")), True)
+
+
+def apply_update(content: str, note: str, to: str, scope: Scope) -> Change:
+    """Replace every note equal to ``note`` with ``to``, keeping indentation and marker."""
+    matches = _matching(note)
+
+    def rule(_: int, line: str) -> str:
+        if not matches(line):
+            return line
+        b = parse_bullet(line)
+        assert b is not None
+        return f"{b.indent}{b.marker} {to}"
+
+    split, out, _ = _rewrite(content, rule, tidy_end=False)
+    if not any(matches(line) for line in split.lines):
+        return Change(content, False, error=no_match(scope, note))
+    if note == to:
+        return Change(content, False)
+    new = split.render(out)
+    return Change(new, new != content)
+
+
+def apply_forget(content: str, note: str, scope: Scope) -> Change:
+    """Remove every line whose note equals ``note``; tidy the file's end."""
+    matches = _matching(note)
+    split, out, changed = _rewrite(
+        content, lambda _, line: None if matches(line) else line, tidy_end=True
+    )
+    if not changed:
+        return Change(content, False, error=no_match(scope, note))
+    return Change(split.render(out), True)
+
+
+def apply_merge(content: str, note: str, other: str, to: str, scope: Scope) -> Change:
+    """Replace ``note`` with ``to`` and remove ``other``, in one write."""
+    first, second = _matching(note), _matching(other)
+    split = split_text(content)
+    if not any(first(line) for line in split.lines):
+        return Change(content, False, error=no_match(scope, note))
+    if not any(second(line) for line in split.lines):
+        return Change(content, False, error=no_match(scope, other))
+
+    def rule(_: int, line: str) -> str | None:
+        if second(line):
+            return None
+        if first(line):
+            b = parse_bullet(line)
+            assert b is not None
+            return f"{b.indent}{b.marker} {to}"
+        return line
+
+    _, out, _ = _rewrite(content, rule, tidy_end=True)
+    return Change(split.render(out), True)
+
+
+def apply_clear(content: str) -> Change:
+    """Remove every bullet line (blank bullets too), keep prose, tidy; header if empty."""
+    split = split_text(content)
+    kept = [line for line in split.lines if parse_bullet(line) is None]
+    if len(kept) == len(split.lines):
+        return Change(content, False)
+    body = _BLANK_RUNS.sub("\n\n", "\n".join(kept)).strip()
+    new_body = f"{body}\n" if body else f"{HEADER}\n"
+    return Change(split.render(new_body.split("\n")), True)

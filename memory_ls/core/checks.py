@@ -1,0 +1,319 @@
+"""Findings: what is wrong with a memory file, as plain data (SPEC §7 diagnostics).
+
+The language server turns findings into LSP diagnostics and the CLI's ``check``
+prints them; neither decides anything itself. Columns are ``str`` indices
+(code points); the server converts them to the negotiated position encoding.
+
+The work is split so an editor can recompute only what an edit touched:
+:func:`line_findings` depends on one line alone, :func:`duplicate_findings` on
+the key index, and :func:`file_findings` on the file-wide context.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from memory_ls.core.models import Scope
+from memory_ls.core.notes import Bullet
+from memory_ls.core.recall import RecallPlan
+from memory_ls.core.text import (
+    MAX_NOTE_UTF16,
+    MAX_STORE_BYTES,
+    has_controls,
+    hidden_characters,
+    utf16_length,
+)
+
+Severity = Literal["error", "warning", "information", "hint"]
+
+CODES: dict[str, Severity] = {
+    "duplicate": "warning",
+    "cross-scope-duplicate": "information",
+    "too-long": "warning",
+    "blank-note": "warning",
+    "control-characters": "warning",
+    "hidden-unicode": "warning",
+    "not-injected": "information",
+    "recall-off": "hint",
+    "untrusted": "information",
+    "file-too-large": "error",
+    "symlink": "error",
+    "invalid-utf8": "error",
+    "not-the-store": "warning",
+    "similar": "hint",
+}
+"""Every diagnostic code and its default severity."""
+
+
+@dataclass(frozen=True, slots=True)
+class Related:
+    """Another place a finding points at."""
+
+    line: int
+    start: int
+    end: int
+    message: str
+    path: str | None = None
+    """``None`` for the same file."""
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One problem at one range of a file."""
+
+    code: str
+    line: int
+    start: int
+    end_line: int
+    end: int
+    message: str
+    data: dict[str, object] = field(default_factory=dict)
+    related: tuple[Related, ...] = ()
+
+    @property
+    def severity(self) -> Severity:
+        """The default severity of this finding's code."""
+        return CODES[self.code]
+
+
+def _at(b: Bullet, code: str, message: str, **data: object) -> Finding:
+    return Finding(code, b.line, b.start, b.line, b.end, message, {"note": b.note, **data})
+
+
+def line_findings(b: Bullet) -> list[Finding]:
+    """Findings that depend on one bullet line alone."""
+    if b.blank:
+        return [
+            Finding(
+                "blank-note",
+                b.line,
+                0,
+                b.line,
+                b.end,
+                "Blank bullet: it holds no note and is silently dropped.",
+                {"note": ""},
+            )
+        ]
+    out: list[Finding] = []
+    units = utf16_length(b.note)
+    if units > MAX_NOTE_UTF16:
+        out.append(
+            _at(
+                b,
+                "too-long",
+                f"Note is {units} characters, longer than {MAX_NOTE_UTF16}: "
+                "the memory tool would refuse it.",
+                length=units,
+            )
+        )
+    visible = b.raw.strip()
+    if has_controls(visible):
+        out.append(
+            _at(
+                b,
+                "control-characters",
+                "Note holds control characters; they are read as spaces.",
+            )
+        )
+    hidden = hidden_characters(visible)
+    if hidden:
+        out.append(
+            _at(
+                b,
+                "hidden-unicode",
+                f"Note holds {len(hidden)} hidden character(s) (zero-width, bidirectional "
+                "or tag) that a reader cannot see but the model reads.",
+                count=len(hidden),
+            )
+        )
+    return out
+
+
+def duplicate_findings(bullets: Sequence[Bullet]) -> list[Finding]:
+    """A ``duplicate`` finding for each note whose key an earlier note already has."""
+    first: dict[str, Bullet] = {}
+    out: list[Finding] = []
+    for b in bullets:
+        if b.blank:
+            continue
+        earlier = first.setdefault(b.key, b)
+        if earlier is b:
+            continue
+        exact = earlier.note == b.note
+        out.append(
+            Finding(
+                "duplicate",
+                b.line,
+                b.start,
+                b.line,
+                b.end,
+                f"Duplicate of the note on line {earlier.line + 1}: {earlier.note}",
+                {"note": b.note, "first": earlier.note, "firstLine": earlier.line, "exact": exact},
+                (Related(earlier.line, earlier.start, earlier.end, "First written here"),),
+            )
+        )
+    return out
+
+
+def cross_scope_findings(
+    bullets: Sequence[Bullet], scope: Scope, other_keys: Mapping[str, str], other_path: str
+) -> list[Finding]:
+    """Notes whose key the other scope's store also holds."""
+    other = "global" if scope == "project" else "project"
+    return [
+        _at(
+            b,
+            "cross-scope-duplicate",
+            f"Also in {other} memory: {other_keys[b.key]}",
+            scope=scope,
+            otherScope=other,
+            other=other_keys[b.key],
+            otherPath=other_path,
+        )
+        for b in bullets
+        if not b.blank and b.key in other_keys
+    ]
+
+
+def not_injected_findings(
+    bullets: Sequence[Bullet], scope: Scope, plan: RecallPlan
+) -> list[Finding]:
+    """One finding per run of consecutive notes that the recall plan leaves out."""
+    if not plan.inject:
+        return []
+    left_out = {n.index for n in plan.notes if n.scope == scope and not n.included}
+    if not left_out:
+        return []
+    notes = [b for b in bullets if not b.blank]
+    runs: list[list[Bullet]] = []
+    for i, b in enumerate(notes):
+        if i in left_out:
+            if runs and (i - 1) in left_out:
+                runs[-1].append(b)
+            else:
+                runs.append([b])
+    total = len(left_out)
+    out = []
+    for run in runs:
+        n = len(run)
+        what = "This note is" if n == 1 else f"These {n} notes are"
+        out.append(
+            Finding(
+                "not-injected",
+                run[0].line,
+                run[0].start,
+                run[-1].line,
+                run[-1].end,
+                f"{what} left out of recall: it uses {plan.used} of {plan.max_bytes} bytes "
+                f"(maxInjectBytes); {total} {scope} note(s) left out in all.",
+                {"count": n, "used": plan.used, "cap": plan.max_bytes},
+            )
+        )
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class FileContext:
+    """What is known about the file beyond its text."""
+
+    scope: Scope | None = None
+    """The store this file is, or ``None`` for a lone file."""
+    size: int = 0
+    """Its size in UTF-8 bytes."""
+    symlink: bool = False
+    invalid_utf8_at: tuple[int, int, int] | None = None
+    """(byte offset, line, column) of the first bad byte."""
+    inject: bool = True
+    trusted: bool = True
+    trust_reason: str = ""
+    real_store: str | None = None
+    """Set when this ``.pi/memory.md`` is not its project's store."""
+
+
+def _first_line(lines: Sequence[str]) -> tuple[int, int]:
+    return 0, len(lines[0]) if lines else 0
+
+
+def file_findings(lines: Sequence[str], ctx: FileContext) -> list[Finding]:
+    """Findings about the file as a whole, anchored on its first line."""
+    _, end = _first_line(lines)
+    out: list[Finding] = []
+
+    def whole(code: str, message: str, **data: object) -> None:
+        out.append(Finding(code, 0, 0, 0, end, message, dict(data)))
+
+    if ctx.symlink:
+        whole("symlink", "The memory file is a symlink: memory-ls and Pi refuse to use it.")
+    if ctx.size > MAX_STORE_BYTES:
+        whole(
+            "file-too-large",
+            f"The file is {ctx.size} bytes, larger than the {MAX_STORE_BYTES}-byte limit: "
+            "the agent refuses the whole store.",
+            size=ctx.size,
+        )
+    if ctx.invalid_utf8_at is not None:
+        offset, line, col = ctx.invalid_utf8_at
+        out.append(
+            Finding(
+                "invalid-utf8",
+                line,
+                col,
+                line,
+                col + 1,
+                f"The file is not valid UTF-8 (first bad byte at offset {offset}): "
+                "changes to it are refused.",
+                {"offset": offset},
+            )
+        )
+    if ctx.real_store is not None:
+        whole(
+            "not-the-store",
+            f"This is not the project's memory store; the agent reads {ctx.real_store}",
+            store=ctx.real_store,
+        )
+    if ctx.scope is not None and not ctx.inject:
+        whole("recall-off", "Recall is off (inject: false): nothing in this file reaches the model.")
+    if ctx.scope == "project" and not ctx.trusted:
+        whole(
+            "untrusted",
+            "The project is untrusted: these notes are not recalled and the memory tool "
+            f"cannot change them ({ctx.trust_reason}).",
+        )
+    return out
+
+
+def check_bullets(
+    lines: Sequence[str],
+    bullets: Sequence[Bullet],
+    ctx: FileContext,
+    *,
+    plan: RecallPlan | None = None,
+    other_keys: Mapping[str, str] | None = None,
+    other_path: str = "",
+) -> list[Finding]:
+    """Every finding for one file, in line order (the CLI's and a first open's path)."""
+    found: list[Finding] = file_findings(lines, ctx)
+    for b in bullets:
+        found.extend(line_findings(b))
+    found.extend(duplicate_findings(bullets))
+    if ctx.scope is not None and other_keys:
+        found.extend(cross_scope_findings(bullets, ctx.scope, other_keys, other_path))
+    if ctx.scope is not None and plan is not None:
+        found.extend(not_injected_findings(bullets, ctx.scope, plan))
+    return sort_findings(found)
+
+
+def sort_findings(found: Iterable[Finding]) -> list[Finding]:
+    """Findings in reading order."""
+    return sorted(found, key=lambda f: (f.line, f.start, f.code))
+
+
+def key_index(bullets: Iterable[Bullet]) -> dict[str, str]:
+    """Key → first note with that key, for cross-scope checks."""
+    index: dict[str, str] = {}
+    for b in bullets:
+        if not b.blank:
+            index.setdefault(b.key, b.note)
+    return index

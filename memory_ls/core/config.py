@@ -1,0 +1,216 @@
+"""The effective configuration: the ``memory`` section of each ``bytefly.json`` (SPEC §5).
+
+Pure: the store layer reads the files and hands over their text; this module
+merges the layers, global first, then project, each valid key overriding the
+layer below. Nothing here raises on bad input: a bad file or value is
+skipped and reported in ``problems`` for the doctor.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from decimal import ROUND_FLOOR, Decimal
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+DEFAULT_MAX_INJECT_BYTES = 8192
+MIN_INJECT_BYTES = 512
+MAX_INJECT_BYTES = 32768
+
+CONFIG_SECTION = "memory"
+
+SourceStatus = Literal["used", "missing", "ignored", "skipped-untrusted"]
+
+# A plain decimal number, as people write it: no hex, no underscores, no
+# "NaN"/"Infinity" (float() would take all of those).
+_NUMERIC_RE = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
+
+
+class ConfigSource(BaseModel):
+    """One configuration file and what became of it."""
+
+    path: str
+    status: SourceStatus
+    why: str | None = None
+    """Why the file was not used (``ignored``, ``skipped-untrusted``)."""
+
+
+class EffectiveConfig(BaseModel):
+    """The configuration in force, and the files it came from."""
+
+    model_config = ConfigDict(populate_by_name=True)
+
+    inject: bool = True
+    max_inject_bytes: int = Field(DEFAULT_MAX_INJECT_BYTES, alias="maxInjectBytes")
+    sources: list[ConfigSource] = []
+    problems: list[str] = []
+
+
+ConfigLayer = tuple[str, str | None] | ConfigSource
+"""A layer for ``resolve_config``: ``(path, text or None when missing)``, or a
+``ConfigSource`` already decided by the caller (an unreadable or skipped file)."""
+
+
+def skipped_layer(path: str) -> ConfigSource:
+    """The project layer of an untrusted project: not read at all."""
+    return ConfigSource(
+        path=path,
+        status="skipped-untrusted",
+        why="the project is untrusted, so its configuration is not read",
+    )
+
+
+def unreadable_layer(path: str, why: str) -> ConfigSource:
+    """A layer whose file exists but could not be read (``why``: "is a directory")."""
+    return ConfigSource(path=path, status="ignored", why=why)
+
+
+def resolve_config(layers: Sequence[ConfigLayer]) -> EffectiveConfig:
+    """Merge configuration layers, lowest first (global, then project).
+
+    Each layer is ``(path, text)`` with ``text`` ``None`` for a missing file.
+    A missing file, malformed JSON, a top level that is not an object or a
+    ``memory`` section that is not an object leaves the layer out (reported
+    in ``sources`` and, except for a missing file, in ``problems``).
+    ``inject`` counts only as a JSON boolean; ``maxInjectBytes`` as a number
+    or numeric string, rounded half up and clamped to 512..32768. A value
+    that does not count keeps the layer below and is reported.
+    """
+    inject = True
+    max_bytes = DEFAULT_MAX_INJECT_BYTES
+    sources: list[ConfigSource] = []
+    problems: list[str] = []
+    for layer in layers:
+        if isinstance(layer, ConfigSource):
+            sources.append(layer)
+            if layer.status == "ignored":
+                problems.append(f"ignored {layer.path}: {layer.why or 'unusable'}")
+            continue
+        path, text = layer
+        if text is None:
+            sources.append(ConfigSource(path=path, status="missing"))
+            continue
+        section, why = _memory_section(text)
+        if section is None:
+            sources.append(ConfigSource(path=path, status="ignored", why=why))
+            problems.append(f"ignored {path}: {why}")
+            continue
+        sources.append(ConfigSource(path=path, status="used"))
+        if "inject" in section:
+            value = section["inject"]
+            if isinstance(value, bool):
+                inject = value
+            else:
+                problems.append(
+                    f"ignored {CONFIG_SECTION}.inject in {path}: "
+                    f"{describe_json_value(value)} is not a boolean"
+                )
+        if "maxInjectBytes" in section:
+            value = section["maxInjectBytes"]
+            number = inject_bytes_from(value)
+            if number is not None:
+                max_bytes = number
+            else:
+                problems.append(
+                    f"ignored {CONFIG_SECTION}.maxInjectBytes in {path}: "
+                    f"{describe_json_value(value)} is not a number"
+                )
+    return EffectiveConfig(
+        inject=inject, max_inject_bytes=max_bytes, sources=sources, problems=problems
+    )
+
+
+def inject_bytes_from(value: object) -> int | None:
+    """Turn a ``maxInjectBytes`` value into bytes, or ``None`` when it is not numeric.
+
+    A number or a numeric string (whitespace around it ignored), rounded half
+    up (1000.5 → 1001), clamped to 512..32768. Booleans, NaN and
+    infinities are not numbers.
+    """
+    if isinstance(value, bool):
+        return None  # JSON true is not 1
+    if isinstance(value, int):
+        number = Decimal(value)
+    elif isinstance(value, float):
+        if value != value or value in (float("inf"), float("-inf")):
+            return None
+        number = Decimal(value)  # exact: 1000.5 stays 1000.5
+    elif isinstance(value, str):
+        text = value.strip()
+        if not _NUMERIC_RE.fullmatch(text):
+            return None
+        number = Decimal(text)
+    else:
+        return None
+    # Clamp before rounding: the bounds are integers, so the result is the
+    # same, and Decimal arithmetic on "1e999999999" would overflow.
+    if number <= MIN_INJECT_BYTES:
+        return MIN_INJECT_BYTES
+    if number >= MAX_INJECT_BYTES:
+        return MAX_INJECT_BYTES
+    return int((number + Decimal("0.5")).to_integral_value(rounding=ROUND_FLOOR))
+
+
+def parse_json(text: str) -> tuple[object, str | None]:
+    """Parse strict JSON text: ``(data, None)`` or ``(None, "malformed JSON (…)")``.
+
+    A leading byte order mark is allowed; ``NaN`` and ``Infinity`` are not
+    (they are not JSON, and Pi's parser rejects them).
+    """
+    try:
+        return json.loads(text.removeprefix("\ufeff"), parse_constant=_reject_constant), None
+    except json.JSONDecodeError as exc:
+        return None, f"malformed JSON ({exc.msg}: line {exc.lineno} column {exc.colno})"
+    except ValueError as exc:  # a NaN/Infinity constant, an over-long integer
+        return None, f"malformed JSON ({exc})"
+    except RecursionError:
+        return None, "malformed JSON (nested too deeply)"
+
+
+def json_type_name(value: object) -> str:
+    """Name a parsed JSON value's type for a message: ``"an array"``, ``"null"``."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    return "an object"
+
+
+def describe_json_value(value: object) -> str:
+    """Show a parsed JSON value briefly for a message: ``'abc'``, ``true``, ``an object``."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "null"
+    if isinstance(value, str):
+        shown = value if len(value) <= 40 else value[:39] + "…"
+        return repr(shown)
+    if isinstance(value, int | float):
+        return repr(value)
+    return json_type_name(value)
+
+
+def _memory_section(text: str) -> tuple[dict[str, object] | None, str | None]:
+    """Return the file's ``memory`` section (``{}`` when absent), or ``None`` and why."""
+    data, error = parse_json(text)
+    if error is not None:
+        return None, error
+    if not isinstance(data, dict):
+        return None, f"the top level is {json_type_name(data)}, not an object"
+    section = data.get(CONFIG_SECTION, {})
+    if not isinstance(section, dict):
+        return None, f'the "{CONFIG_SECTION}" section is {json_type_name(section)}, not an object'
+    return section, None
+
+
+def _reject_constant(name: str) -> object:
+    raise ValueError(f"{name} is not valid JSON")

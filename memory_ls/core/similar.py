@@ -1,0 +1,76 @@
+"""Close paraphrases that the conservative near-duplicate key does not catch.
+
+A fuzzy score (rapidfuzz's normalised Indel ``ratio`` on lowercased notes) over a
+threshold. ``token_set_ratio`` was rejected: it scores a note whose words are a
+subset of another's as 100 and is 20x slower (BENCH-NOTES). The import is lazy
+so read-only CLI verbs that never ask for hints do not pay for it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from memory_ls.core.checks import Finding, Related
+from memory_ls.core.notes import Bullet
+
+DEFAULT_THRESHOLD = 85.0
+
+
+def similar_pairs(keys: Sequence[str], threshold: float) -> list[tuple[int, int, float]]:
+    """All pairs ``(i, j, score)`` with ``i < j`` whose score reaches ``threshold``.
+
+    Pairs with equal keys are left out: the ``duplicate`` check reports them.
+    """
+    if len(keys) < 2:
+        return []
+    import numpy as np
+    from rapidfuzz import fuzz, process
+
+    cutoff = max(0, min(100, int(threshold)))
+    matrix = process.cdist(
+        keys, keys, scorer=fuzz.ratio, score_cutoff=cutoff, dtype=np.uint8, workers=-1
+    )
+    rows, cols = np.nonzero(np.triu(matrix, k=1))
+    out = []
+    for i, j in zip(rows.tolist(), cols.tolist(), strict=True):
+        if keys[i] != keys[j]:
+            score = float(fuzz.ratio(keys[i], keys[j]))
+            if score >= threshold:
+                out.append((i, j, score))
+    return out
+
+
+def similar_to(key: str, keys: Sequence[str], threshold: float) -> list[tuple[int, float]]:
+    """Indices in ``keys`` (and scores) of notes close to ``key`` but not equal to it."""
+    from rapidfuzz import fuzz, process
+
+    hits = process.extract(
+        key, keys, scorer=fuzz.ratio, score_cutoff=threshold, limit=None
+    )
+    return [(idx, float(score)) for _, score, idx in hits if keys[idx] != key]
+
+
+def similar_findings(bullets: Sequence[Bullet], threshold: float) -> list[Finding]:
+    """A ``similar`` hint on the later note of each close pair."""
+    seen: set[str] = set()
+    notes = []
+    for b in bullets:  # a later note with a seen key is a `duplicate`, not a paraphrase
+        if not b.blank and b.key not in seen:
+            seen.add(b.key)
+            notes.append(b)
+    pairs = similar_pairs([b.key for b in notes], threshold)
+    return [pair_finding(notes[i], notes[j], score) for i, j, score in pairs]
+
+
+def pair_finding(first: Bullet, later: Bullet, score: float) -> Finding:
+    """The hint for one close pair, on the later note."""
+    return Finding(
+        "similar",
+        later.line,
+        later.start,
+        later.line,
+        later.end,
+        f"Similar to the note on line {first.line + 1} ({score:.0f}% alike): {first.note}",
+        {"note": later.note, "first": first.note, "firstLine": first.line, "score": score},
+        (Related(first.line, first.start, first.end, "Similar note"),),
+    )

@@ -1,0 +1,115 @@
+"""Text rules shared by every layer: normalisation, the near-duplicate key, lengths.
+
+Everything here is a pure function over ``str``. SPEC §2 defines the rules; the
+comments say where Python's defaults differ from them.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+HEADER = "<!-- Pi memory: one note per bullet; written by the memory tool and /memory -->"
+"""The first line of a store that memory-ls (or Pi) creates."""
+
+BOM = "\ufeff"
+MAX_NOTE_UTF16 = 500
+"""Notes longer than this many UTF-16 code units are refused (Pi counts in JS strings)."""
+
+MAX_STORE_BYTES = 262_144
+"""A store larger than this is refused for reading and writing."""
+
+# C0 controls, DEL and C1 controls all become spaces (SPEC §2).
+_CONTROLS = {c: " " for c in [*range(0x00, 0x20), *range(0x7F, 0xA0)]}
+_CONTROL_RE = re.compile("[\x00-\x1f\x7f-\x9f]")
+# A lone surrogate cannot be written as UTF-8; JS writes it as U+FFFD, so do we.
+_SURROGATE_RE = re.compile("[\ud800-\udfff]")
+_TRAILING_PUNCT = ".!?,;:"
+
+# Characters that hide text from a human reader but not from a model:
+# zero-width characters, bidirectional controls and Unicode tag characters.
+_HIDDEN_RE = re.compile(
+    "[\u200b\u200c\u200d\u2060\u2061\u2062\u2063\u2064\ufeff\u180e"
+    "\u200e\u200f\u061c\u202a-\u202e\u2066-\u2069"
+    "\U000e0000-\U000e007f]"
+)
+_LINE_BREAK_RE = re.compile(r"\r?\n")
+
+
+def normalise(text: str) -> str:
+    """Return ``text`` as a note: controls to spaces, whitespace runs to one space, trimmed."""
+    if _SURROGATE_RE.search(text):
+        text = _SURROGATE_RE.sub("\ufffd", text)
+    # str.split() with no argument splits on exactly what str.isspace() sees.
+    return " ".join(text.translate(_CONTROLS).split())
+
+
+def near_duplicate_key(note: str) -> str:
+    """The key two notes share when they are near-duplicates (case and end punctuation)."""
+    return normalise(note).lower().rstrip(_TRAILING_PUNCT).strip()
+
+
+def utf16_length(text: str) -> int:
+    """Length in UTF-16 code units, as JavaScript's ``String.length`` counts it."""
+    return len(text) + sum(1 for c in text if ord(c) > 0xFFFF)
+
+
+def utf8_length(text: str) -> int:
+    """Length in UTF-8 bytes (lone surrogates count as U+FFFD would)."""
+    return len(text.encode("utf-8", "replace"))
+
+
+def has_controls(text: str) -> bool:
+    """True when ``text`` holds a character that normalisation turns into a space."""
+    return _CONTROL_RE.search(text) is not None
+
+
+def hidden_characters(text: str) -> list[int]:
+    """Indices of zero-width, bidi-control and tag characters in ``text``."""
+    return [m.start() for m in _HIDDEN_RE.finditer(text)]
+
+
+def remove_hidden(text: str) -> str:
+    """``text`` without its hidden characters."""
+    return _HIDDEN_RE.sub("", text)
+
+
+@dataclass(frozen=True, slots=True)
+class SplitText:
+    """A file's text cut into lines, with what is needed to write it back alike."""
+
+    bom: bool
+    lines: list[str]
+    eol: str
+
+    def render(self, lines: list[str] | None = None) -> str:
+        """Join ``lines`` (default: the original ones) in this file's style."""
+        body = self.eol.join(self.lines if lines is None else lines)
+        return (BOM + body) if self.bom else body
+
+
+def split_text(content: str) -> SplitText:
+    """Split ``content`` on ``\\n`` and ``\\r\\n`` only, setting a leading BOM aside.
+
+    The line-ending style is that of the first line ending (LF when there is none).
+    The last element is ``""`` when the text ends with a line ending.
+    """
+    bom = content.startswith(BOM)
+    body = content[1:] if bom else content
+    first = body.find("\n")
+    eol = "\r\n" if first > 0 and body[first - 1] == "\r" else "\n"
+    return SplitText(bom=bom, lines=_LINE_BREAK_RE.split(body), eol=eol)
+
+
+def first_invalid_utf8(data: bytes) -> int | None:
+    """Offset of the first byte that is not valid UTF-8, or ``None``."""
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return exc.start
+    return None
+
+
+def decode_for_display(data: bytes) -> str:
+    """Decode store bytes, replacing invalid sequences, so they can be shown and checked."""
+    return data.decode("utf-8", "replace")

@@ -1,0 +1,184 @@
+"""Whether a project is trusted, and which rule said so (SPEC §4).
+
+Pure: the store layer gathers the facts (the explicit flag, the text of
+``trust.json``, which resources exist) and these functions decide. Every
+decision names its rule and carries a sentence a human can read.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Literal
+
+from pydantic import BaseModel
+
+from memory_ls.core.config import json_type_name, parse_json
+
+TrustRule = Literal["explicit", "trust.json", "resources"]
+
+PROJECT_TRUST_RESOURCES: tuple[str, ...] = (
+    ".pi/settings.json",
+    ".pi/mcp.json",
+    ".pi/extensions",
+    ".pi/skills",
+    ".pi/prompts",
+    ".pi/themes",
+    ".pi/SYSTEM.md",
+    ".pi/APPEND_SYSTEM.md",
+)
+"""Pi's trust-requiring resources, relative to the project root."""
+
+ANCESTOR_TRUST_RESOURCE = ".agents/skills"
+"""Trust-requiring in the root or any ancestor, except the one in the home directory."""
+
+
+class TrustDecision(BaseModel):
+    """A trust verdict, the rule that reached it, and why."""
+
+    trusted: bool
+    rule: TrustRule
+    reason: str
+    """A sentence naming the rule's evidence, e.g. ``untrusted: the project holds .pi/mcp.json``."""
+    problems: list[str] = []
+    """Things found on the way that a human should fix (e.g. a malformed ``trust.json``)."""
+
+
+class TrustStoreMatch(BaseModel):
+    """The ``trust.json`` entry that decides for a project root."""
+
+    directory: str
+    """The entry's directory: the root itself or its nearest decided ancestor."""
+    trusted: bool
+
+
+def explicit_decision(trusted: bool, source: str = "the client or command line") -> TrustDecision:
+    """Rule 1: the client (workspace trust) or the CLI (``--trusted``/``--untrusted``) decided."""
+    verdict = "trusted" if trusted else "untrusted"
+    return TrustDecision(
+        trusted=trusted, rule="explicit", reason=f"{verdict}: set explicitly by {source}"
+    )
+
+
+def parse_trust_store(text: str, source: str) -> tuple[dict[str, bool | None], list[str]]:
+    """Parse and validate the text of ``trust.json`` (``source`` names it in problems).
+
+    Malformed JSON or a top level that is not an object gives no entries and
+    one problem. See ``trust_entries`` for the checks on each entry.
+    """
+    data, error = parse_json(text)
+    if error is not None:
+        return {}, [f"ignored {source}: {error}"]
+    return trust_entries(data, source)
+
+
+def trust_entries(data: object, source: str) -> tuple[dict[str, bool | None], list[str]]:
+    """Validate parsed ``trust.json`` data into ``{canonical dir: True/False/None}``.
+
+    The file must be an object mapping absolute paths to ``true``, ``false``
+    or ``null``; otherwise the whole file counts as no decision and one
+    problem is reported. A single entry with another value, or a key that is
+    not an absolute path, is skipped and reported. Keys are normalised
+    (``/a/b/`` is ``/a/b``); when two spellings of one directory disagree,
+    ``false`` wins, as the safe choice.
+    """
+    if not isinstance(data, dict):
+        return {}, [f"ignored {source}: expected a JSON object, found {json_type_name(data)}"]
+    entries: dict[str, bool | None] = {}
+    problems: list[str] = []
+    for key, value in data.items():
+        if value is not None and not isinstance(value, bool):
+            problems.append(
+                f"ignored entry {key!r} in {source}: expected true, false or null, "
+                f"found {json_type_name(value)}"
+            )
+            continue
+        if not posixpath.isabs(key):
+            problems.append(f"ignored entry {key!r} in {source}: not an absolute path")
+            continue
+        directory = _normalise_dir(key)
+        if directory in entries and entries[directory] is not None and value is not False:
+            continue  # keep an earlier decision over a later null, and false over true
+        entries[directory] = value
+    return entries, problems
+
+
+def nearest_trust_entry(
+    entries: Mapping[str, bool | None], project_root: str
+) -> TrustStoreMatch | None:
+    """Rule 2's lookup: the decision for ``project_root`` or its nearest decided ancestor.
+
+    ``project_root`` must already be canonical (symlinks resolved). A
+    ``null`` entry means "no decision here", so the walk goes on upwards.
+    """
+    directory = _normalise_dir(project_root)
+    while True:
+        value = entries.get(directory)
+        if value is not None:
+            return TrustStoreMatch(directory=directory, trusted=value)
+        parent = posixpath.dirname(directory)
+        if parent == directory:
+            return None
+        directory = parent
+
+
+def trust_store_decision(
+    entries: Mapping[str, bool | None], project_root: str, source: str
+) -> TrustDecision | None:
+    """Rule 2: the decision ``trust.json`` (named ``source``) gives, or ``None``."""
+    match = nearest_trust_entry(entries, project_root)
+    if match is None:
+        return None
+    verdict = "trusted" if match.trusted else "untrusted"
+    where = match.directory
+    if where != _normalise_dir(project_root):
+        where = f"{where} (an ancestor of the project)"
+    return TrustDecision(
+        trusted=match.trusted,
+        rule="trust.json",
+        reason=f"{verdict}: {source} marks {where} as {verdict}",
+    )
+
+
+def resources_decision(
+    in_project: Sequence[str], in_ancestors: Sequence[str] = ()
+) -> TrustDecision:
+    """Rule 3: untrusted if any trust-requiring resource was found, trusted if not.
+
+    ``in_project`` lists resources relative to the root (``.pi/mcp.json``);
+    ``in_ancestors`` lists ancestor ``.agents/skills`` folders as absolute paths.
+    """
+    if not in_project and not in_ancestors:
+        return TrustDecision(
+            trusted=True,
+            rule="resources",
+            reason="trusted: no trust-requiring resources in the project",
+        )
+    parts: list[str] = []
+    if in_project:
+        parts.append(f"the project holds {_join(in_project)}")
+    if in_ancestors:
+        parts.append(f"a parent folder holds {_join(in_ancestors)}")
+    return TrustDecision(trusted=False, rule="resources", reason="untrusted: " + "; ".join(parts))
+
+
+def with_problems(decision: TrustDecision, problems: Iterable[str]) -> TrustDecision:
+    """Return ``decision`` carrying ``problems`` too (they outlive the rule that found them)."""
+    extra = list(problems)
+    if not extra:
+        return decision
+    return decision.model_copy(update={"problems": [*decision.problems, *extra]})
+
+
+# -- helpers -------------------------------------------------------------------
+
+
+def _normalise_dir(path: str) -> str:
+    # normpath keeps a leading "//" (POSIX allows it to mean something else);
+    # trust.json keys never use it, so fold it like any other slash run.
+    normal = posixpath.normpath(path)
+    return "/" + normal.lstrip("/") if normal.startswith("//") else normal
+
+
+def _join(items: Sequence[str]) -> str:
+    return ", ".join(items)

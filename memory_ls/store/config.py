@@ -1,0 +1,53 @@
+"""Reading the configuration files (SPEC §5).
+
+Reads ``<agent-dir>/bytefly.json`` and, for a trusted project only,
+``<project-root>/.pi/bytefly.json``, and lets ``memory_ls.core.config`` merge
+them. A file that cannot be read is reported, never raised.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from memory_ls.core.config import (
+    ConfigLayer,
+    EffectiveConfig,
+    resolve_config,
+    skipped_layer,
+    unreadable_layer,
+)
+from memory_ls.store.paths import read_small_text
+
+CONFIG_FILE_NAME = "bytefly.json"
+
+CONFIG_SIZE_LIMIT = 1024 * 1024
+"""A configuration file larger than this is ignored (and reported)."""
+
+
+def global_config_path(agent_dir: Path) -> Path:
+    """Return ``<agent-dir>/bytefly.json``."""
+    return agent_dir / CONFIG_FILE_NAME
+
+
+def project_config_path(project_root: Path) -> Path:
+    """Return ``<project-root>/.pi/bytefly.json``."""
+    return project_root / ".pi" / CONFIG_FILE_NAME
+
+
+def load_config(agent_dir: Path, project_root: Path, trusted: bool) -> EffectiveConfig:
+    """Return the effective configuration for a project.
+
+    The project layer of an untrusted project is not read at all (it is
+    repository-controlled), and is recorded as ``skipped-untrusted``.
+    """
+    layers: list[ConfigLayer] = [_read_layer(global_config_path(agent_dir))]
+    project_path = project_config_path(project_root)
+    layers.append(_read_layer(project_path) if trusted else skipped_layer(str(project_path)))
+    return resolve_config(layers)
+
+
+def _read_layer(path: Path) -> ConfigLayer:
+    read = read_small_text(path, CONFIG_SIZE_LIMIT)
+    if read.error is not None:
+        return unreadable_layer(str(path), read.error)
+    return (str(path), read.text)

@@ -1,0 +1,299 @@
+"""Where the stores live: the agent dir, the project root and the store paths (SPEC §1).
+
+The project root is found by reading ``.git`` entries the way git does, never by
+spawning ``git``: it must work where git is not installed, and fast (it runs on
+every CLI call and for every document the server opens).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+AGENT_DIR_ENV = "PI_CODING_AGENT_DIR"
+"""The environment variable Pi reads for its agent dir."""
+
+STORE_FILE_NAME = "memory.md"
+
+# A `.git` file, a `commondir` or a git `config` is tiny; anything bigger is
+# not what we are looking for, and reading it would only cost time.
+_GIT_FILE_LIMIT = 64 * 1024
+
+
+def agent_dir_for(explicit: str | None = None, env: Mapping[str, str] | None = None) -> Path:
+    """Return the agent dir: ``explicit``, else ``$PI_CODING_AGENT_DIR``, else ``~/.pi/agent``.
+
+    A leading ``~`` expands to the home directory (``$HOME`` from ``env`` when
+    it has one). An empty ``explicit`` or environment value counts as not
+    given. The result is absolute but need not exist; symlinks are kept, so
+    the path reads the way the user wrote it.
+    """
+    environ: Mapping[str, str] = os.environ if env is None else env
+    chosen = explicit or environ.get(AGENT_DIR_ENV) or ""
+    if not chosen:
+        return _home(environ) / ".pi" / "agent"
+    return Path(os.path.abspath(_expand_home(chosen, environ)))
+
+
+def global_store_path(agent_dir: Path) -> Path:
+    """Return the global store, ``<agent-dir>/memory.md``."""
+    return agent_dir / STORE_FILE_NAME
+
+
+def project_store_path(project_root: Path) -> Path:
+    """Return the project store, ``<project-root>/.pi/memory.md``."""
+    return project_root / ".pi" / STORE_FILE_NAME
+
+
+def project_root_for(start: Path) -> Path:
+    """Return the root of the *main* working tree of the repository holding ``start``.
+
+    ``start`` may be a file or a directory; symlinks are resolved first. A
+    subdirectory and every linked worktree resolve to the same root; a
+    submodule is its own root; outside any repository the starting directory
+    (the parent of a file) is the root. Unreadable or malformed ``.git``
+    files are skipped as if absent, so this never raises for them.
+    """
+    here = Path(os.path.realpath(start))
+    if _is_existing_non_directory(here):
+        here = here.parent
+    for folder in (here, *here.parents):
+        root = _root_from_git_entry(folder)
+        if root is not None:
+            return root
+    return here
+
+
+# -- reading small files -------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class SmallText:
+    """The outcome of reading a small text file: errors are values, not exceptions.
+
+    ``text`` is ``None`` when the file is missing (``error`` is then ``None``
+    too) or could not be used (``error`` says why, as a phrase that follows
+    the path: ``"is a directory"``).
+    """
+
+    text: str | None
+    error: str | None = None
+
+    @property
+    def missing(self) -> bool:
+        """The file does not exist (a normal state, not a problem)."""
+        return self.text is None and self.error is None
+
+
+class _Unusable(Exception):
+    """A file exists but cannot be used; the message follows its path."""
+
+
+def read_small_text(path: Path, limit: int) -> SmallText:
+    """Read a UTF-8 text file of at most ``limit`` bytes without ever raising.
+
+    Missing (including a dangling symlink or a missing parent) is
+    ``SmallText(None)``; a directory, a non-regular file (a FIFO would block),
+    a file over ``limit``, a permission error or invalid UTF-8 is reported in
+    ``error``. A leading byte order mark is kept: the caller decides.
+    """
+    try:
+        data = _read_capped(path, limit)
+    except (FileNotFoundError, NotADirectoryError):
+        return SmallText(None)
+    except _Unusable as exc:
+        return SmallText(None, str(exc))
+    except OSError as exc:
+        return SmallText(None, f"cannot be read ({exc.strerror or exc})")
+    try:
+        return SmallText(data.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        return SmallText(None, f"is not valid UTF-8 (first bad byte at offset {exc.start})")
+
+
+def _read_capped(path: Path, limit: int) -> bytes:
+    """Return the bytes of a regular file, refusing anything over ``limit``."""
+    info = os.stat(path)
+    if stat.S_ISDIR(info.st_mode):
+        raise _Unusable("is a directory")
+    if not stat.S_ISREG(info.st_mode):
+        raise _Unusable("is not a regular file")
+    if info.st_size > limit:
+        raise _Unusable(f"is {info.st_size} bytes, larger than the {limit}-byte limit")
+    with open(path, "rb") as handle:
+        # Read one byte past the limit: the file may have grown since the stat.
+        data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise _Unusable(f"is larger than the {limit}-byte limit")
+    return data
+
+
+# -- the project root ----------------------------------------------------------
+
+
+def _root_from_git_entry(folder: Path) -> Path | None:
+    """Return the main worktree root if ``folder`` holds a usable ``.git``, else ``None``."""
+    entry = folder / ".git"
+    try:
+        info = os.stat(entry)
+    except OSError:
+        return None
+    if stat.S_ISDIR(info.st_mode):
+        # A normal repository: this folder is its main worktree.
+        return folder
+    if not stat.S_ISREG(info.st_mode):
+        return None
+    gitdir = _gitdir_from_file(entry)
+    if gitdir is None:
+        return None  # malformed or unreadable: not a repository marker
+    return _main_worktree_for_gitdir(gitdir, folder)
+
+
+def _gitdir_from_file(entry: Path) -> Path | None:
+    """Parse a ``.git`` file (``gitdir: <path>``) into an absolute, canonical git dir."""
+    content = _read_git_text(entry)
+    if content is None:
+        return None
+    first_line = content.split("\n", 1)[0].rstrip("\r")
+    prefix = "gitdir:"
+    if not first_line.startswith(prefix):
+        return None
+    target = first_line[len(prefix) :].strip()
+    if not target:
+        return None
+    # Git writes relative paths relative to the folder holding the `.git` file.
+    return Path(os.path.realpath(os.path.join(entry.parent, target)))
+
+
+def _main_worktree_for_gitdir(gitdir: Path, holder: Path) -> Path:
+    """Return the main worktree for a git dir named by the ``.git`` file in ``holder``.
+
+    Without a ``commondir`` the git dir is a repository of its own (a
+    submodule, or ``git init --separate-git-dir``) whose worktree is
+    ``holder``. With one, ``holder`` is a linked worktree and the main
+    worktree is found from the common git dir.
+    """
+    if not os.path.isdir(gitdir):
+        # A dangling link (the main repository moved): the marker still says
+        # "a repository starts here", and this folder is the best root we have.
+        return holder
+    common_text = _read_git_text(gitdir / "commondir")
+    if common_text is None:
+        return holder
+    common_line = common_text.split("\n", 1)[0].rstrip("\r")
+    if not common_line:
+        return holder
+    # os.path.join keeps an absolute commondir as it is.
+    common = Path(os.path.realpath(os.path.join(gitdir, common_line)))
+    if not os.path.isdir(common):
+        return holder
+    worktree = _core_worktree(common)
+    if worktree is not None:
+        # A submodule's git dir (`.git/modules/x`) names its worktree this way.
+        return worktree
+    if common.name == ".git":
+        return common.parent
+    # A bare repository with linked worktrees has no main worktree.
+    return holder
+
+
+def _core_worktree(git_dir: Path) -> Path | None:
+    """Return ``core.worktree`` from ``<git_dir>/config`` when it names a folder."""
+    text = _read_git_text(git_dir / "config")
+    if text is None:
+        return None
+    value = git_config_value(text, "core", "worktree")
+    if not value:
+        return None
+    # Git resolves a relative core.worktree against the git dir.
+    path = Path(os.path.realpath(os.path.join(git_dir, value)))
+    return path if os.path.isdir(path) else None
+
+
+def _read_git_text(path: Path) -> str | None:
+    """Read a small git metadata file, decoding paths as the OS does; ``None`` if unusable."""
+    try:
+        data = _read_capped(path, _GIT_FILE_LIMIT)
+    except (OSError, _Unusable):
+        return None
+    return os.fsdecode(data)
+
+
+def git_config_value(text: str, section: str, key: str) -> str | None:
+    """Return the last value of ``section.key`` in git-config ``text``, or ``None``.
+
+    A small reader for the subset git writes itself: ``[section]`` headers
+    (case-insensitive, no subsection), ``key = value`` lines, ``#``/``;``
+    comments, double quotes and the ``\\\\ \\" \\n \\t`` escapes.
+    """
+    wanted_section = section.lower()
+    wanted_key = key.lower()
+    current: str | None = None
+    found: str | None = None
+    for raw_line in text.splitlines():
+        line = raw_line.strip()
+        if not line or line[0] in "#;":
+            continue
+        if line.startswith("["):
+            close = line.find("]")
+            header = line[1:close].strip() if close > 0 else ""
+            # `[core "x"]` is a subsection, not `[core]`.
+            current = None if '"' in header or " " in header else header.lower()
+            line = line[close + 1 :].strip() if close > 0 else ""
+            if not line or line[0] in "#;":
+                continue
+        if current != wanted_section:
+            continue
+        name, sep, rest = line.partition("=")
+        if name.strip().lower() != wanted_key:
+            continue
+        found = _git_config_unquote(rest) if sep else "true"
+    return found
+
+
+def _git_config_unquote(raw: str) -> str:
+    """Decode a git-config value: quotes, escapes, and a trailing comment."""
+    escapes = {"\\": "\\", '"': '"', "n": "\n", "t": "\t", "b": "\b"}
+    out: list[str] = []
+    quoted = False
+    i = 0
+    while i < len(raw):
+        char = raw[i]
+        if char == "\\" and i + 1 < len(raw):
+            out.append(escapes.get(raw[i + 1], raw[i + 1]))
+            i += 2
+            continue
+        if char == '"':
+            quoted = not quoted
+        elif char in "#;" and not quoted:
+            break
+        else:
+            out.append(char)
+        i += 1
+    return "".join(out).strip()
+
+
+# -- small helpers -------------------------------------------------------------
+
+
+def _is_existing_non_directory(path: Path) -> bool:
+    try:
+        return not stat.S_ISDIR(os.stat(path).st_mode)
+    except OSError:
+        # Missing: treat it as the directory to start from.
+        return False
+
+
+def _home(env: Mapping[str, str]) -> Path:
+    home = env.get("HOME")
+    return Path(home) if home else Path.home()
+
+
+def _expand_home(text: str, env: Mapping[str, str]) -> str:
+    """Expand a leading ``~`` (or ``~user``) to a home directory."""
+    if text == "~" or text.startswith(("~/", "~" + os.sep)):
+        return str(_home(env)) + text[1:]
+    return os.path.expanduser(text)

@@ -1,0 +1,370 @@
+"""The one object that owns both stores: paths, trust, config, cache and every write.
+
+The CLI, the language server and the MCP server all call :class:`MemoryRuntime`;
+none of them touches a store file on its own. Each public method returns plain
+data (a :data:`MemoryResult` and friends), never raises for a refused action.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from memory_ls.core.actions import (
+    READ_ONLY_MESSAGE,
+    UNTRUSTED_MESSAGE,
+    Change,
+    apply_add,
+    apply_clear,
+    apply_forget,
+    apply_merge,
+    apply_update,
+    check_action,
+    check_scope,
+    check_text,
+    no_match,
+)
+from memory_ls.core.config import EffectiveConfig
+from memory_ls.core.models import (
+    InjectResult,
+    MemoryResult,
+    PathInfo,
+    Scope,
+    other_scope,
+)
+from memory_ls.core.notes import ParsedFile, parse
+from memory_ls.core.recall import RecallPlan, recall_plan
+from memory_ls.core.trust import TrustDecision
+from memory_ls.store.config import load_config
+from memory_ls.store.files import (
+    Stamp,
+    StoreFile,
+    StoreRefused,
+    read_store,
+    stamp_of,
+    store_lock,
+    write_store,
+)
+from memory_ls.store.paths import (
+    agent_dir_for,
+    global_store_path,
+    project_root_for,
+    project_store_path,
+)
+from memory_ls.store.trust import decide_trust
+
+MUTATIONS = frozenset({"add", "update", "forget", "merge", "move", "clear"})
+
+
+@dataclass(slots=True)
+class StoreView:
+    """The cached read of one store, and the last good notes it had."""
+
+    file: StoreFile
+    parsed: ParsedFile
+    last_good: list[str] = field(default_factory=list)
+
+    @property
+    def readable(self) -> bool:
+        """True when the store may be read (it may still refuse writes)."""
+        return self.file.error is None
+
+
+@dataclass(frozen=True, slots=True)
+class StoreChange:
+    """How a store's notes differ between two reads."""
+
+    added: list[str]
+    removed: list[str]
+
+
+class MemoryRuntime:
+    """Both stores of one project, as the rules of SPEC §1-§6 see them."""
+
+    def __init__(
+        self,
+        start: Path,
+        *,
+        agent_dir: str | None = None,
+        trusted: bool | None = None,
+        read_only: bool = False,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        self.agent_dir = agent_dir_for(agent_dir, env)
+        self.project_root = project_root_for(start)
+        self.paths: dict[Scope, Path] = {
+            "project": project_store_path(self.project_root),
+            "global": global_store_path(self.agent_dir),
+        }
+        self.explicit_trust = trusted
+        self.read_only = read_only
+        self._views: dict[Scope, StoreView] = {}
+        self._lock = threading.RLock()
+
+    # -- settings -----------------------------------------------------------
+
+    def trust(self) -> TrustDecision:
+        """Who decides whether the project's notes may be read and written (SPEC §4)."""
+        return decide_trust(self.project_root, self.agent_dir, self.explicit_trust)
+
+    def config(self, trust: TrustDecision | None = None) -> EffectiveConfig:
+        """The effective ``memory`` configuration (SPEC §5)."""
+        trusted = (trust or self.trust()).trusted
+        return load_config(self.agent_dir, self.project_root, trusted)
+
+    # -- reading ------------------------------------------------------------
+
+    def view(self, scope: Scope) -> StoreView:
+        """The store as it is on disk now, re-read only when its stamp changed."""
+        path = self.paths[scope]
+        with self._lock:
+            cached = self._views.get(scope)
+            if cached is not None and cached.readable and cached.file.stamp == stamp_of(path):
+                return cached
+            return self._reread(scope)
+
+    def _reread(self, scope: Scope) -> StoreView:
+        file = read_store(self.paths[scope])
+        previous = self._views.get(scope)
+        parsed = parse(file.content)
+        if file.error is None:
+            last_good = parsed.notes
+        else:
+            last_good = previous.last_good if previous else []
+        view = StoreView(file, parsed, last_good)
+        self._views[scope] = view
+        return view
+
+    def _adopt(self, scope: Scope, content: str, stamp: Stamp) -> None:
+        """Cache what this process just wrote, so it is not read back."""
+        path = self.paths[scope]
+        file = StoreFile(path, True, content, stamp)
+        parsed = parse(content)
+        self._views[scope] = StoreView(file, parsed, parsed.notes)
+
+    def notes(self, scope: Scope, trust: TrustDecision | None = None) -> list[str]:
+        """The notes of ``scope`` ([] for an untrusted project or an unreadable store)."""
+        if scope == "project" and not (trust or self.trust()).trusted:
+            return []
+        view = self.view(scope)
+        return view.parsed.notes if view.readable else []
+
+    def recall_notes(self, scope: Scope, trust: TrustDecision) -> list[str]:
+        """The notes recall uses: an unreadable store keeps its last good view."""
+        if scope == "project" and not trust.trusted:
+            return []
+        view = self.view(scope)
+        return view.parsed.notes if view.readable else view.last_good
+
+    def reload(self) -> dict[Scope, StoreChange]:
+        """Re-read both stores regardless of stamps; say what changed in each."""
+        changes: dict[Scope, StoreChange] = {}
+        with self._lock:
+            for scope in ("project", "global"):
+                before = self._views[scope].parsed.notes if scope in self._views else None
+                view = self._reread(scope)
+                after = view.parsed.notes
+                if before is None:
+                    before = after
+                changes[scope] = StoreChange(
+                    added=[n for n in after if n not in before],
+                    removed=[n for n in before if n not in after],
+                )
+        return changes
+
+    # -- results ------------------------------------------------------------
+
+    def result(
+        self, action: str, scope: Scope, changed: bool = False, **extra: str | None
+    ) -> MemoryResult:
+        """A :data:`MemoryResult` carrying both scopes' notes as they are now."""
+        trust = self.trust()
+        out: MemoryResult = {
+            "action": action,
+            "scope": scope,
+            "project": self.notes("project", trust),
+            "global": self.notes("global", trust),
+            "changed": changed,
+        }
+        for key in ("entry", "to", "existing", "error"):
+            value = extra.get(key)
+            if value is not None:
+                out[key] = value  # type: ignore[literal-required]
+        return out
+
+    def list(self) -> MemoryResult:
+        """Both stores; an unreadable one is listed empty with ``error`` set."""
+        out = self.result("list", "project")
+        trust = self.trust()
+        errors = [
+            v.file.error
+            for s in ("project", "global")
+            if (s == "global" or trust.trusted) and (v := self.view(s)).file.error
+        ]
+        if errors:
+            out["error"] = "; ".join(e for e in errors if e)
+        return out
+
+    def plan(self) -> RecallPlan:
+        """The recall plan (SPEC §6) over both stores as they are now."""
+        trust = self.trust()
+        config = self.config(trust)
+        return recall_plan(
+            self.recall_notes("project", trust),
+            self.recall_notes("global", trust),
+            config.max_inject_bytes,
+            config.inject,
+        )
+
+    def inject(self) -> InjectResult:
+        """The ``memory.inject`` object."""
+        return self.plan().as_inject_result()
+
+    def path_info(self) -> PathInfo:
+        """The ``memory.path`` object."""
+        trust = self.trust()
+        return {
+            "project": str(self.paths["project"]),
+            "global": str(self.paths["global"]),
+            "trusted": trust.trusted,
+            "trustReason": trust.reason,
+            "trustRule": trust.rule,
+        }
+
+    # -- actions ------------------------------------------------------------
+
+    def run(self, action: object, args: Mapping[str, object]) -> MemoryResult:
+        """Validate raw field values and run one action; refusals come back as results."""
+        error = check_action(action)
+        scope, scope_error = check_scope(args.get("scope"))
+        if error or not isinstance(action, str):
+            return self.result(str(action) if isinstance(action, str) else "", scope, error=error)
+        if scope_error:
+            return self.result(action, scope, error=scope_error)
+        if action == "list":
+            return self.list()
+        fields: dict[str, str] = {}
+        needed = {
+            "add": ("text",),
+            "forget": ("text",),
+            "move": ("text",),
+            "update": ("text", "to"),
+            "merge": ("text", "other", "to"),
+            "clear": (),
+        }[action]
+        for name in needed:
+            value, field_error = check_text(args.get(name), name)
+            if field_error:
+                return self.result(action, scope, error=field_error)
+            fields[name] = value
+        if action == "merge" and fields["text"] == fields["other"]:
+            return self.result(action, scope, error="text and other must be different notes.")
+        if action == "add":
+            return self.add(fields["text"], scope)
+        if action == "forget":
+            return self.forget(fields["text"], scope)
+        if action == "move":
+            return self.move(fields["text"], scope)
+        if action == "update":
+            return self.update(fields["text"], fields["to"], scope)
+        if action == "merge":
+            return self.merge(fields["text"], fields["other"], fields["to"], scope)
+        return self.clear(scope)
+
+    def _refusal(self, scope: Scope) -> str | None:
+        """Why no change to ``scope`` is allowed at all, if none is."""
+        if self.read_only:
+            return READ_ONLY_MESSAGE
+        if scope == "project" and not self.trust().trusted:
+            return UNTRUSTED_MESSAGE
+        return None
+
+    def _mutate(self, scope: Scope, transform: Callable[[str], Change]) -> Change:
+        """One read-modify-write of ``scope`` under both locks."""
+        path = self.paths[scope]
+        if not path.parent.exists():
+            # Nothing to lock yet: only create folders when the change writes.
+            first = transform("")
+            if not first.changed:
+                return first
+        with self._lock, store_lock(path):
+            file = read_store(path)
+            refusal = file.mutation_error
+            if refusal:
+                return Change(file.content, False, error=refusal)
+            change = transform(file.content)
+            if change.changed and change.error is None:
+                try:
+                    stamp = write_store(path, change.content)
+                except StoreRefused as exc:
+                    return Change(file.content, False, error=str(exc))
+                self._adopt(scope, change.content, stamp)
+            return change
+
+    def _finish(
+        self, action: str, scope: Scope, change: Change, **extra: str | None
+    ) -> MemoryResult:
+        if change.error:
+            return self.result(action, scope, error=change.error, **extra)
+        return self.result(action, scope, change.changed, existing=change.existing, **extra)
+
+    def add(self, text: str, scope: Scope = "project") -> MemoryResult:
+        """Append a (normalised, validated) note unless a near-duplicate is stored."""
+        refusal = self._refusal(scope)
+        if refusal:
+            return self.result("add", scope, error=refusal, entry=text)
+        change = self._mutate(scope, lambda content: apply_add(content, text))
+        return self._finish("add", scope, change, entry=text)
+
+    def update(self, text: str, to: str, scope: Scope = "project") -> MemoryResult:
+        """Replace every note equal to ``text`` with ``to``."""
+        refusal = self._refusal(scope)
+        if refusal:
+            return self.result("update", scope, error=refusal, entry=text, to=to)
+        change = self._mutate(scope, lambda content: apply_update(content, text, to, scope))
+        return self._finish("update", scope, change, entry=text, to=to)
+
+    def forget(self, text: str, scope: Scope = "project") -> MemoryResult:
+        """Remove every note equal to ``text``."""
+        refusal = self._refusal(scope)
+        if refusal:
+            return self.result("forget", scope, error=refusal, entry=text)
+        change = self._mutate(scope, lambda content: apply_forget(content, text, scope))
+        return self._finish("forget", scope, change, entry=text)
+
+    def merge(self, text: str, other: str, to: str, scope: Scope = "project") -> MemoryResult:
+        """Replace ``text`` with ``to`` and remove ``other``, in one write."""
+        refusal = self._refusal(scope)
+        if refusal:
+            return self.result("merge", scope, error=refusal, entry=text, to=to)
+        change = self._mutate(scope, lambda content: apply_merge(content, text, other, to, scope))
+        return self._finish("merge", scope, change, entry=text, to=to)
+
+    def move(self, text: str, scope: Scope = "project") -> MemoryResult:
+        """Add to the other scope, then forget from ``scope``: never in neither."""
+        target = other_scope(scope)
+        refusal = self._refusal(scope) or self._refusal(target)
+        if refusal:
+            return self.result("move", scope, error=refusal, entry=text)
+        source = self.view(scope)
+        if source.file.mutation_error:
+            return self.result("move", scope, error=source.file.mutation_error, entry=text)
+        if text not in source.parsed.notes:
+            return self.result("move", scope, error=no_match(scope, text), entry=text)
+        added = self._mutate(target, lambda content: apply_add(content, text))
+        if added.error:
+            return self.result("move", scope, error=added.error, entry=text)
+        removed = self._mutate(scope, lambda content: apply_forget(content, text, scope))
+        if removed.error:
+            return self.result("move", scope, error=removed.error, entry=text)
+        return self.result("move", scope, removed.changed, entry=text, existing=added.existing)
+
+    def clear(self, scope: Scope = "project") -> MemoryResult:
+        """Remove every bullet of ``scope``; callers must have asked a human first."""
+        refusal = self._refusal(scope)
+        if refusal:
+            return self.result("clear", scope, error=refusal)
+        change = self._mutate(scope, apply_clear)
+        return self._finish("clear", scope, change)

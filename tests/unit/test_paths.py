@@ -1,0 +1,343 @@
+"""The agent dir, the project root and the store paths (SPEC §1).
+
+The trees are built by hand exactly as git writes them, so these tests need
+no git; one extra test checks the same answers against a real git if present.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from memory_ls.store.paths import (
+    agent_dir_for,
+    git_config_value,
+    global_store_path,
+    project_root_for,
+    project_store_path,
+    read_small_text,
+)
+
+
+def make_repo(root: Path) -> Path:
+    """A normal repository: ``<root>/.git`` is a directory."""
+    git = root / ".git"
+    (git / "objects").mkdir(parents=True)
+    (git / "refs").mkdir()
+    (git / "HEAD").write_text("ref: refs/heads/main\n")
+    (git / "config").write_text("[core]\n\trepositoryformatversion = 0\n\tbare = false\n")
+    return root.resolve()
+
+
+def make_worktree(main: Path, wt: Path, name: str = "wt") -> Path:
+    """A linked worktree, as ``git worktree add`` writes it (absolute gitdir)."""
+    admin = main / ".git" / "worktrees" / name
+    admin.mkdir(parents=True)
+    (admin / "commondir").write_text("../..\n")
+    (admin / "gitdir").write_text(f"{wt}/.git\n")
+    (admin / "HEAD").write_text("ref: refs/heads/wt\n")
+    wt.mkdir(parents=True)
+    (wt / ".git").write_text(f"gitdir: {admin}\n")
+    return wt
+
+
+def make_submodule(superproject: Path, name: str = "sub") -> Path:
+    """A submodule, as ``git submodule add`` writes it (relative gitdir, no commondir)."""
+    modules = superproject / ".git" / "modules" / name
+    modules.mkdir(parents=True)
+    (modules / "HEAD").write_text("ref: refs/heads/main\n")
+    (modules / "config").write_text(
+        f"[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tworktree = ../../../{name}\n"
+    )
+    sub = superproject / name
+    sub.mkdir()
+    (sub / ".git").write_text(f"gitdir: ../.git/modules/{name}\n")
+    return sub
+
+
+# -- agent dir -------------------------------------------------------------------
+
+
+def test_agent_dir_explicit_wins(tmp_path: Path) -> None:
+    env = {"PI_CODING_AGENT_DIR": str(tmp_path / "env"), "HOME": str(tmp_path)}
+    assert agent_dir_for(str(tmp_path / "given"), env) == tmp_path / "given"
+
+
+def test_agent_dir_explicit_expands_home(tmp_path: Path) -> None:
+    assert agent_dir_for("~/agent", {"HOME": str(tmp_path)}) == tmp_path / "agent"
+
+
+def test_agent_dir_from_env(tmp_path: Path) -> None:
+    env = {"PI_CODING_AGENT_DIR": str(tmp_path / "env"), "HOME": "/nowhere"}
+    assert agent_dir_for(None, env) == tmp_path / "env"
+
+
+def test_agent_dir_env_tilde_expands(tmp_path: Path) -> None:
+    env = {"PI_CODING_AGENT_DIR": "~/custom/agent", "HOME": str(tmp_path)}
+    assert agent_dir_for(None, env) == tmp_path / "custom" / "agent"
+    env = {"PI_CODING_AGENT_DIR": "~", "HOME": str(tmp_path)}
+    assert agent_dir_for(None, env) == tmp_path
+
+
+def test_agent_dir_env_tilde_uses_process_home(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PI_CODING_AGENT_DIR", "~/.pi-alt")
+    assert agent_dir_for() == Path.home() / ".pi-alt"
+
+
+def test_agent_dir_empty_env_falls_back_to_default(tmp_path: Path) -> None:
+    env = {"PI_CODING_AGENT_DIR": "", "HOME": str(tmp_path)}
+    assert agent_dir_for(None, env) == tmp_path / ".pi" / "agent"
+    assert agent_dir_for("", env) == tmp_path / ".pi" / "agent"
+
+
+def test_agent_dir_relative_becomes_absolute(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    result = agent_dir_for("rel/agent", {})
+    assert result.is_absolute()
+    assert result == Path(os.getcwd()) / "rel" / "agent"
+
+
+def test_store_paths(tmp_path: Path) -> None:
+    assert global_store_path(tmp_path / "agent") == tmp_path / "agent" / "memory.md"
+    assert project_store_path(tmp_path / "p") == tmp_path / "p" / ".pi" / "memory.md"
+
+
+# -- project root ----------------------------------------------------------------
+
+
+def test_repo_root_and_subdirectory_agree(tmp_path: Path) -> None:
+    root = make_repo(tmp_path / "repo")
+    deep = root / "src" / "pkg"
+    deep.mkdir(parents=True)
+    (deep / "mod.py").write_text("")
+    assert project_root_for(root) == root
+    assert project_root_for(deep) == root
+    assert project_root_for(deep / "mod.py") == root
+
+
+def test_linked_worktree_resolves_to_main(tmp_path: Path) -> None:
+    main = make_repo(tmp_path / "main")
+    wt = make_worktree(main, tmp_path / "elsewhere" / "wt")
+    (wt / "src").mkdir()
+    assert project_root_for(wt) == main
+    assert project_root_for(wt / "src") == main
+
+
+def test_linked_worktree_with_relative_gitdir(tmp_path: Path) -> None:
+    # `git worktree add --relative-paths` (git 2.48+) writes relative links.
+    main = make_repo(tmp_path / "main")
+    wt = make_worktree(main, tmp_path / "wt")
+    (wt / ".git").write_text("gitdir: ../main/.git/worktrees/wt\n")
+    assert project_root_for(wt) == main
+
+
+def test_linked_worktree_with_absolute_commondir(tmp_path: Path) -> None:
+    main = make_repo(tmp_path / "main")
+    wt = make_worktree(main, tmp_path / "wt")
+    (main / ".git" / "worktrees" / "wt" / "commondir").write_text(f"{main / '.git'}\n")
+    assert project_root_for(wt) == main
+
+
+def test_worktree_inside_main_tree(tmp_path: Path) -> None:
+    main = make_repo(tmp_path / "main")
+    wt = make_worktree(main, main / ".worktrees" / "feature", name="feature")
+    assert project_root_for(wt) == main
+
+
+def test_crlf_git_file(tmp_path: Path) -> None:
+    main = make_repo(tmp_path / "main")
+    wt = make_worktree(main, tmp_path / "wt")
+    (wt / ".git").write_bytes(f"gitdir: {main}/.git/worktrees/wt\r\n".encode())
+    (main / ".git" / "worktrees" / "wt" / "commondir").write_bytes(b"../..\r\n")
+    assert project_root_for(wt) == main
+
+
+def test_submodule_is_its_own_root(tmp_path: Path) -> None:
+    superproject = make_repo(tmp_path / "super")
+    sub = make_submodule(superproject)
+    (sub / "lib").mkdir()
+    assert project_root_for(sub) == sub
+    assert project_root_for(sub / "lib") == sub
+    assert project_root_for(superproject) == superproject
+
+
+def test_worktree_of_a_submodule_resolves_to_the_submodule(tmp_path: Path) -> None:
+    superproject = make_repo(tmp_path / "super")
+    sub = make_submodule(superproject)
+    admin = superproject / ".git" / "modules" / "sub" / "worktrees" / "swt"
+    admin.mkdir(parents=True)
+    (admin / "commondir").write_text("../..\n")
+    swt = tmp_path / "swt"
+    swt.mkdir()
+    (swt / ".git").write_text(f"gitdir: {admin}\n")
+    assert project_root_for(swt) == sub
+
+
+def test_worktree_of_a_bare_repository_is_its_own_root(tmp_path: Path) -> None:
+    bare = tmp_path / "repo.git"
+    (bare / "worktrees" / "wt").mkdir(parents=True)
+    (bare / "config").write_text("[core]\n\tbare = true\n")
+    (bare / "worktrees" / "wt" / "commondir").write_text("../..\n")
+    wt = tmp_path / "wt"
+    wt.mkdir()
+    (wt / ".git").write_text(f"gitdir: {bare}/worktrees/wt\n")
+    assert project_root_for(wt) == wt.resolve()
+
+
+def test_separate_git_dir_is_its_own_root(tmp_path: Path) -> None:
+    # `git init --separate-git-dir`: a `.git` file, no commondir.
+    store = tmp_path / "store" / ".git"
+    store.mkdir(parents=True)
+    (store / "HEAD").write_text("ref: refs/heads/main\n")
+    work = tmp_path / "work"
+    (work / "a").mkdir(parents=True)
+    (work / ".git").write_text(f"gitdir: {store}\n")
+    assert project_root_for(work / "a") == work.resolve()
+
+
+def test_outside_any_repository(tmp_path: Path) -> None:
+    folder = tmp_path / "plain" / "dir"
+    folder.mkdir(parents=True)
+    (folder / "notes.md").write_text("")
+    # tmp_path may itself sit inside a repository; skip rather than mislead.
+    if project_root_for(tmp_path) != tmp_path.resolve():
+        pytest.skip("tmp_path is inside a git repository")
+    assert project_root_for(folder) == folder.resolve()
+    assert project_root_for(folder / "notes.md") == folder.resolve()
+
+
+def test_symlinked_start_is_resolved(tmp_path: Path) -> None:
+    root = make_repo(tmp_path / "repo")
+    (root / "sub").mkdir()
+    link = tmp_path / "link"
+    link.symlink_to(root / "sub")
+    assert project_root_for(link) == root
+
+
+@pytest.mark.parametrize(
+    "content",
+    [b"", b"garbage\n", b"gitdir:\n", b"gitdir:   \n", b"\xff\xfe\x00bad", b"GITDIR: /x\n"],
+)
+def test_malformed_git_file_is_skipped(tmp_path: Path, content: bytes) -> None:
+    outer = make_repo(tmp_path / "outer")
+    inner = outer / "inner"
+    inner.mkdir()
+    (inner / ".git").write_bytes(content)
+    assert project_root_for(inner) == outer
+
+
+def test_git_entry_that_is_neither_file_nor_dir_is_skipped(tmp_path: Path) -> None:
+    outer = make_repo(tmp_path / "outer")
+    inner = outer / "inner"
+    inner.mkdir()
+    os.mkfifo(inner / ".git")  # reading it would block
+    assert project_root_for(inner) == outer
+
+
+def test_unreadable_git_file_is_skipped(tmp_path: Path) -> None:
+    if os.geteuid() == 0:
+        pytest.skip("root reads every file")
+    outer = make_repo(tmp_path / "outer")
+    inner = outer / "inner"
+    inner.mkdir()
+    (inner / ".git").write_text("gitdir: /somewhere\n")
+    (inner / ".git").chmod(0)
+    try:
+        assert project_root_for(inner) == outer
+    finally:
+        (inner / ".git").chmod(0o644)
+
+
+def test_dangling_gitdir_keeps_the_holder_as_root(tmp_path: Path) -> None:
+    wt = tmp_path / "wt"
+    wt.mkdir()
+    (wt / ".git").write_text(f"gitdir: {tmp_path}/gone/.git/worktrees/wt\n")
+    assert project_root_for(wt) == wt.resolve()
+
+
+def test_missing_start_walks_up(tmp_path: Path) -> None:
+    root = make_repo(tmp_path / "repo")
+    assert project_root_for(root / "not" / "yet" / "here") == root
+
+
+def test_git_config_value() -> None:
+    text = (
+        "[core]\n\tbare = false\n"
+        '[core "sub"]\n\tworktree = /wrong\n'
+        '[CORE]\n\tWorkTree = "../a b" ; comment\n'
+        "[remote]\n\tworktree = /wrong\n"
+    )
+    assert git_config_value(text, "core", "worktree") == "../a b"
+    assert git_config_value("[core]\n", "core", "worktree") is None
+
+
+def test_read_small_text_reports_instead_of_raising(tmp_path: Path) -> None:
+    assert read_small_text(tmp_path / "missing", 10).missing
+    assert read_small_text(tmp_path, 10).error == "is a directory"
+    big = tmp_path / "big"
+    big.write_text("x" * 11)
+    assert "larger than the 10-byte limit" in (read_small_text(big, 10).error or "")
+    bad = tmp_path / "bad"
+    bad.write_bytes(b"ok\xff")
+    assert read_small_text(bad, 10).error == "is not valid UTF-8 (first bad byte at offset 2)"
+    good = tmp_path / "good"
+    good.write_text("héllo")
+    assert read_small_text(good, 10).text == "héllo"
+
+
+# -- against a real git, when one is installed -------------------------------------
+
+
+def _git(*args: str, cwd: Path, home: Path) -> None:
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "HOME": str(home),
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@example.com",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@example.com",
+    }
+    subprocess.run(
+        ["git", "-c", "protocol.file.allow=always", "-c", "init.defaultBranch=main", *args],
+        cwd=cwd,
+        env=env,
+        check=True,
+        capture_output=True,
+    )
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+def test_against_real_git(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    _git("init", "-q", cwd=lib, home=home)
+    (lib / "x").write_text("x")
+    _git("add", "x", cwd=lib, home=home)
+    _git("commit", "-qm", "lib", cwd=lib, home=home)
+
+    main = tmp_path / "main"
+    main.mkdir()
+    _git("init", "-q", cwd=main, home=home)
+    (main / "README").write_text("r")
+    _git("add", "README", cwd=main, home=home)
+    _git("commit", "-qm", "init", cwd=main, home=home)
+    _git("worktree", "add", "-q", str(tmp_path / "wt"), "-b", "wt", cwd=main, home=home)
+    _git("submodule", "add", "-q", str(lib), "vendor/lib", cwd=main, home=home)
+    _git("commit", "-qm", "sub", cwd=main, home=home)
+    sub = main / "vendor" / "lib"
+    _git("worktree", "add", "-q", str(tmp_path / "subwt"), "-b", "s", cwd=sub, home=home)
+
+    main = main.resolve()
+    assert project_root_for(main / "vendor") == main
+    assert project_root_for(tmp_path / "wt") == main
+    assert project_root_for(sub) == sub.resolve()
+    assert project_root_for(tmp_path / "subwt") == sub.resolve()

@@ -1,0 +1,158 @@
+// One language client per window: starts `memory-ls serve`, restarts it, and runs the server's commands.
+import * as vscode from 'vscode';
+import {
+  ExecuteCommandRequest,
+  LanguageClient,
+  State,
+  type DocumentSelector,
+  type LanguageClientOptions,
+  type ServerOptions,
+} from 'vscode-languageclient/node';
+import { ServerCommand, type ServerCommandId } from './protocol';
+import { SECTION, globalStorePath, serverLaunch, serverSettings } from './settings';
+
+export class MemoryClient implements vscode.Disposable {
+  private client: LanguageClient | undefined;
+  private starting: Promise<void> | undefined;
+  private readonly changed = new vscode.EventEmitter<void>();
+  /** Fires after the server (re)started or after a command that may have changed a store. */
+  readonly onDidChange = this.changed.event;
+
+  constructor(private readonly output: vscode.OutputChannel) {}
+
+  get running(): boolean {
+    return this.client?.state === State.Running;
+  }
+
+  documentSelector(): DocumentSelector {
+    return [
+      { scheme: 'file', pattern: '**/.pi/memory.md' },
+      { scheme: 'file', pattern: globalStorePath() },
+      { scheme: 'untitled', pattern: '**/.pi/memory.md' },
+    ];
+  }
+
+  async start(): Promise<void> {
+    if (this.starting !== undefined) {
+      return this.starting;
+    }
+    this.starting = this.doStart().finally(() => {
+      this.starting = undefined;
+    });
+    return this.starting;
+  }
+
+  private async doStart(): Promise<void> {
+    if (this.client !== undefined) {
+      return;
+    }
+    const launch = serverLaunch();
+    const serverOptions: ServerOptions = {
+      run: { command: launch.command, args: launch.args },
+      debug: { command: launch.command, args: launch.args },
+    };
+    const clientOptions: LanguageClientOptions = {
+      documentSelector: this.documentSelector(),
+      outputChannel: this.output,
+      initializationOptions: () => serverSettings(),
+      synchronize: {
+        configurationSection: SECTION,
+        fileEvents: [
+          vscode.workspace.createFileSystemWatcher('**/.pi/{memory.md,bytefly.json}'),
+        ],
+      },
+      middleware: {
+        workspace: {
+          // Answer `workspace/configuration` for `memoryLs` with only what the user set
+          // (so the server keeps its own defaults) plus VS Code's workspace trust.
+          configuration: async (params, token, next) => {
+            const answer = await next(params, token);
+            if (!Array.isArray(answer)) {
+              return answer;
+            }
+            return params.items.map((item, index) =>
+              item.section === SECTION ? serverSettings() : (answer[index] as unknown),
+            );
+          },
+        },
+      },
+    };
+    const client = new LanguageClient('memoryLs', 'Memory', serverOptions, clientOptions);
+    this.client = client;
+    this.output.appendLine(`Starting ${[launch.command, ...launch.args].join(' ')}`);
+    try {
+      await client.start();
+    } catch (error) {
+      this.client = undefined;
+      const message = error instanceof Error ? error.message : String(error);
+      void vscode.window
+        .showErrorMessage(
+          `Memory: could not start the language server (${[launch.command, ...launch.args].join(' ')}): ${message}`,
+          'Open Settings',
+        )
+        .then((choice) => {
+          if (choice === 'Open Settings') {
+            void vscode.commands.executeCommand('workbench.action.openSettings', 'memoryLs.');
+          }
+        });
+      throw error;
+    }
+    this.changed.fire();
+  }
+
+  async stop(): Promise<void> {
+    const client = this.client;
+    this.client = undefined;
+    if (client !== undefined && client.state !== State.Stopped) {
+      await client.stop();
+    }
+  }
+
+  async restart(): Promise<void> {
+    if (this.starting !== undefined) {
+      await this.starting.catch(() => undefined);
+    }
+    await this.stop();
+    await this.start();
+  }
+
+  /**
+   * Run one of the server's `memory.*` commands with its single JSON-object argument.
+   * The project is the workspace folder of the active editor, else the first folder.
+   */
+  async execute<T>(command: ServerCommandId, argument: Record<string, unknown> = {}): Promise<T> {
+    if (!this.running) {
+      await this.start();
+    }
+    const client = this.client;
+    if (client === undefined) {
+      throw new Error('The memory-ls server is not running.');
+    }
+    const uri = projectUri();
+    const payload = uri !== undefined && argument['uri'] === undefined ? { ...argument, uri } : argument;
+    const result = (await client.sendRequest(ExecuteCommandRequest.type, {
+      command,
+      arguments: [payload],
+    })) as T;
+    if (command !== ServerCommand.list && command !== ServerCommand.path && command !== ServerCommand.inject && command !== ServerCommand.doctor) {
+      this.changed.fire();
+    }
+    return result;
+  }
+
+  dispose(): void {
+    void this.stop();
+    this.changed.dispose();
+  }
+}
+
+function projectUri(): string | undefined {
+  const active = vscode.window.activeTextEditor?.document.uri;
+  if (active !== undefined) {
+    const folder = vscode.workspace.getWorkspaceFolder(active);
+    if (folder !== undefined) {
+      return folder.uri.toString();
+    }
+  }
+  return vscode.workspace.workspaceFolders?.[0]?.uri.toString();
+}

@@ -1,0 +1,92 @@
+// The `memoryLs` settings: what starts the server, what is sent to it, and where the global store is.
+import * as os from 'node:os';
+import * as path from 'node:path';
+import * as vscode from 'vscode';
+
+export const SECTION = 'memoryLs';
+
+/** Keys forwarded to the server (its `memoryLs` section), camelCase as on the wire. */
+const SERVER_KEYS = ['agentDir', 'readOnly', 'severity', 'similarThreshold'] as const;
+
+/** Settings that need a new server process (and a new document selector) when they change. */
+export const RESTART_KEYS = ['serverCommand', 'pythonPath', 'agentDir'] as const;
+
+export interface ServerLaunch {
+  command: string;
+  args: string[];
+}
+
+function config(): vscode.WorkspaceConfiguration {
+  return vscode.workspace.getConfiguration(SECTION);
+}
+
+/** A value only when the user set it somewhere (so the server's own defaults apply otherwise). */
+function explicitValue<T>(key: string): T | undefined {
+  const inspected = config().inspect<T>(key);
+  if (inspected === undefined) {
+    return undefined;
+  }
+  return inspected.workspaceFolderValue ?? inspected.workspaceValue ?? inspected.globalValue;
+}
+
+/** The `memoryLs` section as the server sees it, with VS Code's workspace trust as `trusted`. */
+export function serverSettings(): Record<string, unknown> {
+  const settings: Record<string, unknown> = {};
+  for (const key of SERVER_KEYS) {
+    const value = explicitValue<unknown>(key);
+    if (value === undefined || value === '' || value === null) {
+      continue;
+    }
+    if (key === 'agentDir' && typeof value === 'string') {
+      settings[key] = expandHome(value);
+    } else {
+      settings[key] = value;
+    }
+  }
+  settings['trusted'] = vscode.workspace.isTrusted;
+  return settings;
+}
+
+export function serverLaunch(): ServerLaunch {
+  const python = config().get<string>('pythonPath', '').trim();
+  if (python !== '') {
+    return { command: expandHome(python), args: ['-m', 'memory_ls', 'serve'] };
+  }
+  const configured = config().get<unknown>('serverCommand');
+  const parts = Array.isArray(configured)
+    ? configured.filter((part): part is string => typeof part === 'string' && part !== '')
+    : [];
+  const [command, ...args] = parts.length > 0 ? parts : ['memory-ls', 'serve'];
+  return { command: expandHome(command ?? 'memory-ls'), args };
+}
+
+export function expandHome(value: string): string {
+  if (value === '~') {
+    return os.homedir();
+  }
+  if (value.startsWith('~/')) {
+    return path.join(os.homedir(), value.slice(2));
+  }
+  return value;
+}
+
+/** The agent dir as SPEC §1 resolves it: the setting, else $PI_CODING_AGENT_DIR, else ~/.pi/agent. */
+export function agentDir(): string {
+  const configured = (config().get<string>('agentDir', '') ?? '').trim();
+  if (configured !== '') {
+    return expandHome(configured);
+  }
+  const fromEnv = process.env['PI_CODING_AGENT_DIR'];
+  if (fromEnv !== undefined && fromEnv.trim() !== '') {
+    return expandHome(fromEnv.trim());
+  }
+  return path.join(os.homedir(), '.pi', 'agent');
+}
+
+export function globalStorePath(): string {
+  return path.join(agentDir(), 'memory.md');
+}
+
+export function statusBarEnabled(): boolean {
+  return config().get<boolean>('statusBar', true);
+}
