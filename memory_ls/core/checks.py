@@ -274,7 +274,9 @@ def file_findings(lines: Sequence[str], ctx: FileContext) -> list[Finding]:
             store=ctx.real_store,
         )
     if ctx.scope is not None and not ctx.inject:
-        whole("recall-off", "Recall is off (inject: false): nothing in this file reaches the model.")
+        whole(
+            "recall-off", "Recall is off (inject: false): nothing in this file reaches the model."
+        )
     if ctx.scope == "project" and not ctx.trusted:
         whole(
             "untrusted",

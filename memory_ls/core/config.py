@@ -11,10 +11,9 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from decimal import ROUND_FLOOR, Decimal
 from typing import Literal
-
-from pydantic import BaseModel, ConfigDict, Field
 
 DEFAULT_MAX_INJECT_BYTES = 8192
 MIN_INJECT_BYTES = 512
@@ -29,7 +28,8 @@ SourceStatus = Literal["used", "missing", "ignored", "skipped-untrusted"]
 _NUMERIC_RE = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
 
 
-class ConfigSource(BaseModel):
+@dataclass(frozen=True, slots=True)
+class ConfigSource:
     """One configuration file and what became of it."""
 
     path: str
@@ -38,15 +38,26 @@ class ConfigSource(BaseModel):
     """Why the file was not used (``ignored``, ``skipped-untrusted``)."""
 
 
-class EffectiveConfig(BaseModel):
-    """The configuration in force, and the files it came from."""
+@dataclass(frozen=True, slots=True)
+class EffectiveConfig:
+    """The configuration in force, and the files it came from.
 
-    model_config = ConfigDict(populate_by_name=True)
+    A dataclass, not a pydantic model: read-only CLI verbs must start fast.
+    """
 
     inject: bool = True
-    max_inject_bytes: int = Field(DEFAULT_MAX_INJECT_BYTES, alias="maxInjectBytes")
-    sources: list[ConfigSource] = []
-    problems: list[str] = []
+    max_inject_bytes: int = DEFAULT_MAX_INJECT_BYTES
+    sources: list[ConfigSource] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+    def as_json(self) -> dict[str, object]:
+        """The wire form (camelCase)."""
+        return {
+            "inject": self.inject,
+            "maxInjectBytes": self.max_inject_bytes,
+            "sources": [{"path": s.path, "status": s.status, "why": s.why} for s in self.sources],
+            "problems": list(self.problems),
+        }
 
 
 ConfigLayer = tuple[str, str | None] | ConfigSource

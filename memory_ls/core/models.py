@@ -7,9 +7,9 @@ verbs start fast (pydantic's import and model build cost ~200 ms);
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, NotRequired
 
-from typing_extensions import NotRequired, TypedDict
+from typing_extensions import TypedDict
 
 Scope = Literal["project", "global"]
 SCOPES: tuple[Scope, Scope] = ("project", "global")

@@ -12,7 +12,9 @@ from memory_ls.core.models import InjectResult, OmittedNote, Scope
 from memory_ls.core.text import utf8_length
 
 MARKER = "[MEMORY]"
-INTRO = "Durable notes saved in earlier sessions. Treat them as facts the user asked you to remember."
+INTRO = (
+    "Durable notes saved in earlier sessions. Treat them as facts the user asked you to remember."
+)
 TAIL_RESERVE = 64
 """Bytes held back so the ``(+N more …)`` tail always fits."""
 

@@ -44,9 +44,7 @@ def similar_to(key: str, keys: Sequence[str], threshold: float) -> list[tuple[in
     """Indices in ``keys`` (and scores) of notes close to ``key`` but not equal to it."""
     from rapidfuzz import fuzz, process
 
-    hits = process.extract(
-        key, keys, scorer=fuzz.ratio, score_cutoff=threshold, limit=None
-    )
+    hits = process.extract(key, keys, scorer=fuzz.ratio, score_cutoff=threshold, limit=None)
     return [(idx, float(score)) for _, score, idx in hits if keys[idx] != key]
 
 
@@ -58,8 +56,13 @@ def similar_findings(bullets: Sequence[Bullet], threshold: float) -> list[Findin
         if not b.blank and b.key not in seen:
             seen.add(b.key)
             notes.append(b)
-    pairs = similar_pairs([b.key for b in notes], threshold)
-    return [pair_finding(notes[i], notes[j], score) for i, j, score in pairs]
+    best: dict[int, tuple[int, float]] = {}
+    for i, j, score in similar_pairs([b.key for b in notes], threshold):
+        if j not in best or score > best[j][1]:
+            best[j] = (i, score)
+    # One hint per note, pointing at its closest earlier note: a cluster of
+    # paraphrases must not flood the Problems panel.
+    return [pair_finding(notes[i], notes[j], score) for j, (i, score) in sorted(best.items())]
 
 
 def pair_finding(first: Bullet, later: Bullet, score: float) -> Finding:

@@ -56,7 +56,10 @@ def utf16_length(text: str) -> int:
 
 def utf8_length(text: str) -> int:
     """Length in UTF-8 bytes (lone surrogates count as U+FFFD would)."""
-    return len(text.encode("utf-8", "replace"))
+    # "replace" would encode a lone surrogate as "?" (1 byte), not as U+FFFD (3).
+    if _SURROGATE_RE.search(text):
+        text = _SURROGATE_RE.sub("\ufffd", text)
+    return len(text.encode("utf-8"))
 
 
 def has_controls(text: str) -> bool:

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import posixpath
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Literal
-
-from pydantic import BaseModel
 
 from memory_ls.core.config import json_type_name, parse_json
 
@@ -33,18 +32,20 @@ ANCESTOR_TRUST_RESOURCE = ".agents/skills"
 """Trust-requiring in the root or any ancestor, except the one in the home directory."""
 
 
-class TrustDecision(BaseModel):
+@dataclass(frozen=True, slots=True)
+class TrustDecision:
     """A trust verdict, the rule that reached it, and why."""
 
     trusted: bool
     rule: TrustRule
     reason: str
     """A sentence naming the rule's evidence, e.g. ``untrusted: the project holds .pi/mcp.json``."""
-    problems: list[str] = []
+    problems: list[str] = field(default_factory=list)
     """Things found on the way that a human should fix (e.g. a malformed ``trust.json``)."""
 
 
-class TrustStoreMatch(BaseModel):
+@dataclass(frozen=True, slots=True)
+class TrustStoreMatch:
     """The ``trust.json`` entry that decides for a project root."""
 
     directory: str
@@ -167,7 +168,7 @@ def with_problems(decision: TrustDecision, problems: Iterable[str]) -> TrustDeci
     extra = list(problems)
     if not extra:
         return decision
-    return decision.model_copy(update={"problems": [*decision.problems, *extra]})
+    return replace(decision, problems=[*decision.problems, *extra])
 
 
 # -- helpers -------------------------------------------------------------------

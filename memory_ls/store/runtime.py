@@ -27,6 +27,7 @@ from memory_ls.core.actions import (
     no_match,
 )
 from memory_ls.core.config import EffectiveConfig
+from memory_ls.core.doctor import DoctorReport, StoreFacts, doctor_report, render_doctor_text
 from memory_ls.core.models import (
     InjectResult,
     MemoryResult,
@@ -191,7 +192,7 @@ class MemoryRuntime:
         for key in ("entry", "to", "existing", "error"):
             value = extra.get(key)
             if value is not None:
-                out[key] = value  # type: ignore[literal-required]
+                out[key] = value  # type: ignore[literal-required,unused-ignore]
         return out
 
     def list(self) -> MemoryResult:
@@ -207,9 +208,9 @@ class MemoryRuntime:
             out["error"] = "; ".join(e for e in errors if e)
         return out
 
-    def plan(self) -> RecallPlan:
+    def plan(self, trust: TrustDecision | None = None) -> RecallPlan:
         """The recall plan (SPEC §6) over both stores as they are now."""
-        trust = self.trust()
+        trust = trust or self.trust()
         config = self.config(trust)
         return recall_plan(
             self.recall_notes("project", trust),
@@ -307,7 +308,7 @@ class MemoryRuntime:
         self, action: str, scope: Scope, change: Change, **extra: str | None
     ) -> MemoryResult:
         if change.error:
-            return self.result(action, scope, error=change.error, **extra)
+            return self.result(action, scope, False, error=change.error, **extra)
         return self.result(action, scope, change.changed, existing=change.existing, **extra)
 
     def add(self, text: str, scope: Scope = "project") -> MemoryResult:
@@ -368,3 +369,46 @@ class MemoryRuntime:
             return self.result("clear", scope, error=refusal)
         change = self._mutate(scope, apply_clear)
         return self._finish("clear", scope, change)
+
+    # -- doctor -------------------------------------------------------------
+
+    def doctor_report(self) -> DoctorReport:
+        """The doctor's report (SPEC §9) as JSON-able data."""
+        trust = self.trust()
+        config = self.config(trust)
+        facts: dict[Scope, StoreFacts] = {}
+        for scope in ("project", "global"):
+            view = self.view(scope)
+            file = view.file
+            size = stamp.size if (stamp := stamp_of(file.path)) is not None else 0
+            facts[scope] = StoreFacts(
+                path=str(file.path),
+                exists=file.exists,
+                size=size,
+                parsed=view.parsed,
+                error=file.error,
+                write_error=file.mutation_error,
+            )
+        plan = self.plan(trust)
+        return doctor_report(
+            facts,
+            {
+                "trusted": trust.trusted,
+                "rule": trust.rule,
+                "reason": trust.reason,
+                "problems": list(trust.problems),
+            },
+            {
+                "inject": config.inject,
+                "maxInjectBytes": config.max_inject_bytes,
+                "sources": [
+                    {"path": s.path, "status": s.status, "why": s.why} for s in config.sources
+                ],
+                "problems": list(config.problems),
+            },
+            plan,
+        )
+
+    def doctor_text(self) -> str:
+        """The doctor's report as readable text."""
+        return render_doctor_text(self.doctor_report())

@@ -1,7 +1,9 @@
+
 """Trust (SPEC §4): explicit, then trust.json, then trust-requiring resources."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from pathlib import Path
@@ -271,7 +273,7 @@ def test_unverifiable_resource_counts_as_present(
 def test_resources_decision_is_pure() -> None:
     assert resources_decision([]).trusted is True
     decision = resources_decision([".pi/mcp.json"])
-    assert decision.model_dump() == {
+    assert dataclasses.asdict(decision) == {
         "trusted": False,
         "rule": "resources",
         "reason": "untrusted: the project holds .pi/mcp.json",

@@ -1,0 +1,106 @@
+"""Build the sample workspace that `make demo` checks: a project and an agent dir.
+
+The project store has an exact duplicate, a near-duplicate, an over-long note,
+hidden characters, a blank bullet, a note also in the global store, and enough
+notes to overflow the 8 KiB recall budget.
+"""
+
+from __future__ import annotations
+
+import random
+import shutil
+import sys
+from pathlib import Path
+
+HEADER = "<!-- Pi memory: one note per bullet; written by the memory tool and /memory -->"
+
+WORDS = [
+    "api",
+    "billing",
+    "cache",
+    "deploy",
+    "docker",
+    "flag",
+    "github",
+    "grafana",
+    "helm",
+    "kafka",
+    "lint",
+    "migrate",
+    "nginx",
+    "oauth",
+    "postgres",
+    "queue",
+    "redis",
+    "release",
+    "retry",
+    "rollback",
+    "schema",
+    "secret",
+    "sentry",
+    "shard",
+    "snapshot",
+    "staging",
+    "terraform",
+    "timeout",
+    "token",
+    "tracing",
+    "vault",
+    "webhook",
+    "worker",
+    "yarn",
+    "alpine",
+    "bazel",
+    "celery",
+    "cron",
+    "django",
+    "fastapi",
+    "graphql",
+    "jest",
+    "kotlin",
+    "mypy",
+    "pytest",
+    "ruff",
+    "rust",
+    "swift",
+    "vite",
+    "webpack",
+    "zod",
+]
+
+
+def build(root: Path) -> None:
+    """Write the demo project and agent dir under ``root``."""
+    if root.exists():
+        shutil.rmtree(root)
+    project, agent = root / "project", root / "agent"
+    (project / ".git").mkdir(parents=True)
+    (project / ".pi").mkdir()
+    agent.mkdir()
+    rng = random.Random(7)
+    notes = [
+        "use pnpm, not npm",
+        "tests need DATABASE_URL set",
+        "Use pnpm, not npm.",
+        "the tests need DATABASE_URL to be set",
+        "run `make fmt` before committing",
+        "config lives in \u200bconfig/local.yaml",
+        "long: " + "this note keeps going with detail nobody will read " * 11,
+        "",
+        "prefer small commits with messages that say why",
+    ]
+    for i in range(160):  # filler that overflows the 8 KiB recall budget
+        words = " ".join(rng.sample(WORDS, 7))
+        notes.append(f"fact {i}: {words}")
+    lines = [HEADER, "", "## Project notes", ""]
+    lines += [f"- {n}" if n else "-   " for n in notes]
+    (project / ".pi" / "memory.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (agent / "memory.md").write_text(
+        f"{HEADER}\n\n- prefer small commits with messages that say why\n- answer in English\n",
+        encoding="utf-8",
+    )
+    print(f"demo workspace: {project} (agent dir {agent})")
+
+
+if __name__ == "__main__":
+    build(Path(sys.argv[1] if len(sys.argv) > 1 else "examples/demo"))

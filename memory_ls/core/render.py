@@ -1,0 +1,55 @@
+"""Human- and model-facing text for results, as Pi's memory tool writes it (SPEC §11)."""
+
+from __future__ import annotations
+
+from memory_ls.core.models import MemoryResult
+
+
+def count_line(result: MemoryResult) -> str:
+    """``Now <P> project, <G> global.``"""
+    return f"Now {len(result['project'])} project, {len(result['global'])} global."
+
+
+def _list_lines(label: str, notes: list[str]) -> list[str]:
+    if not notes:
+        return [f"{label}: none"]
+    return [f"{label} ({len(notes)}):", *(f"- {n}" for n in notes)]
+
+
+def result_text(result: MemoryResult) -> str:
+    """The text for a result: ``Added to …``, ``Error: …``, the list, and so on."""
+    if "error" in result:
+        return f"Error: {result['error']}"
+    scope, action = result["scope"], result["action"]
+    entry = result.get("entry", "")
+    if action == "list":
+        p, g = len(result["project"]), len(result["global"])
+        return "\n".join(
+            [
+                f"Memory ({p} project, {g} global).",
+                *_list_lines("project", result["project"]),
+                *_list_lines("global", result["global"]),
+            ]
+        )
+    if action == "add":
+        if not result["changed"]:
+            return f"Already in {scope} memory: {result.get('existing', entry)}"
+        return f"Added to {scope} memory: {entry}\n{count_line(result)}"
+    if action == "update":
+        return f"Updated {scope} memory: {result.get('to', '')}\n{count_line(result)}"
+    if action == "forget":
+        return f"Removed from {scope} memory: {entry}\n{count_line(result)}"
+    if action == "merge":
+        return f"Merged into {scope} memory: {result.get('to', '')}\n{count_line(result)}"
+    if action == "move":
+        target = "global" if scope == "project" else "project"
+        if "existing" in result:
+            head = f"Already in {target} memory: {result['existing']}; removed from {scope} memory."
+        else:
+            head = f"Moved from {scope} to {target} memory: {entry}"
+        return f"{head}\n{count_line(result)}"
+    if action == "clear":
+        if not result["changed"]:
+            return f"{scope.capitalize()} memory has no notes to clear."
+        return f"Cleared {scope} memory.\n{count_line(result)}"
+    return count_line(result)
