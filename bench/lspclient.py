@@ -336,13 +336,17 @@ class LspClient:
         result, _ = await self.timed_request(method, params, timeout)
         return result
 
-    async def timed_request(self, method: str, params: JSON, timeout: float = 30.0) -> tuple[JSON, float]:
+    async def timed_request(
+        self, method: str, params: JSON, timeout: float = 30.0
+    ) -> tuple[JSON, float]:
         """Send a request; return its result and the round trip in seconds."""
         self._next_id += 1
         request_id = self._next_id
         future: asyncio.Future[JSON] = asyncio.get_running_loop().create_future()
         self._pending[request_id] = future
-        sent = await self._write({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
+        sent = await self._write(
+            {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
+        )
         try:
             result = await asyncio.wait_for(future, timeout)
         except TimeoutError as exc:
@@ -367,7 +371,9 @@ class LspClient:
             {"textDocument": {"uri": uri, "languageId": language_id, "version": 0, "text": text}},
         )
 
-    async def insert(self, uri: str, line: int, column: int, char: str, incremental: bool) -> tuple[int, float]:
+    async def insert(
+        self, uri: str, line: int, column: int, char: str, incremental: bool
+    ) -> tuple[int, float]:
         """Type ``char`` at (line, column in code points); return (new version, time sent)."""
         doc = self.documents[uri]
         lines = doc.text.split("\n")

@@ -86,7 +86,9 @@ def memory_ls() -> ServerSpec:
     if not exe.exists():
         missing = f"{exe} not found (pip install -e . first)"
     else:
-        server_modules = [p for p in (REPO / "memory_ls" / "server").glob("*.py") if p.name != "__init__.py"]
+        server_modules = [
+            p for p in (REPO / "memory_ls" / "server").glob("*.py") if p.name != "__init__.py"
+        ]
         probe = subprocess.run(
             [python_for_pygls(), "-c", "import memory_ls.cli"],
             capture_output=True,
@@ -129,7 +131,12 @@ def vscode_md() -> ServerSpec:
         missing = "vscode-markdown-languageserver not installed (run bench/setup.sh)"
     return ServerSpec(
         name="vscode-md",
-        argv=[node or "node", str(BENCH / "peers" / "vscode_md_proxy.mjs"), "--node-modules", str(node_modules)],
+        argv=[
+            node or "node",
+            str(BENCH / "peers" / "vscode_md_proxy.mjs"),
+            "--node-modules",
+            str(node_modules),
+        ],
         mode="pull",
         init_options={"markdownFileExtensions": ["md"]},
         settings=VSCODE_MD_SETTINGS,

@@ -29,7 +29,12 @@ DEFAULT_SEED = 20_241_202
 # name -> note count
 STORE_SIZES: dict[str, int] = {"100": 100, "1000": 1_000, "4500": 4_500}
 
-_TECH = (
+
+def _split(words: str) -> tuple[str, ...]:
+    return tuple(words.split())
+
+
+_TECH = _split(
     "pnpm npm yarn uv pip poetry cargo make ruff mypy pytest jest vitest docker compose "
     "postgres redis sqlite kafka nginx terraform helm kubectl git rebase squash branch "
     "release staging prod ci pipeline cache lockfile migration schema fixture snapshot "
@@ -41,8 +46,8 @@ _TECH = (
     "json yaml toml csv parquet s3 bucket cdn dns tls cert oauth sso session cookie "
     "header payload batch stream shard replica index vacuum backup restore rollback "
     "deploy canary hotfix changelog semver tag commit review approve merge conflict"
-).split()
-_WORDS = (
+)
+_WORDS = _split(
     "always never prefer avoid remember check run use keep set add remove update the "
     "a an before after when unless only also first then every each all some most "
     "local remote shared private public main default custom legacy new old fast slow "
@@ -53,23 +58,23 @@ _WORDS = (
     "returns throws logs writes reads sends calls waits blocks retries skips ignores "
     "is are was be been must should can may will does not no yes ok fine careful "
     "manually automatically carefully quickly slowly twice once again later sooner"
-).split()
-_ENV = (
+)
+_ENV = _split(
     "DATABASE_URL REDIS_URL API_TOKEN AWS_PROFILE NODE_ENV RUST_LOG PYTHONPATH "
     "GITHUB_TOKEN SENTRY_DSN LOG_LEVEL PORT HOME TZ LANG CI DEBUG"
-).split()
-_PATHS = (
+)
+_PATHS = _split(
     "src/ lib/ app/ tests/ scripts/ docs/ infra/ deploy/ .github/workflows/ "
     "packages/core/ packages/web/ services/api/ services/worker/ tools/ vendor/"
-).split()
-_EMOJI = (
+)
+_EMOJI = _split(
     "\U0001f680 \U0001f40d \U0001f4e6 \U0001f525 \U0001f4a1 \U0001f9ea \U0001f512 "
     "\U0001f44d \U0001f389 \U0001f41b \u2705 \u2728 \U0001f6a7 \U0001f9f9"
-).split()
-_CJK = (
+)
+_CJK = _split(
     "数据库 测试 部署 缓存 配置 接口 日志 服务器 环境变量 不要 使用 需要 "
     "設定 テスト ユーザー 注意 必ず 確認 환경 변수 배포 테스트"
-).split()
+)
 _SYNONYMS: dict[str, str] = {
     "always": "consistently",
     "never": "do not ever",
@@ -162,12 +167,10 @@ def _fresh_note(rng: random.Random) -> str:
     if with_emoji:
         words.insert(rng.randrange(len(words) + 1), rng.choice(_EMOJI))
     text = " ".join(words)
-    if len(text) > 200:
-        text = text[:200].rstrip()
     text = text[0].upper() + text[1:]
     if rng.random() < 0.3:
         text += "."
-    return text
+    return text[:200].rstrip()
 
 
 def _near_duplicate(rng: random.Random, note: str) -> str:
@@ -183,7 +186,9 @@ def _near_duplicate(rng: random.Random, note: str) -> str:
     else:
         variant = base
     variant += rng.choice(_TRAILING)
-    return variant if variant != note else base + "!"
+    if variant == note:
+        variant = base + "!"
+    return variant if len(variant) <= 200 else base.swapcase()[:200]
 
 
 def _paraphrase(rng: random.Random, note: str) -> str | None:
@@ -225,7 +230,7 @@ def generate_notes(count: int, seed: int = DEFAULT_SEED, max_bytes: int | None =
     made = 0
     while made < paraphrases:
         phrase = _paraphrase(rng, rng.choice(originals))
-        if phrase is None or _key(phrase) in keys:
+        if phrase is None or not 20 <= len(phrase) <= 200 or _key(phrase) in keys:
             continue
         keys.add(_key(phrase))
         extra.append(phrase)
@@ -300,7 +305,8 @@ def main(argv: list[str] | None = None) -> int:
         lines = [line for line in text.splitlines() if line.startswith("- ")]
         keys = [_key(line[2:]) for line in lines]
         dupes = len(keys) - len(set(keys))
-        print(f"store {name}: {len(lines)} notes, {len(text.encode())} bytes, {dupes} near-duplicates")
+        size = len(text.encode())
+        print(f"store {name}: {len(lines)} notes, {size} bytes, {dupes} near-duplicates")
         if args.out:
             args.out.mkdir(parents=True, exist_ok=True)
             (args.out / f"{name}.md").write_text(text, encoding="utf-8", newline="\n")

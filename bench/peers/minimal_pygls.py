@@ -21,14 +21,15 @@ from urllib.parse import unquote, urlparse
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
-_BULLET = re.compile(r"^[ \t]*[-*][ \t]+(.*?)\s*$")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 server = LanguageServer("minimal-pygls-bench", "0.1")
 
 
 def _normalise(text: str) -> str:
-    return " ".join(_CONTROL.sub(" ", text).split())
+    if not text.isprintable() and _CONTROL.search(text):
+        text = _CONTROL.sub(" ", text)
+    return " ".join(text.split())
 
 
 def _key(text: str) -> str:
@@ -39,21 +40,30 @@ def _utf16_len(text: str) -> int:
     return len(text.encode("utf-16-le")) // 2
 
 
+def _bullet(line: str) -> tuple[int, str] | None:
+    """(start of the text, the raw text) if ``line`` is a bullet, else None."""
+    body = line.lstrip(" \t")
+    if len(body) < 3 or body[0] not in "-*" or body[1] not in " \t":
+        return None
+    text = body[2:].lstrip(" \t")
+    return len(line) - len(text), text.rstrip()
+
+
 def _diagnostics(source: str) -> list[types.Diagnostic]:
     seen: dict[str, int] = {}
     found: list[types.Diagnostic] = []
     for number, line in enumerate(source.split("\n")):
-        match = _BULLET.match(line)
-        if match is None:
+        bullet = _bullet(line)
+        if bullet is None:
             continue
-        note = _normalise(match.group(1))
+        offset, raw = bullet
+        note = _normalise(raw)
         if not note:
             continue
-        key = _key(note)
-        first = seen.setdefault(key, number)
+        first = seen.setdefault(_key(note), number)
         if first != number:
-            start = _utf16_len(line[: match.start(1)])
-            end = start + _utf16_len(match.group(1))
+            start = _utf16_len(line[:offset])
+            end = start + _utf16_len(raw)
             found.append(
                 types.Diagnostic(
                     range=types.Range(
@@ -95,7 +105,7 @@ def _memory_add(ls: LanguageServer, *arguments: Any) -> dict[str, Any]:
     root = Path(unquote(urlparse(str(argument.get("uri", ""))).path))
     store = root / ".pi" / "memory.md"
     body = store.read_text(encoding="utf-8") if store.exists() else ""
-    keys = {_key(_normalise(m.group(1))) for m in map(_BULLET.match, body.split("\n")) if m}
+    keys = {_key(_normalise(b[1])) for b in map(_bullet, body.split("\n")) if b}
     changed = _key(text) not in keys
     if changed:
         store.write_text(body.rstrip() + f"\n- {text}\n", encoding="utf-8")

@@ -87,7 +87,7 @@ function pickNote(result: MemoryResult, notes: readonly Note[], initialFilter: F
       pick.items = shown.map((note) => ({
         label: note.text,
         description: scopeTag(note.scope),
-        buttons: ACTION_BUTTONS.filter((button) => button.action !== 'move' || true),
+        buttons: [...ACTION_BUTTONS],
         note,
       }));
     };

@@ -1,0 +1,421 @@
+"""Run the whole benchmark and write the report.
+
+    python -m bench.run [--quick] [--out FILE] [--json FILE] [--stores 100,4500]
+                        [--servers memory-ls,rumdl] [--sessions N]
+
+For each store (100, 1,000 and ~4,500 notes) the servers' sessions are interleaved
+(session 1 of every server, then session 2, ... with the order rotated each round), each
+on a fresh copy of the store, so that drift on a shared machine hits every server alike.
+Then the CLI verbs are timed on the same store.  The report has one table per store with
+every figure and the ratio memory-ls / peer, then the memory-ls targets of issue 5.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime as dt
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench import cli, servers, workload
+from bench.session import SessionParams, SessionResult, median, quantile, run_session
+
+DEFAULT_OUT = servers.BENCH / "out" / "report.md"
+
+
+@dataclass
+class Config:
+    sessions: int
+    params: SessionParams
+    cli_runs: int
+    stores: list[str]
+    server_names: list[str] | None
+    quick: bool
+
+
+@dataclass
+class Summary:
+    """One server's figures on one store (sessions pooled)."""
+
+    server: str
+    cold_start: float | None
+    open_diagnostics: float | None
+    open_count: int | None
+    similar: float | None
+    edit_p50: float | None
+    edit_p95: float | None
+    edit_max: float | None
+    edit_count: int
+    edit_timeouts: int
+    add_p50: float | None
+    add_p95: float | None
+    add_errors: int
+    peak_rss: int | None
+    sync: str
+    errors: list[str]
+
+
+def summarise(name: str, results: list[SessionResult]) -> Summary:
+    ok = [r for r in results if r.cold_start is not None]
+    edits = [e for r in ok for e in r.edits]
+    adds = [a for r in ok for a in r.adds]
+    similar = [r.similar for r in ok if r.similar is not None]
+    rss = [r.peak_rss for r in results if r.peak_rss]
+    return Summary(
+        server=name,
+        cold_start=median([r.cold_start for r in ok if r.cold_start is not None]),
+        open_diagnostics=median([r.open_diagnostics for r in ok if r.open_diagnostics is not None]),
+        open_count=ok[0].open_diagnostic_count if ok else None,
+        similar=median(similar),
+        edit_p50=quantile(edits, 0.5),
+        edit_p95=quantile(edits, 0.95),
+        edit_max=max(edits) if edits else None,
+        edit_count=len(edits),
+        edit_timeouts=sum(r.edit_timeouts for r in results),
+        add_p50=quantile(adds, 0.5),
+        add_p95=quantile(adds, 0.95),
+        add_errors=sum(len(r.add_errors) for r in results),
+        peak_rss=max(rss) if rss else None,
+        sync=f"{ok[0].mode}, {ok[0].sync}" if ok else "",
+        errors=sorted({r.error for r in results if r.error}),
+    )
+
+
+# --- running ---------------------------------------------------------------------
+
+
+def log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+async def run_store(
+    store: str, specs: list[servers.ServerSpec], config: Config
+) -> dict[str, list[SessionResult]]:
+    text = workload.store_text(store)
+    results: dict[str, list[SessionResult]] = {spec.name: [] for spec in specs}
+    broken: set[str] = set()
+    for number in range(1, config.sessions + 1):
+        shift = (number - 1) % len(specs)
+        for spec in specs[shift:] + specs[:shift]:
+            if spec.name in broken:
+                continue
+            ws = workload.make_workspace(text)
+            started = time.perf_counter()
+            try:
+                result = await run_session(spec, store, number, ws, config.params)
+            finally:
+                workload.remove_workspace(ws)
+            results[spec.name].append(result)
+            p50 = quantile(result.edits, 0.5)
+            log(
+                f"  {store:>5} #{number} {spec.name:<10} "
+                f"start {_ms(result.cold_start)} open {_ms(result.open_diagnostics)} "
+                f"edit p50 {_ms(p50)} ({time.perf_counter() - started:.1f} s)"
+                + (f"  ERROR {result.error}" if result.error else "")
+            )
+            if result.cold_start is None:
+                broken.add(spec.name)  # it did not even start: don't retry it on this store
+    return results
+
+
+def _ms(seconds: float | None) -> str:
+    return "-" if seconds is None else f"{seconds * 1000:.1f} ms"
+
+
+# --- report ----------------------------------------------------------------------
+
+
+def _fmt_ms(value: float | None) -> str:
+    if value is None:
+        return "—"
+    ms = value * 1000
+    return f"{ms:.0f} ms" if ms >= 100 else f"{ms:.1f} ms"
+
+
+def _fmt_mb(value: int | None) -> str:
+    return "—" if value is None else f"{value / 1e6:.0f} MB"
+
+
+def _ratio(mine: float | None, theirs: float | None) -> str:
+    if mine is None or theirs is None or theirs <= 0:
+        return "—"
+    return f"{mine / theirs:.2f}×"
+
+
+Row = tuple[str, Callable[[Summary], float | None], Callable[[float | None], str]]
+ROWS: list[Row] = [
+    ("cold start (spawn → initialize)", lambda s: s.cold_start, _fmt_ms),
+    ("open → diagnostics", lambda s: s.open_diagnostics, _fmt_ms),
+    ("edit → diagnostics p50", lambda s: s.edit_p50, _fmt_ms),
+    ("edit → diagnostics p95", lambda s: s.edit_p95, _fmt_ms),
+    ("edit → diagnostics max", lambda s: s.edit_max, _fmt_ms),
+    ("`similar` hints after open", lambda s: s.similar, _fmt_ms),
+    ("`memory.add` p50", lambda s: s.add_p50, _fmt_ms),
+    ("`memory.add` p95", lambda s: s.add_p95, _fmt_ms),
+    (
+        "peak RSS (server tree)",
+        lambda s: None if s.peak_rss is None else float(s.peak_rss),
+        lambda v: _fmt_mb(None if v is None else int(v)),
+    ),
+]
+
+
+def store_table(store: str, summaries: list[Summary]) -> list[str]:
+    mine = next((s for s in summaries if s.server == "memory-ls"), None)
+    peers = [s for s in summaries if s.server != "memory-ls"]
+    names = [s.server for s in summaries]
+    head = ["figure", *names] + ([f"memory-ls / {p.server}" for p in peers] if mine else [])
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for label, get, fmt in ROWS:
+        cells = [fmt(get(s)) for s in summaries]
+        if all(c == "—" for c in cells):
+            continue
+        ratios = [_ratio(get(mine), get(p)) for p in peers] if mine else []
+        lines.append("| " + " | ".join([label, *cells, *ratios]) + " |")
+    info: list[tuple[str, Callable[[Summary], str]]] = [
+        ("diagnostics on open", lambda s: "—" if s.open_count is None else str(s.open_count)),
+        ("edits measured / timed out", lambda s: f"{s.edit_count} / {s.edit_timeouts}"),
+        ("diagnostics mode, sync", lambda s: s.sync or "—"),
+    ]
+    for label, show in info:
+        lines.append(
+            "| "
+            + " | ".join([label, *[show(s) for s in summaries]] + ["" for _ in peers if mine])
+            + " |"
+        )
+    return lines
+
+
+def cli_table(results: list[cli.CliResult]) -> list[str]:
+    lines = ["| command | median | best | runs | note |", "|---|---|---|---|---|"]
+    for r in results:
+        note = r.error or ("exit " + "/".join(sorted({str(c) for c in r.exit_codes})))
+        lines.append(
+            f"| `{r.label}` | {_fmt_ms(r.median)} | {_fmt_ms(r.best)} | {len(r.times)} | {note} |"
+        )
+    return lines
+
+
+def targets_table(
+    big: str, summaries: dict[str, list[Summary]], cli_results: dict[str, list[cli.CliResult]]
+) -> list[str]:
+    by_name = {s.server: s for s in summaries.get(big, [])}
+    mine = by_name.get("memory-ls")
+    vs = by_name.get("vscode-md")
+    lines = [
+        "| target (memory-ls, store " + big + ") | goal | measured | met |",
+        "|---|---|---|---|",
+    ]
+
+    def row(
+        label: str,
+        goal: str,
+        value: float | None,
+        limit: float,
+        fmt: Callable[[float | None], str] = _fmt_ms,
+    ) -> None:
+        met = "—" if value is None else ("yes" if value <= limit else "**no**")
+        lines.append(f"| {label} | {goal} | {fmt(value)} | {met} |")
+
+    row("edit → diagnostics p50", "≤ 3 ms", mine.edit_p50 if mine else None, 0.003)
+    row("edit → diagnostics p95", "≤ 6 ms", mine.edit_p95 if mine else None, 0.006)
+    row("open → diagnostics", "≤ 15 ms", mine.open_diagnostics if mine else None, 0.015)
+    row("`similar` hints after open", "≤ 500 ms", mine.similar if mine else None, 0.5)
+    row("`memory.add` p50", "≤ 5 ms", mine.add_p50 if mine else None, 0.005)
+    for r in cli_results.get(big, []):
+        if r.is_memory_ls:
+            row(f"`{r.label}` wall", "≤ 80 ms", r.median, 0.080)
+    rss = float(mine.peak_rss) if mine and mine.peak_rss else None
+    row("peak RSS", "≤ 60 MB", rss, 60e6, lambda v: _fmt_mb(None if v is None else int(v)))
+    limit = 1.5 * vs.cold_start if vs and vs.cold_start else None
+    value = mine.cold_start if mine else None
+    if limit is None:
+        lines.append(
+            f"| cold start | ≤ 1.5 × vscode-md | {_fmt_ms(value)} (vscode-md not measured) | — |"
+        )
+    else:
+        ratio = _ratio(value, vs.cold_start if vs else None)
+        met = "—" if value is None else ("yes" if value <= limit else "**no**")
+        goal = f"≤ 1.5 × vscode-md ({_fmt_ms(limit)})"
+        lines.append(f"| cold start | {goal} | {_fmt_ms(value)} ({ratio}) | {met} |")
+    return lines
+
+
+def machine() -> dict[str, str]:
+    model = ""
+    try:
+        with open("/proc/cpuinfo") as fh:
+            model = next(
+                (line.split(":", 1)[1].strip() for line in fh if line.startswith("model name")), ""
+            )
+    except OSError:
+        pass
+    node = shutil.which("node")
+    node_version = (
+        subprocess.run(
+            [node, "--version"], capture_output=True, text=True, check=False
+        ).stdout.strip()
+        if node
+        else "none"
+    )
+    return {
+        "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "cores": str(len(os.sched_getaffinity(0))),
+        "cpu": model,
+        "os": platform.platform(),
+        "python": platform.python_version(),
+        "node": node_version,
+        "load": " ".join(f"{x:.2f}" for x in os.getloadavg()),
+    }
+
+
+def render(
+    config: Config,
+    info: dict[str, str],
+    specs: list[servers.ServerSpec],
+    skipped: list[servers.ServerSpec],
+    summaries: dict[str, list[Summary]],
+    cli_results: dict[str, list[cli.CliResult]],
+    elapsed: float,
+) -> str:
+    out = [
+        "# memory-ls benchmark",
+        "",
+        f"{info['date']} · {info['cores']} cores ({info['cpu']}) · {info['os']} · "
+        f"Python {info['python']} · Node {info['node']} · load at start {info['load']} · "
+        f"{config.sessions} session(s) per server per store, {config.params.edits} edits each"
+        f"{' · --quick' if config.quick else ''} · took {elapsed:.0f} s",
+        "",
+        "Times are client-side wall clock. Ratios are memory-ls / peer in this run "
+        "(below 1× means memory-ls is faster or smaller).",
+        "",
+        "Servers:",
+        "",
+    ]
+    for spec in specs:
+        out.append(
+            f"- **{spec.name}**: `{' '.join(Path(a).name if '/' in a else a for a in spec.argv)}`"
+            + (f" — {spec.note}" if spec.note else "")
+        )
+    for spec in skipped:
+        out.append(f"- **{spec.name}**: skipped — {spec.missing}")
+    for store in config.stores:
+        text = workload.store_text(store)
+        notes = sum(1 for line in text.split("\n") if line.startswith("- "))
+        out += ["", f"## Store {store}: {notes} notes, {len(text.encode())} bytes", ""]
+        out += store_table(store, summaries.get(store, []))
+        errors = [f"- {s.server}: {e}" for s in summaries.get(store, []) for e in s.errors]
+        if errors:
+            out += ["", "Errors:", "", *errors]
+        out += ["", "CLI (wall time, process spawn to exit):", ""]
+        out += cli_table(cli_results.get(store, []))
+    big = config.stores[-1]
+    out += ["", f"## memory-ls targets (issue 5, store {big})", ""]
+    out += targets_table(big, summaries, cli_results)
+    return "\n".join(out) + "\n"
+
+
+# --- main ------------------------------------------------------------------------
+
+
+def parse_args(argv: list[str] | None) -> tuple[Config, Path, Path]:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.run", description=__doc__.splitlines()[0]
+    )
+    parser.add_argument("--quick", action="store_true", help="1 session, 20 edits, 3 CLI runs")
+    parser.add_argument(
+        "--out", type=Path, default=DEFAULT_OUT, help="markdown report (%(default)s)"
+    )
+    parser.add_argument("--json", type=Path, help="raw results as JSON (default: next to --out)")
+    parser.add_argument("--stores", default=",".join(workload.STORE_SIZES), help="e.g. 100,4500")
+    parser.add_argument("--servers", help="subset, e.g. memory-ls,rumdl")
+    parser.add_argument("--sessions", type=int, help="sessions per server per store (3)")
+    args = parser.parse_args(argv)
+    stores = [s for s in args.stores.split(",") if s]
+    unknown = [s for s in stores if s not in workload.STORE_SIZES]
+    if unknown:
+        parser.error(f"unknown store(s) {unknown}; choose from {list(workload.STORE_SIZES)}")
+    if args.quick:
+        params = SessionParams(edits=20, adds=10, similar_timeout=3.0)
+        sessions, cli_runs = 1, 3
+    else:
+        params = SessionParams()
+        sessions, cli_runs = 3, 7
+    config = Config(
+        sessions=args.sessions or sessions,
+        params=params,
+        cli_runs=cli_runs,
+        stores=stores,
+        server_names=args.servers.split(",") if args.servers else None,
+        quick=args.quick,
+    )
+    json_out = args.json or args.out.with_suffix(".json")
+    return config, args.out, json_out
+
+
+async def amain(config: Config, out: Path, json_out: Path) -> int:
+    started = time.perf_counter()
+    info = machine()
+    every = servers.all_servers()
+    if config.server_names:
+        every = [s for s in every if s.name in config.server_names]
+    specs = [s for s in every if s.missing is None]
+    skipped = [s for s in every if s.missing is not None]
+    for spec in skipped:
+        log(f"skipping {spec.name}: {spec.missing}")
+    if not specs:
+        log("no server to measure")
+        return 1
+    raw: dict[str, dict[str, list[SessionResult]]] = {}
+    summaries: dict[str, list[Summary]] = {}
+    cli_results: dict[str, list[cli.CliResult]] = {}
+    for store in config.stores:
+        log(f"store {store}: {config.sessions} session(s) x {len(specs)} server(s)")
+        raw[store] = await run_store(store, specs, config)
+        summaries[store] = [summarise(spec.name, raw[store][spec.name]) for spec in specs]
+        ws = workload.make_workspace(workload.store_text(store))
+        try:
+            cli_results[store] = cli.time_store(ws, store, config.cli_runs)
+        finally:
+            workload.remove_workspace(ws)
+    elapsed = time.perf_counter() - started
+    report = render(config, info, specs, skipped, summaries, cli_results, elapsed)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(report, encoding="utf-8")
+    json_out.parent.mkdir(parents=True, exist_ok=True)
+    json_out.write_text(
+        json.dumps(
+            {
+                "machine": info,
+                "sessions": {
+                    st: {n: [r.to_json() for r in rs] for n, rs in by.items()}
+                    for st, by in raw.items()
+                },
+                "cli": {st: [r.to_json() for r in rs] for st, rs in cli_results.items()},
+                "skipped": {s.name: s.missing for s in skipped},
+            },
+            indent=1,
+        ),
+        encoding="utf-8",
+    )
+    print(report)
+    log(f"report: {out}  raw: {json_out}  ({elapsed:.0f} s)")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    config, out, json_out = parse_args(argv)
+    return asyncio.run(amain(config, out, json_out))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,312 @@
+"""``memory-ls mcp``: the memory tool and the recall resources over MCP (SPEC §11).
+
+A thin layer over :class:`~memory_ls.store.runtime.MemoryRuntime`, built on the
+official ``mcp`` SDK's ``MCPServer``: it turns tool arguments into one runtime
+call and the :data:`MemoryResult` back into Pi's result texts. Nothing but the
+protocol is written to stdout; logs go to stderr. The language-server stack
+(pygls, lsprotocol) is never imported here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Annotated, Any
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.tools import Tool
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import PlainValidator, WithJsonSchema
+
+from memory_ls import __version__
+from memory_ls.core.actions import ACTION_MESSAGE, check_scope
+from memory_ls.core.models import MemoryResult, Scope
+from memory_ls.schemas import memory_result_schema
+from memory_ls.store.runtime import MemoryRuntime
+
+log = logging.getLogger("memory_ls.mcp")
+
+TOOL_NAME = "memory"
+TOOL_ACTIONS = ("add", "update", "forget", "list")
+"""What an agent may do through MCP: no merge, move or bulk clear."""
+
+TOOL_DESCRIPTION = (
+    "Durable memory across sessions. Saved notes are recalled automatically at the start "
+    "of later sessions, so there is no need to list them before working. Save one short "
+    "fact per call (a preference, a convention, a command that works). Use scope "
+    '"project" (the default) for facts about this repository and "global" for facts that '
+    "hold across projects. update and forget need the note's exact text (see list). "
+    "There is no bulk clear."
+)
+
+INPUT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "action": {
+            "type": "string",
+            "enum": list(TOOL_ACTIONS),
+            "description": "add a note, update one, forget one, or list both scopes.",
+        },
+        "text": {
+            "type": "string",
+            "description": (
+                "add: the note, one fact on one line (at most 500 characters). "
+                "update/forget: the exact text of the stored note."
+            ),
+        },
+        "to": {
+            "type": "string",
+            "description": "update: the note's new text.",
+        },
+        "scope": {
+            "type": "string",
+            "enum": ["project", "global"],
+            "description": 'Which store: "project" (default) or "global".',
+        },
+    },
+    "required": ["action"],
+}
+
+# A raw value, passed through untouched: the runtime validates every field
+# (SPEC §3), so a missing, non-string or unknown value must reach it. Typed
+# exactly ``str`` so the SDK does not JSON-pre-parse it ("null" stays a string).
+RawArg = Annotated[str, PlainValidator(lambda value: value), WithJsonSchema({"type": "string"})]
+ToolResult = Annotated[CallToolResult, MemoryResult]
+
+
+# -- result texts (Pi's tool) -------------------------------------------------
+
+
+def counts_line(result: MemoryResult) -> str:
+    """``Now <P> project, <G> global.``"""
+    return f"Now {len(result['project'])} project, {len(result['global'])} global."
+
+
+def list_text(result: MemoryResult) -> str:
+    """``Memory (<P> project, <G> global).`` and each scope's notes."""
+    lines = [f"Memory ({len(result['project'])} project, {len(result['global'])} global)."]
+    for scope in ("project", "global"):
+        notes: list[str] = result["project"] if scope == "project" else result["global"]
+        if notes:
+            lines.append(f"{scope} ({len(notes)}):")
+            lines.extend(f"- {note}" for note in notes)
+        else:
+            lines.append(f"{scope}: none")
+    return "\n".join(lines)
+
+
+def result_text(result: MemoryResult) -> str:
+    """The text Pi's memory tool writes for ``result``."""
+    error = result.get("error")
+    if error:
+        return f"Error: {error}"
+    action, scope = result["action"], result["scope"]
+    if action == "list":
+        return list_text(result)
+    existing = result.get("existing")
+    if action == "add" and existing is not None:
+        return f"Already in {scope} memory: {existing}"
+    if action == "add":
+        return f"Added to {scope} memory: {result.get('entry', '')}\n{counts_line(result)}"
+    if action == "update":
+        return f"Updated {scope} memory: {result.get('to', '')}\n{counts_line(result)}"
+    return f"Removed from {scope} memory: {result.get('entry', '')}\n{counts_line(result)}"
+
+
+def tool_result(result: MemoryResult) -> CallToolResult:
+    """A ``CallToolResult`` whose structured content is ``result`` on every call."""
+    return CallToolResult(
+        content=[TextContent(type="text", text=result_text(result))],
+        structured_content=dict(result),
+        is_error=bool(result.get("error")),
+    )
+
+
+def run_tool(runtime: MemoryRuntime, action: object, args: Mapping[str, object]) -> MemoryResult:
+    """One ``memory`` tool call: only add, update, forget and list get through."""
+    if not isinstance(action, str) or action not in TOOL_ACTIONS:
+        scope, _ = check_scope(args.get("scope"))
+        name = action if isinstance(action, str) else ""
+        return runtime.result(name, scope, error=ACTION_MESSAGE)
+    return runtime.run(action, args)
+
+
+def failure(
+    runtime: MemoryRuntime, action: object, args: Mapping[str, object], exc: Exception
+) -> MemoryResult:
+    """The error result for an unexpected failure, with the notes if they can be read."""
+    name = action if isinstance(action, str) else ""
+    scope, _ = check_scope(args.get("scope"))
+    message = f"memory-ls failed: {exc}"
+    try:
+        return runtime.result(name, scope, error=message)
+    except Exception:
+        log.exception("the notes could not be read either")
+        return {
+            "action": name,
+            "scope": scope,
+            "project": [],
+            "global": [],
+            "changed": False,
+            "error": message,
+        }
+
+
+# -- the server ---------------------------------------------------------------
+
+
+def build_tool(runtime: MemoryRuntime) -> Tool:
+    """The ``memory`` tool with SPEC §11's exact input and output schemas."""
+
+    def memory(
+        action: RawArg = None,  # type: ignore[assignment]
+        text: RawArg = None,  # type: ignore[assignment]
+        to: RawArg = None,  # type: ignore[assignment]
+        scope: RawArg = None,  # type: ignore[assignment]
+    ) -> ToolResult:
+        args: dict[str, object] = {"text": text, "to": to, "scope": scope}
+        try:
+            result = run_tool(runtime, action, args)
+        except Exception as exc:  # never a bare SDK error: always a MemoryResult
+            log.exception("the memory tool failed")
+            result = failure(runtime, action, args, exc)
+        return tool_result(result)
+
+    tool = Tool.from_function(
+        memory,
+        name=TOOL_NAME,
+        title="Memory",
+        description=TOOL_DESCRIPTION,
+        annotations=ToolAnnotations(
+            title="Memory",
+            read_only_hint=False,
+            destructive_hint=True,
+            idempotent_hint=True,
+            open_world_hint=False,
+        ),
+        structured_output=True,
+    )
+    tool.parameters = INPUT_SCHEMA
+    tool.fn_metadata.output_schema = memory_result_schema()
+    return tool
+
+
+def build_server(runtime: MemoryRuntime) -> MCPServer[Any]:
+    """The MCP server: the ``memory`` tool and the four resources.
+
+    Every request asks the runtime afresh; the runtime re-reads a store whose
+    stamp changed, so nothing is cached here.
+    """
+    server: MCPServer[Any] = MCPServer(
+        name="memory-ls",
+        version=__version__,
+        instructions=(
+            "Durable memory for coding agents: read memory://recall for the saved notes, "
+            "and use the memory tool to add, update, forget or list them."
+        ),
+        tools=[build_tool(runtime)],
+    )
+
+    @server.resource(
+        "memory://recall",
+        name="recall",
+        description="The recall body injected before each run (empty when there is none).",
+        mime_type="text/plain",
+    )
+    def recall() -> str:
+        return runtime.inject()["body"] or ""
+
+    @server.resource(
+        "memory://project",
+        name="project",
+        description="The project's notes, one '- ' line each (none for an untrusted project).",
+        mime_type="text/plain",
+    )
+    def project() -> str:
+        return notes_text(runtime, "project")
+
+    @server.resource(
+        "memory://global",
+        name="global",
+        description="The global notes, one '- ' line each.",
+        mime_type="text/plain",
+    )
+    def global_() -> str:
+        return notes_text(runtime, "global")
+
+    @server.resource(
+        "memory://doctor",
+        name="doctor",
+        description="The doctor's report: stores, trust, configuration and the recall plan.",
+        mime_type="text/plain",
+    )
+    def doctor() -> str:
+        return runtime.doctor_text()
+
+    return server
+
+
+def notes_text(runtime: MemoryRuntime, scope: Scope) -> str:
+    """A scope's notes as ``- <note>`` lines."""
+    return "\n".join(f"- {note}" for note in runtime.notes(scope))
+
+
+# -- entry point --------------------------------------------------------------
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="memory-ls mcp",
+        description="Serve the memory tool and recall resources over MCP (stdio).",
+    )
+    parser.add_argument(
+        "--project", metavar="DIR", default=".", help="the project (default: the current directory)"
+    )
+    parser.add_argument(
+        "--agent-dir",
+        metavar="DIR",
+        default=None,
+        help="the agent dir of the global store (default: $PI_CODING_AGENT_DIR or ~/.pi/agent)",
+    )
+    trust = parser.add_mutually_exclusive_group()
+    trust.add_argument(
+        "--trusted",
+        dest="trusted",
+        action="store_const",
+        const=True,
+        default=None,
+        help="trust the project: its notes are read, recalled and written",
+    )
+    trust.add_argument(
+        "--untrusted",
+        dest="trusted",
+        action="store_const",
+        const=False,
+        help="do not trust the project: only global memory is used",
+    )
+    parser.add_argument("--read-only", action="store_true", help="refuse every change (plan modes)")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the MCP server on stdio until the client closes stdin."""
+    args = parse_args(argv)
+    logging.basicConfig(
+        stream=sys.stderr, level=logging.WARNING, format="memory-ls mcp: %(levelname)s %(message)s"
+    )
+    runtime = MemoryRuntime(
+        Path(args.project).expanduser().resolve(),
+        agent_dir=args.agent_dir,
+        trusted=args.trusted,
+        read_only=args.read_only,
+    )
+    log.info("project store %s, global store %s", runtime.paths["project"], runtime.paths["global"])
+    build_server(runtime).run("stdio")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,85 @@
+"""Smoke test of the benchmark harness (bench/): a tiny store, one edit per server.
+
+The benchmark itself is `make bench`; this only keeps the harness from rotting.  Peers that
+are not installed (bench/setup.sh) and a memory-ls server that does not exist yet are
+skipped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from bench import run, servers, workload
+from bench.servers import ServerSpec
+from bench.session import SessionParams, quantile, run_session
+
+PARAMS = SessionParams(edits=1, adds=1, gap=0.0, similar_timeout=1.0, reply_timeout=20.0)
+
+
+@pytest.fixture
+def tiny() -> Iterator[workload.Workspace]:
+    ws = workload.make_workspace(workload.render_store(workload.generate_notes(30, seed=7)))
+    yield ws
+    workload.remove_workspace(ws)
+
+
+def test_workload_is_deterministic_and_within_the_cap() -> None:
+    assert workload.generate_notes(100) == workload.generate_notes(100)
+    text = workload.store_text("4500")
+    lines = text.split("\n")
+    assert lines[0] == workload.HEADER and lines[1] == ""
+    notes = [line[2:] for line in lines if line.startswith("- ")]
+    assert len(notes) == 4500
+    assert 250_000 <= len(text.encode()) <= workload.SIZE_CAP
+    assert all(20 <= len(n) <= 200 for n in notes)
+    keys = [n.lower().rstrip(".!?,;:").strip() for n in notes]
+    assert 0.02 <= (len(keys) - len(set(keys))) / len(keys) <= 0.04
+    assert any(ord(c) > 0xFFFF for n in notes for c in n)  # emoji outside the BMP
+    assert any("\u4e00" <= c <= "\u9fff" for n in notes for c in n)  # CJK
+
+
+def test_quantile_is_nearest_rank() -> None:
+    values = [float(v) for v in range(1, 101)]
+    assert quantile(values, 0.5) == 50.0
+    assert quantile(values, 0.95) == 95.0
+    assert quantile([], 0.5) is None
+
+
+async def _one_session(spec: ServerSpec, ws: workload.Workspace) -> run.Summary:
+    result = await run_session(spec, "tiny", 1, ws, PARAMS)
+    assert result.error is None, result.error
+    assert result.cold_start is not None and result.cold_start > 0
+    assert result.open_diagnostics is not None
+    assert len(result.edits) == 1 and result.edit_timeouts == 0
+    assert result.peak_rss and result.peak_rss > 1_000_000
+    summary = run.summarise(spec.name, [result])
+    table = "\n".join(run.store_table("tiny", [summary]))
+    assert "edit → diagnostics p50" in table
+    return summary
+
+
+async def test_reference_server_with_the_command_path(tiny: workload.Workspace) -> None:
+    spec = servers.pygls_min(with_commands=True)
+    spec = ServerSpec(name="memory-ls", argv=spec.argv, is_memory_ls=True)  # a stand-in
+    summary = await _one_session(spec, tiny)
+    assert summary.add_p50 is not None and summary.add_errors == 0
+    assert "Bench note" in tiny.store_path.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("make", [servers.rumdl, servers.vscode_md], ids=["rumdl", "vscode-md"])
+async def test_peer(make: object, tiny: workload.Workspace) -> None:
+    assert callable(make)
+    spec = make()
+    if spec.missing:
+        pytest.skip(spec.missing)
+    await _one_session(spec, tiny)
+
+
+async def test_memory_ls(tiny: workload.Workspace) -> None:
+    spec = servers.memory_ls()
+    if spec.missing:
+        pytest.skip(spec.missing)
+    summary = await _one_session(spec, tiny)
+    assert summary.add_p50 is not None and summary.add_errors == 0

@@ -1,0 +1,525 @@
+"""``memory-ls mcp`` end to end, through the SDK's own stdio client (SPEC §11)."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import threading
+from contextlib import AsyncExitStack
+from typing import Any
+
+import pytest
+
+from memory_ls.core.actions import ACTION_MESSAGE, READ_ONLY_MESSAGE, UNTRUSTED_MESSAGE
+from memory_ls.core.text import HEADER
+from memory_ls.schemas import memory_result_schema
+from memory_ls.store.runtime import MemoryRuntime
+from tests.mcp.conftest import REPO, TIMEOUT, Stores, open_memory, text_of, within
+
+EXPECTED_INPUT_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "action": {"type": "string", "enum": ["add", "update", "forget", "list"]},
+        "text": {"type": "string"},
+        "to": {"type": "string"},
+        "scope": {"type": "string", "enum": ["project", "global"]},
+    },
+    "required": ["action"],
+}
+
+
+def without_descriptions(schema: dict[str, Any]) -> dict[str, Any]:
+    """The schema with every property's ``description`` dropped (those are prose)."""
+    out = dict(schema)
+    out["properties"] = {
+        name: {k: v for k, v in prop.items() if k != "description"}
+        for name, prop in schema["properties"].items()
+    }
+    return out
+
+
+def store_text(*notes: str) -> str:
+    """A store file as a first write creates it."""
+    return HEADER + "\n\n" + "".join(f"- {note}\n" for note in notes)
+
+
+# -- the tool's description ---------------------------------------------------
+
+
+async def test_tool_list_annotations_and_schemas(memory: Any) -> None:
+    async with memory() as m:
+        listed = await within(m.session.list_tools())
+    assert [tool.name for tool in listed.tools] == ["memory"]
+    tool = listed.tools[0]
+    assert without_descriptions(tool.input_schema) == EXPECTED_INPUT_SCHEMA
+    assert tool.output_schema == memory_result_schema()
+    assert tool.annotations is not None
+    assert tool.annotations.read_only_hint is False
+    assert tool.annotations.destructive_hint is True
+    assert tool.annotations.idempotent_hint is True
+    assert tool.annotations.open_world_hint is False
+    description = (tool.description or "").lower()
+    for phrase in ("recalled automatically", "one", "global", "forget", "exact", "no bulk clear"):
+        assert phrase in description
+
+
+# -- every action ---------------------------------------------------------------
+
+
+async def test_add_update_forget_list(memory: Any, stores: Stores) -> None:
+    async with memory() as m:
+        empty = await m.call({"action": "list"})
+        assert not empty.is_error
+        assert text_of(empty) == "Memory (0 project, 0 global).\nproject: none\nglobal: none"
+        assert empty.structured_content == {
+            "action": "list",
+            "scope": "project",
+            "project": [],
+            "global": [],
+            "changed": False,
+        }
+
+        added = await m.call({"action": "add", "text": "  use   pnpm,\tnot npm  "})
+        assert not added.is_error
+        assert (
+            text_of(added) == "Added to project memory: use pnpm, not npm\nNow 1 project, 0 global."
+        )
+        assert added.structured_content == {
+            "action": "add",
+            "scope": "project",
+            "project": ["use pnpm, not npm"],
+            "global": [],
+            "changed": True,
+            "entry": "use pnpm, not npm",
+        }
+        assert stores.project_file.read_text(encoding="utf-8") == store_text("use pnpm, not npm")
+
+        added_global = await m.call({"action": "add", "text": "prefer rg", "scope": "global"})
+        assert (
+            text_of(added_global) == "Added to global memory: prefer rg\nNow 1 project, 1 global."
+        )
+        assert added_global.structured_content is not None
+        assert added_global.structured_content["global"] == ["prefer rg"]
+        assert stores.global_file.read_text(encoding="utf-8") == store_text("prefer rg")
+
+        again = await m.call({"action": "add", "text": "Use pnpm, not npm."})
+        assert not again.is_error
+        assert text_of(again) == "Already in project memory: use pnpm, not npm"
+        assert again.structured_content == {
+            "action": "add",
+            "scope": "project",
+            "project": ["use pnpm, not npm"],
+            "global": ["prefer rg"],
+            "changed": False,
+            "entry": "Use pnpm, not npm.",
+            "existing": "use pnpm, not npm",
+        }
+
+        listed = await m.call({"action": "list"})
+        assert text_of(listed) == (
+            "Memory (1 project, 1 global).\n"
+            "project (1):\n- use pnpm, not npm\n"
+            "global (1):\n- prefer rg"
+        )
+
+        updated = await m.call(
+            {"action": "update", "text": "use pnpm, not npm", "to": "use pnpm 9, not npm"}
+        )
+        assert not updated.is_error
+        assert (
+            text_of(updated)
+            == "Updated project memory: use pnpm 9, not npm\nNow 1 project, 1 global."
+        )
+        assert updated.structured_content == {
+            "action": "update",
+            "scope": "project",
+            "project": ["use pnpm 9, not npm"],
+            "global": ["prefer rg"],
+            "changed": True,
+            "entry": "use pnpm, not npm",
+            "to": "use pnpm 9, not npm",
+        }
+        assert stores.project_file.read_text(encoding="utf-8") == store_text("use pnpm 9, not npm")
+
+        removed = await m.call({"action": "forget", "text": "prefer rg", "scope": "global"})
+        assert not removed.is_error
+        assert text_of(removed) == "Removed from global memory: prefer rg\nNow 1 project, 0 global."
+        assert removed.structured_content == {
+            "action": "forget",
+            "scope": "global",
+            "project": ["use pnpm 9, not npm"],
+            "global": [],
+            "changed": True,
+            "entry": "prefer rg",
+        }
+        assert stores.global_file.read_text(encoding="utf-8") == HEADER + "\n"
+
+
+async def test_update_keeps_indentation_and_other_lines(memory: Any, stores: Stores) -> None:
+    stores.project_file.parent.mkdir()
+    stores.project_file.write_text("# Notes\r\n\r\n  * old fact\r\n- other\r\n", encoding="utf-8")
+    async with memory() as m:
+        updated = await m.call({"action": "update", "text": "old fact", "to": "new fact"})
+        assert text_of(updated) == "Updated project memory: new fact\nNow 2 project, 0 global."
+    assert stores.project_file.read_bytes() == b"# Notes\r\n\r\n  * new fact\r\n- other\r\n"
+
+
+async def test_note_text_is_never_json_parsed(memory: Any, stores: Stores) -> None:
+    async with memory() as m:
+        for note in ("null", "[1]", '{"a": 1}', "true", "42"):
+            result = await m.call({"action": "add", "text": note})
+            assert not result.is_error, text_of(result)
+            assert text_of(result).startswith(f"Added to project memory: {note}\n")
+        result = await m.call({"action": "update", "text": "null", "to": "[2]"})
+        assert result.structured_content is not None
+        assert result.structured_content["to"] == "[2]"
+    assert stores.project_file.read_text(encoding="utf-8") == store_text(
+        "[2]", "[1]", '{"a": 1}', "true", "42"
+    )
+
+
+# -- refusals ---------------------------------------------------------------------
+
+
+async def assert_refused(m: Any, arguments: dict[str, Any], message: str) -> dict[str, Any]:
+    result = await m.call(arguments)
+    assert result.is_error, arguments
+    assert text_of(result) == f"Error: {message}"
+    content: dict[str, Any] | None = result.structured_content
+    assert content is not None
+    assert content["error"] == message
+    assert content["changed"] is False
+    return content
+
+
+async def test_refusals_carry_the_unchanged_notes(memory: Any, stores: Stores) -> None:
+    async with memory() as m:
+        await m.call({"action": "add", "text": "keep me"})
+        await m.call({"action": "add", "text": "global fact", "scope": "global"})
+        before_project = stores.project_file.read_bytes()
+        before_global = stores.global_file.read_bytes()
+        cases: list[tuple[dict[str, Any], str]] = [
+            ({"action": "add", "text": "  \t "}, "text is required."),
+            ({"action": "add"}, "text is required."),
+            ({"action": "add", "text": 7}, "text is required."),
+            ({"action": "add", "text": "a" * 501}, "text is longer than 500 characters."),
+            ({"action": "update", "text": "keep me"}, "to is required."),
+            (
+                {"action": "update", "text": "keep me", "to": "b" * 501},
+                "to is longer than 500 characters.",
+            ),
+            (
+                {"action": "update", "text": "absent", "to": "x"},
+                "No project memory note matches: absent",
+            ),
+            ({"action": "forget", "text": "absent"}, "No project memory note matches: absent"),
+            (
+                {"action": "forget", "text": "keep me", "scope": "global"},
+                "No global memory note matches: keep me",
+            ),
+            ({"action": "forget", "text": "Keep me"}, "No project memory note matches: Keep me"),
+            (
+                {"action": "add", "text": "x", "scope": "team"},
+                "scope must be one of project, global.",
+            ),
+            ({"action": "clear"}, ACTION_MESSAGE),
+            ({"action": "clear", "scope": "global"}, ACTION_MESSAGE),
+            (
+                {"action": "merge", "text": "keep me", "other": "global fact", "to": "x"},
+                ACTION_MESSAGE,
+            ),
+            ({"action": "move", "text": "keep me"}, ACTION_MESSAGE),
+            ({"action": "ADD", "text": "x"}, ACTION_MESSAGE),
+            ({"text": "no action"}, ACTION_MESSAGE),
+            ({"action": None}, ACTION_MESSAGE),
+            ({"action": 3}, ACTION_MESSAGE),
+            ({"action": ["add"]}, ACTION_MESSAGE),
+        ]
+        for arguments, message in cases:
+            content = await assert_refused(m, arguments, message)
+            assert content["project"] == ["keep me"]
+            assert content["global"] == ["global fact"]
+        clear = await m.call({"action": "clear"})
+        assert clear.structured_content is not None
+        assert clear.structured_content["action"] == "clear"
+    assert stores.project_file.read_bytes() == before_project
+    assert stores.global_file.read_bytes() == before_global
+
+
+async def test_untrusted_project(memory: Any, stores: Stores) -> None:
+    stores.project_file.parent.mkdir()
+    stores.project_file.write_text(store_text("repo says: run curl | sh"), encoding="utf-8")
+    before = stores.project_file.read_bytes()
+    async with memory("--untrusted") as m:
+        listed = await m.call({"action": "list"})
+        assert text_of(listed) == "Memory (0 project, 0 global).\nproject: none\nglobal: none"
+        for arguments in (
+            {"action": "add", "text": "x"},
+            {"action": "forget", "text": "repo says: run curl | sh"},
+            {"action": "update", "text": "repo says: run curl | sh", "to": "y"},
+        ):
+            content = await assert_refused(m, arguments, UNTRUSTED_MESSAGE)
+            assert content["project"] == []
+        added = await m.call({"action": "add", "text": "global works", "scope": "global"})
+        assert text_of(added) == "Added to global memory: global works\nNow 0 project, 1 global."
+        assert (await m.read("memory://project")).text == ""
+        recall = (await m.read("memory://recall")).text
+        assert "curl" not in recall
+        assert "global works" in recall
+    assert stores.project_file.read_bytes() == before
+
+
+async def test_read_only(memory: Any, stores: Stores) -> None:
+    stores.project_file.parent.mkdir()
+    stores.project_file.write_text(store_text("fixed fact"), encoding="utf-8")
+    before = stores.project_file.read_bytes()
+    async with memory("--read-only") as m:
+        for arguments in (
+            {"action": "add", "text": "new"},
+            {"action": "add", "text": "new", "scope": "global"},
+            {"action": "update", "text": "fixed fact", "to": "changed"},
+            {"action": "forget", "text": "fixed fact"},
+        ):
+            content = await assert_refused(m, arguments, READ_ONLY_MESSAGE)
+            assert content["project"] == ["fixed fact"]
+        listed = await m.call({"action": "list"})
+        assert not listed.is_error
+        assert (
+            text_of(listed)
+            == "Memory (1 project, 0 global).\nproject (1):\n- fixed fact\nglobal: none"
+        )
+        assert (await m.read("memory://project")).text == "- fixed fact"
+        assert "fixed fact" in (await m.read("memory://recall")).text
+    assert stores.project_file.read_bytes() == before
+    assert not stores.global_file.exists()
+
+
+# -- resources --------------------------------------------------------------------
+
+
+async def test_resources(memory: Any, stores: Stores) -> None:
+    async with memory() as m:
+        listed = await within(m.session.list_resources())
+        uris = {str(resource.uri) for resource in listed.resources}
+        assert uris == {"memory://recall", "memory://project", "memory://global", "memory://doctor"}
+
+        recall = await m.read("memory://recall")
+        assert recall.mime_type == "text/plain"
+        assert recall.text == ""
+        assert (await m.read("memory://project")).text == ""
+        assert (await m.read("memory://global")).text == ""
+
+        await m.call({"action": "add", "text": "first"})
+        await m.call({"action": "add", "text": "second"})
+        await m.call({"action": "add", "text": "everywhere", "scope": "global"})
+        assert (await m.read("memory://project")).text == "- first\n- second"
+        assert (await m.read("memory://global")).text == "- everywhere"
+        assert (await m.read("memory://recall")).text == (
+            "[MEMORY]\n"
+            "Durable notes saved in earlier sessions. Treat them as facts the user asked you "
+            "to remember.\n"
+            "project:\n- first\n- second\n"
+            "global:\n- everywhere"
+        )
+
+        # An edit by hand (or by another process) is seen on the next read.
+        with stores.project_file.open("a", encoding="utf-8") as handle:
+            handle.write("- added by hand, a longer line\n")
+        assert (await m.read("memory://project")).text == (
+            "- first\n- second\n- added by hand, a longer line"
+        )
+        assert "- added by hand, a longer line\nglobal:" in (await m.read("memory://recall")).text
+        listed_notes = await m.call({"action": "list"})
+        assert listed_notes.structured_content is not None
+        assert listed_notes.structured_content["project"][-1] == "added by hand, a longer line"
+
+        doctor = (await m.read("memory://doctor")).text
+        assert doctor.strip()
+        assert str(stores.project_file) in doctor
+        assert str(stores.global_file) in doctor
+
+        with pytest.raises(Exception, match=r"(?i)unknown|not found"):
+            await within(m.session.read_resource("memory://nothing"))
+
+
+# -- the process --------------------------------------------------------------------
+
+
+def rpc(message_id: int | None, method: str, params: dict[str, Any] | None = None) -> bytes:
+    message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+    if message_id is not None:
+        message["id"] = message_id
+    if params is not None:
+        message["params"] = params
+    return (json.dumps(message) + "\n").encode()
+
+
+def test_stdout_is_protocol_only_and_no_lsp_stack(stores: Stores) -> None:
+    """A raw session: every stdout line is a JSON-RPC message; pygls/lsprotocol never load."""
+    env = {**os.environ, **stores.env(), "PYTHONUNBUFFERED": "1"}
+    process = subprocess.Popen(
+        [sys.executable, "-X", "importtime", "-m", "memory_ls.mcp_server"],
+        cwd=stores.project,
+        env={**env, "PYTHONPATH": str(REPO)},
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert process.stdin is not None and process.stdout is not None
+    stderr_lines: list[bytes] = []
+    assert process.stderr is not None
+    drain = threading.Thread(target=lambda: stderr_lines.extend(process.stderr or []))
+    drain.start()
+    try:
+        process.stdin.write(
+            rpc(
+                1,
+                "initialize",
+                {
+                    "protocolVersion": "2025-06-18",
+                    "capabilities": {},
+                    "clientInfo": {"name": "raw", "version": "0"},
+                },
+            )
+        )
+        process.stdin.flush()
+        replies = [json.loads(process.stdout.readline())]
+        process.stdin.write(rpc(None, "notifications/initialized"))
+        requests: list[tuple[str, dict[str, Any]]] = [
+            ("tools/call", {"name": "memory", "arguments": {"action": "add", "text": "raw note"}}),
+            ("resources/read", {"uri": "memory://recall"}),
+            ("resources/read", {"uri": "memory://doctor"}),
+        ]
+        for number, (method, params) in enumerate(requests, start=2):
+            process.stdin.write(rpc(number, method, params))
+            process.stdin.flush()
+            replies.append(json.loads(process.stdout.readline()))
+        process.stdin.close()
+        rest = process.stdout.read()
+        assert process.wait(timeout=TIMEOUT) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        drain.join(timeout=TIMEOUT)
+    for line in rest.splitlines():
+        assert json.loads(line)["jsonrpc"] == "2.0"
+    assert [reply["id"] for reply in replies] == [1, 2, 3, 4]
+    assert all("result" in reply for reply in replies), replies
+    assert replies[1]["result"]["content"][0]["text"].startswith(
+        "Added to project memory: raw note"
+    )
+    assert "raw note" in replies[2]["result"]["contents"][0]["text"]
+    # --project defaults to the current directory.
+    assert stores.project_file.read_text(encoding="utf-8") == store_text("raw note")
+    imported = {
+        line.split(b"|")[-1].strip().decode()
+        for line in stderr_lines
+        if line.startswith(b"import time:")
+    }
+    assert "mcp" in imported
+    assert not {name for name in imported if name.split(".")[0] in ("pygls", "lsprotocol")}
+
+
+def test_help_does_not_start_a_server() -> None:
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "memory_ls.mcp_server", "--help"],
+        cwd=REPO,
+        capture_output=True,
+        timeout=TIMEOUT,
+        check=True,
+    )
+    out = done.stdout.decode()
+    for option in ("--project", "--agent-dir", "--trusted", "--untrusted", "--read-only"):
+        assert option in out
+    assert b"pygls" not in done.stderr
+    assert b"lsprotocol" not in done.stderr
+
+
+# -- everyone at once ---------------------------------------------------------------
+
+
+async def cli_add(stores: Stores, note: str) -> tuple[int, bytes]:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "memory_ls",
+        "add",
+        "--project",
+        str(stores.project),
+        "--",
+        note,
+        cwd=REPO,
+        env={**os.environ, **stores.env()},
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
+    output, _ = await process.communicate()
+    return process.returncode or 0, output
+
+
+def runtime_add(stores: Stores, note: str) -> None:
+    """What a language-server command does: its own runtime, the same store and locks."""
+    runtime = MemoryRuntime(stores.project, agent_dir=str(stores.agent_dir))
+    result = runtime.add(note)
+    assert result["changed"], result
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("memory_ls.cli") is None,
+    reason="memory_ls.cli (the CLI) is not there yet",
+)
+async def test_concurrent_writers_lose_nothing(stores: Stores) -> None:
+    count = 8
+    expected: list[str] = []
+    async with AsyncExitStack() as stack:
+        first = await stack.enter_async_context(open_memory(stores))
+        second = await stack.enter_async_context(open_memory(stores))
+        jobs: list[Any] = []
+        for i in range(count):
+            for name, session in (("first", first), ("second", second)):
+                note = f"{name} mcp session note {i}"
+                expected.append(note)
+                jobs.append(session.call({"action": "add", "text": note}))
+        for i in range(count // 2):
+            note = f"cli note {i}"
+            expected.append(note)
+            jobs.append(within(cli_add(stores, note)))
+            note = f"runtime thread note {i}"
+            expected.append(note)
+            jobs.append(asyncio.to_thread(runtime_add, stores, note))
+        results = await within(asyncio.gather(*jobs), 25)
+        for result in results:
+            if isinstance(result, tuple):
+                assert result[0] == 0, result[1].decode()
+            elif result is not None:
+                assert not result.is_error, text_of(result)
+        listed = await first.call({"action": "list"})
+    assert listed.structured_content is not None
+    assert sorted(listed.structured_content["project"]) == sorted(expected)
+    written = stores.project_file.read_text(encoding="utf-8")
+    assert sorted(line[2:] for line in written.splitlines() if line.startswith("- ")) == sorted(
+        expected
+    )
+    assert sorted(os.listdir(stores.project_file.parent)) == ["memory.md"]
+
+
+async def test_unexpected_failure_is_still_a_memory_result(memory: Any, stores: Stores) -> None:
+    (stores.project / ".pi").write_text("not a folder", encoding="utf-8")
+    async with memory() as m:
+        result = await m.call({"action": "add", "text": "cannot be written"})
+        assert result.is_error
+        assert text_of(result).startswith("Error: ")
+        content = result.structured_content
+        assert content is not None
+        assert content["action"] == "add"
+        assert content["changed"] is False
+        assert content["error"]
+        assert content["project"] == []
+        # The server survives and keeps serving.
+        added = await m.call({"action": "add", "text": "still works", "scope": "global"})
+        assert not added.is_error

@@ -1,0 +1,241 @@
+"""Text rules (SPEC §2): normalisation, the near-duplicate key, lengths, line splitting."""
+
+from __future__ import annotations
+
+import pytest
+
+from memory_ls.core.text import (
+    BOM,
+    HEADER,
+    MAX_NOTE_UTF16,
+    MAX_STORE_BYTES,
+    decode_for_display,
+    first_invalid_utf8,
+    has_controls,
+    hidden_characters,
+    near_duplicate_key,
+    normalise,
+    remove_hidden,
+    split_text,
+    utf8_length,
+    utf16_length,
+)
+
+
+def test_constants_match_spec() -> None:
+    assert HEADER == (
+        "<!-- Pi memory: one note per bullet; written by the memory tool and /memory -->"
+    )
+    assert MAX_NOTE_UTF16 == 500
+    assert MAX_STORE_BYTES == 262_144
+
+
+# -- normalisation -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("plain", "plain"),
+        ("  padded  ", "padded"),
+        ("a   b", "a b"),
+        ("a\tb", "a b"),
+        ("a\x1bb", "a b"),  # ESC
+        ("a\rb", "a b"),
+        ("a\nb", "a b"),
+        ("a\x00b", "a b"),
+        ("a\x7fb", "a b"),  # DEL
+        ("\x1b[31mred\x1b[0m", "[31mred [0m"),
+        ("a\u00a0b", "a b"),  # NBSP is whitespace
+        ("a\u2028\u2029b", "a b"),
+        ("a\u3000b", "a b"),  # ideographic space
+        ("a \t\x0b\x0c\r\n b", "a b"),
+        ("", ""),
+        ("   \t\r\n", ""),
+        ("\x00\x01\x1f", ""),
+        ("日本語 テキスト", "日本語 テキスト"),
+        ("שלום עולם", "שלום עולם"),
+        ("😀  😀", "😀 😀"),
+    ],
+)
+def test_normalise(raw: str, expected: str) -> None:
+    assert normalise(raw) == expected
+
+
+@pytest.mark.parametrize("code", range(0x80, 0xA0))
+def test_c1_controls_become_spaces(code: int) -> None:
+    assert normalise(f"a{chr(code)}b") == "a b"
+    assert has_controls(f"a{chr(code)}b")
+
+
+@pytest.mark.parametrize("code", [*range(0x00, 0x20), 0x7F])
+def test_c0_controls_and_del_become_spaces(code: int) -> None:
+    assert normalise(f"a{chr(code)}b") == "a b"
+    assert has_controls(chr(code))
+
+
+def test_non_controls_are_not_controls() -> None:
+    assert not has_controls("plain text é 😀 \u00a0 \u200b")
+    assert normalise("\u00a0") == ""  # whitespace, not a control, but still trimmed
+
+
+def test_zero_width_characters_are_not_whitespace() -> None:
+    # U+200B is not str.isspace(): normalisation keeps it (the linter reports it).
+    assert normalise("a\u200bb") == "a\u200bb"
+    assert normalise("\u200b") == "\u200b"
+
+
+def test_normalise_is_idempotent_on_examples() -> None:
+    for raw in ["a\x85b", " x\u2028y ", "\tq\x1c\x1dr\x1e\x1f"]:
+        once = normalise(raw)
+        assert normalise(once) == once
+
+
+def test_lone_surrogate_is_made_writable() -> None:
+    note = normalise("a\ud800b")
+    note.encode("utf-8")  # must not raise
+    assert note == "a\ufffdb"
+
+
+# -- near-duplicate key --------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("Use pnpm", "use PNPM"),
+        ("Use pnpm", "use pnpm."),
+        ("Use pnpm", "use pnpm!!!"),
+        ("Use pnpm", "use pnpm?!.,;:"),
+        ("Use pnpm", "  use   pnpm  "),
+        ("Use pnpm", "use\tpnpm ."),
+        ("tests need DB", "Tests need DB:"),
+    ],
+)
+def test_near_duplicates_share_a_key(a: str, b: str) -> None:
+    assert near_duplicate_key(a) == near_duplicate_key(b)
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("use pnpm not npm", "not npm use pnpm"),  # word order kept
+        ("use pnpm, not npm", "use pnpm not npm"),  # inner punctuation kept
+        ("run tests", "running tests"),  # no stemming
+        ("use pnpm", "use pnpm)"),  # only .!?,;: are folded
+        ("use pnpm", ".use pnpm"),  # only trailing punctuation
+        ("use pnpm", "use pnpm…"),  # the ellipsis character is not "."
+    ],
+)
+def test_different_notes_have_different_keys(a: str, b: str) -> None:
+    assert near_duplicate_key(a) != near_duplicate_key(b)
+
+
+def test_key_removes_the_trailing_run_then_trims() -> None:
+    assert near_duplicate_key("Done . . .") == "done . ."
+    assert near_duplicate_key("Done ...") == "done"
+    assert near_duplicate_key("...") == ""
+
+
+# -- lengths -------------------------------------------------------------------
+
+
+def test_utf16_length_counts_astral_characters_twice() -> None:
+    assert utf16_length("") == 0
+    assert utf16_length("abc") == 3
+    assert utf16_length("日本") == 2
+    assert utf16_length("😀") == 2
+    assert utf16_length("😀" * 250) == 500
+    assert utf16_length("a😀b") == 4
+
+
+def test_utf8_length() -> None:
+    assert utf8_length("abc") == 3
+    assert utf8_length("é") == 2
+    assert utf8_length("日") == 3
+    assert utf8_length("😀") == 4
+
+
+def test_utf8_length_counts_a_lone_surrogate_as_replacement_character() -> None:
+    assert utf8_length("\ud800") == utf8_length("\ufffd") == 3
+
+
+# -- line splitting ------------------------------------------------------------
+
+
+def test_split_on_lf_and_crlf_only() -> None:
+    others = "a\u2028b\x0bc\x0cd\x1ce\x1df\x1eg\x85h\u2029i\rj"
+    split = split_text(f"{others}\nsecond\r\nthird")
+    assert split.lines == [others, "second", "third"]
+
+
+def test_split_keeps_a_trailing_empty_line() -> None:
+    assert split_text("a\n").lines == ["a", ""]
+    assert split_text("").lines == [""]
+
+
+@pytest.mark.parametrize(
+    ("content", "eol"),
+    [
+        ("a\nb\n", "\n"),
+        ("a\r\nb\r\n", "\r\n"),
+        ("a\r\nb\nc\n", "\r\n"),
+        ("a\nb\r\nc\r\n", "\n"),
+        ("no ending", "\n"),
+        ("", "\n"),
+        ("\r\n", "\r\n"),
+        ("\n", "\n"),
+        (BOM + "a\r\nb", "\r\n"),
+    ],
+)
+def test_eol_is_the_first_line_ending(content: str, eol: str) -> None:
+    assert split_text(content).eol == eol
+
+
+def test_bom_is_set_aside_and_restored() -> None:
+    split = split_text(BOM + "- a\r\n- b\r\n")
+    assert split.bom
+    assert split.lines == ["- a", "- b", ""]
+    assert split.render() == BOM + "- a\r\n- b\r\n"
+    assert split.render(["x", ""]) == BOM + "x\r\n"
+
+
+def test_only_a_leading_bom_is_set_aside() -> None:
+    split = split_text("a\n" + BOM + "b")
+    assert not split.bom
+    assert split.lines == ["a", BOM + "b"]
+
+
+@pytest.mark.parametrize(
+    "content",
+    ["", "a", "a\n", "a\r\nb\r\n", BOM + "x\ny", "\n\n\n", "a\u2028b\nc\x85"],
+)
+def test_render_round_trips_single_style_text(content: str) -> None:
+    assert split_text(content).render() == content
+
+
+def test_render_converts_a_mixed_file_to_its_first_style() -> None:
+    assert split_text("a\r\nb\nc").render() == "a\r\nb\r\nc"
+    assert split_text("a\nb\r\nc").render() == "a\nb\nc"
+
+
+# -- hidden characters and UTF-8 ----------------------------------------------
+
+
+def test_hidden_characters() -> None:
+    text = "a\u200bb\u202ec\U000e0041d\u2066e"
+    assert hidden_characters(text) == [1, 3, 5, 7]
+    assert remove_hidden(text) == "abcde"
+    assert hidden_characters("plain é 😀 日本") == []
+
+
+def test_first_invalid_utf8() -> None:
+    assert first_invalid_utf8(b"") is None
+    assert first_invalid_utf8("ok 😀".encode()) is None
+    assert first_invalid_utf8(b"abc\xffdef") == 3
+    assert first_invalid_utf8(b"ab\xe6\x97") == 2  # truncated sequence
+    assert first_invalid_utf8(b"\xed\xa0\x80") == 0  # encoded surrogate
+
+
+def test_decode_for_display_replaces_bad_bytes() -> None:
+    assert decode_for_display(b"a\xffb") == "a\ufffdb"

@@ -1,0 +1,140 @@
+// memory-ls for VS Code: the language client, the palette commands, the note browser and the status bar.
+import * as fs from 'node:fs';
+import * as vscode from 'vscode';
+import { browseNotes, pickAndForget } from './browse';
+import { MemoryClient } from './client';
+import { addNote, clearScope } from './notes';
+import { type DoctorResult, type InjectResult, type PathResult, ServerCommand } from './protocol';
+import { REPORT_SCHEME, ReportDocuments } from './reports';
+import { RESTART_KEYS, SECTION } from './settings';
+import { MemoryStatusBar } from './statusBar';
+
+let memoryClient: MemoryClient | undefined;
+
+export async function activate(context: vscode.ExtensionContext): Promise<void> {
+  const output = vscode.window.createOutputChannel('Memory');
+  const client = new MemoryClient(output);
+  memoryClient = client;
+  const reports = new ReportDocuments();
+  const statusBar = new MemoryStatusBar(client);
+  context.subscriptions.push(
+    output,
+    client,
+    reports,
+    statusBar,
+    vscode.workspace.registerTextDocumentContentProvider(REPORT_SCHEME, reports),
+  );
+
+  const command = (id: string, run: () => Promise<unknown>): void => {
+    context.subscriptions.push(
+      vscode.commands.registerCommand(id, async () => {
+        try {
+          await run();
+        } catch (error) {
+          const message = error instanceof Error ? error.message : String(error);
+          output.appendLine(`${id} failed: ${message}`);
+          void vscode.window.showErrorMessage(`Memory: ${message}`);
+        } finally {
+          statusBar.schedule();
+        }
+      }),
+    );
+  };
+
+  command('memoryLs.browse', () => browseNotes(client));
+  command('memoryLs.addNote', () => addNote(client));
+  command('memoryLs.forgetNote', () => pickAndForget(client));
+  command('memoryLs.showDoctor', async () => {
+    const doctor = await client.execute<DoctorResult>(ServerCommand.doctor);
+    await reports.show('Memory doctor', `# Memory doctor\n\n\`\`\`\`text\n${doctor.text}\n\`\`\`\`\n`);
+  });
+  command('memoryLs.showRecall', async () => {
+    const recall = await client.execute<InjectResult>(ServerCommand.inject);
+    await reports.show('Memory recall preview', renderRecall(recall));
+  });
+  command('memoryLs.openProject', async () => openStore(client, 'project'));
+  command('memoryLs.openGlobal', async () => openStore(client, 'global'));
+  command('memoryLs.reload', async () => {
+    const result = await client.execute<Record<string, unknown>>(ServerCommand.reload);
+    const message = typeof result?.['message'] === 'string' ? result['message'] : 'Reloaded both memory stores.';
+    void vscode.window.showInformationMessage(`Memory: ${message}`);
+  });
+  command('memoryLs.clear', () => clearScope(client));
+  command('memoryLs.restart', async () => {
+    await client.restart();
+    void vscode.window.showInformationMessage('Memory: the memory-ls server was restarted.');
+  });
+
+  context.subscriptions.push(
+    vscode.workspace.onDidChangeConfiguration(async (event) => {
+      if (RESTART_KEYS.some((key) => event.affectsConfiguration(`${SECTION}.${key}`))) {
+        output.appendLine('Server settings changed: restarting memory-ls.');
+        await client.restart().catch(() => undefined);
+      }
+    }),
+    // Trust changes what the server may read and write: start it again with `trusted: true`.
+    vscode.workspace.onDidGrantWorkspaceTrust(async () => {
+      output.appendLine('Workspace trust granted: restarting memory-ls with trusted: true.');
+      await client.restart().catch(() => undefined);
+      void vscode.window.showInformationMessage('Memory: the workspace is now trusted, so project memory is recalled and editable.');
+    }),
+  );
+
+  await client.start().catch((error: unknown) => {
+    output.appendLine(`memory-ls did not start: ${error instanceof Error ? error.message : String(error)}`);
+  });
+  statusBar.schedule(0);
+}
+
+export async function deactivate(): Promise<void> {
+  await memoryClient?.stop();
+  memoryClient = undefined;
+}
+
+async function openStore(client: MemoryClient, scope: 'project' | 'global'): Promise<void> {
+  const paths = await client.execute<PathResult>(ServerCommand.path);
+  const file = scope === 'project' ? paths.project : paths.global;
+  if (scope === 'project' && !paths.trusted) {
+    void vscode.window.showWarningMessage(
+      `Memory: this project is untrusted (${paths.trustReason ?? 'no reason given'}): its notes are not recalled and the tool will not change them.`,
+    );
+  }
+  const uri = vscode.Uri.file(file);
+  // A store that does not exist yet opens as an untitled document that saves to its path.
+  const target = fs.existsSync(file) ? uri : uri.with({ scheme: 'untitled' });
+  const document = await vscode.workspace.openTextDocument(target);
+  await vscode.window.showTextDocument(document);
+}
+
+function renderRecall(recall: InjectResult): string {
+  const lines = ['# Memory recall preview', ''];
+  if (!recall.inject) {
+    lines.push('Recall is off (`inject: false` in bytefly.json): nothing is injected.');
+    return `${lines.join('\n')}\n`;
+  }
+  lines.push(
+    `${recall.bytes} of ${recall.maxInjectBytes} bytes · ${recall.included} notes injected · ${recall.omitted.length} left out`,
+    '',
+  );
+  if (recall.body === null) {
+    lines.push('There are no notes to inject.');
+  } else {
+    const fence = '`'.repeat(Math.max(4, longestBacktickRun(recall.body) + 1));
+    lines.push(`${fence}text`, recall.body, fence);
+  }
+  if (recall.omitted.length > 0) {
+    lines.push('', '## Left out (over the byte cap)', '');
+    for (const note of recall.omitted) {
+      lines.push(`- (${note.scope}) ${note.text}`);
+    }
+  }
+  return `${lines.join('\n')}\n`;
+}
+
+function longestBacktickRun(text: string): number {
+  let longest = 0;
+  for (const match of text.matchAll(/`+/g)) {
+    longest = Math.max(longest, match[0].length);
+  }
+  return longest;
+}
