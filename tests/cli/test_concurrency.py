@@ -1,0 +1,104 @@
+"""Concurrent writers lose nothing, and a killed writer never tears the store (SPEC §3)."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from memory_ls.core.notes import parse_notes
+
+WRITER = """
+import sys
+from pathlib import Path
+from memory_ls.store.runtime import MemoryRuntime
+rt = MemoryRuntime(Path(sys.argv[1]))
+for i in range(int(sys.argv[3])):
+    r = rt.run("add", {"text": f"{sys.argv[2]} note {i}"})
+    assert "error" not in r, r
+"""
+
+
+def _env(agent: Path) -> dict[str, str]:
+    return {**os.environ, "PI_CODING_AGENT_DIR": str(agent)}
+
+
+def test_six_processes_times_thirty_adds_lose_nothing(tmp_path: Path) -> None:
+    project = tmp_path / "p"
+    (project / ".git").mkdir(parents=True)
+    agent = tmp_path / "agent"
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", WRITER, str(project), f"writer{w}", "30"],
+            env=_env(agent),
+            stderr=subprocess.PIPE,
+        )
+        for w in range(6)
+    ]
+    for p in procs:
+        _, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err.decode()
+    store = project / ".pi" / "memory.md"
+    notes = parse_notes(store.read_text(encoding="utf-8"))
+    expected = {f"writer{w} note {i}" for w in range(6) for i in range(30)}
+    assert set(notes) == expected
+    assert len(notes) == len(expected)
+    assert sorted(os.listdir(project / ".pi")) == ["memory.md"]
+
+
+def test_cli_processes_in_parallel_lose_nothing(tmp_path: Path) -> None:
+    project = tmp_path / "p"
+    (project / ".git").mkdir(parents=True)
+    agent = tmp_path / "agent"
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "memory_ls", "add", "--project", str(project), f"cli {w}"],
+            env=_env(agent),
+            stdout=subprocess.DEVNULL,
+        )
+        for w in range(12)
+    ]
+    for p in procs:
+        assert p.wait(timeout=120) == 0
+    notes = parse_notes((project / ".pi" / "memory.md").read_text())
+    assert sorted(notes) == sorted(f"cli {w}" for w in range(12))
+
+
+def test_sigkilled_writers_never_tear_the_store(tmp_path: Path) -> None:
+    project = tmp_path / "p"
+    (project / ".git").mkdir(parents=True)
+    agent = tmp_path / "agent"
+    store = project / ".pi" / "memory.md"
+    rng = random.Random(1234)
+    long_tail = "x" * 300  # big notes make a torn write more likely to be visible
+    script = WRITER.replace('f"{sys.argv[2]} note {i}"', f'f"{{sys.argv[2]}} note {{i}} {long_tail}"')
+    for round_ in range(8):
+        p = subprocess.Popen(
+            [sys.executable, "-c", script, str(project), f"r{round_}", "400"],
+            env=_env(agent),
+            stderr=subprocess.DEVNULL,
+        )
+        time.sleep(rng.uniform(0.15, 0.6))
+        p.send_signal(signal.SIGKILL)
+        p.wait(timeout=30)
+        if not store.exists():
+            continue
+        data = store.read_bytes()
+        text = data.decode("utf-8")  # raises if torn mid-character
+        assert text.endswith("\n")
+        for line in text.split("\n")[2:-1]:
+            assert line.startswith("- r") and line.endswith(long_tail), line[:80]
+    # The next writer cleans up what a killed one left behind.
+    r = subprocess.run(
+        [sys.executable, "-m", "memory_ls", "add", "--project", str(project), "after the storm"],
+        env=_env(agent),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert r.returncode == 0, r.stderr
+    assert sorted(os.listdir(project / ".pi")) == ["memory.md"]
