@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import secrets
 import stat
 import sys
 import threading
@@ -176,7 +175,7 @@ def write_store(path: Path, content: str) -> Stamp:
     mode: int | None = None
     with contextlib.suppress(FileNotFoundError):
         mode = stat.S_IMODE(os.lstat(path).st_mode)
-    tmp = path.parent / f"{_temp_prefix(path)}{secrets.token_hex(6)}.tmp"
+    tmp = path.parent / f"{_temp_prefix(path)}{os.urandom(6).hex()}.tmp"
     # A new store gets the usual 0o666-minus-umask; an existing one keeps its mode.
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666 if mode is None else 0o600)
     try:

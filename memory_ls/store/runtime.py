@@ -11,6 +11,7 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from memory_ls.core.actions import (
     READ_ONLY_MESSAGE,
@@ -27,7 +28,6 @@ from memory_ls.core.actions import (
     no_match,
 )
 from memory_ls.core.config import EffectiveConfig
-from memory_ls.core.doctor import DoctorReport, StoreFacts, doctor_report, render_doctor_text
 from memory_ls.core.models import (
     InjectResult,
     MemoryResult,
@@ -55,6 +55,9 @@ from memory_ls.store.paths import (
     project_store_path,
 )
 from memory_ls.store.trust import decide_trust
+
+if TYPE_CHECKING:
+    from memory_ls.core.doctor import DoctorReport
 
 MUTATIONS = frozenset({"add", "update", "forget", "merge", "move", "clear"})
 
@@ -374,6 +377,8 @@ class MemoryRuntime:
 
     def doctor_report(self) -> DoctorReport:
         """The doctor's report (SPEC §9) as JSON-able data."""
+        from memory_ls.core.doctor import StoreFacts, doctor_report
+
         trust = self.trust()
         config = self.config(trust)
         facts: dict[Scope, StoreFacts] = {}
@@ -411,4 +416,6 @@ class MemoryRuntime:
 
     def doctor_text(self) -> str:
         """The doctor's report as readable text."""
+        from memory_ls.core.doctor import render_doctor_text
+
         return render_doctor_text(self.doctor_report())
