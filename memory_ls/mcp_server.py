@@ -203,6 +203,7 @@ def build_server(runtime: MemoryRuntime) -> MCPServer[Any]:
     server: MCPServer[Any] = MCPServer(
         name="memory-ls",
         version=__version__,
+        log_level="WARNING",
         instructions=(
             "Durable memory for coding agents: read memory://recall for the saved notes, "
             "and use the memory tool to add, update, forget or list them."
@@ -288,7 +289,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="do not trust the project: only global memory is used",
     )
     parser.add_argument("--read-only", action="store_true", help="refuse every change (plan modes)")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if not Path(args.project).expanduser().is_dir():
+        parser.error(f"--project is not a directory: {args.project}")
+    return args
 
 
 def main(argv: list[str] | None = None) -> int:

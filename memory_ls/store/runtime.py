@@ -286,6 +286,15 @@ class MemoryRuntime:
         return None
 
     def _mutate(self, scope: Scope, transform: Callable[[str], Change]) -> Change:
+        """One read-modify-write of ``scope``; an I/O failure is a refusal, not a crash."""
+        try:
+            return self._mutate_locked(scope, transform)
+        except OSError as exc:
+            path = self.paths[scope]
+            why = exc.strerror or str(exc)
+            return Change("", False, error=f"Cannot write the memory file {path}: {why}")
+
+    def _mutate_locked(self, scope: Scope, transform: Callable[[str], Change]) -> Change:
         """One read-modify-write of ``scope`` under both locks."""
         path = self.paths[scope]
         if not path.parent.exists():

@@ -227,3 +227,12 @@ def test_python_dash_m_and_console_script_agree(ws: dict[str, Path]) -> None:
         [str(exe), "list", "--json"], cwd=ws["project"], env=env, capture_output=True, text=True
     )
     assert json.loads(out.stdout) == json.loads(run(ws, "list", "--json").stdout)
+
+
+def test_unwritable_store_folder_is_a_clear_refusal(ws: dict[str, Path]) -> None:
+    (ws["project"] / ".pi").write_text("not a folder")
+    r = run(ws, "add", "x")
+    assert r.returncode == 1
+    assert r.stderr.startswith("Error: Cannot write the memory file ")
+    assert "Traceback" not in r.stderr
+    assert (ws["project"] / ".pi").read_text() == "not a folder"

@@ -6,16 +6,21 @@ import asyncio
 import importlib.util
 import json
 import os
+import re
+import shlex
 import subprocess
 import sys
 import threading
+import tomllib
 from contextlib import AsyncExitStack
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from memory_ls.core.actions import ACTION_MESSAGE, READ_ONLY_MESSAGE, UNTRUSTED_MESSAGE
 from memory_ls.core.text import HEADER
+from memory_ls.mcp_server import parse_args
 from memory_ls.schemas import memory_result_schema
 from memory_ls.store.runtime import MemoryRuntime
 from tests.mcp.conftest import REPO, TIMEOUT, Stores, open_memory, text_of, within
@@ -53,6 +58,8 @@ def store_text(*notes: str) -> str:
 async def test_tool_list_annotations_and_schemas(memory: Any) -> None:
     async with memory() as m:
         listed = await within(m.session.list_tools())
+        # A session's first call may come without listing the tools first.
+        assert not (await m.call({"action": "list"})).is_error
     assert [tool.name for tool in listed.tools] == ["memory"]
     tool = listed.tools[0]
     assert without_descriptions(tool.input_schema) == EXPECTED_INPUT_SCHEMA
@@ -159,25 +166,26 @@ async def test_add_update_forget_list(memory: Any, stores: Stores) -> None:
         assert stores.global_file.read_text(encoding="utf-8") == HEADER + "\n"
 
 
-async def test_update_keeps_indentation_and_other_lines(memory: Any, stores: Stores) -> None:
+async def test_update_in_place_and_note_text_is_never_json_parsed(
+    memory: Any, stores: Stores
+) -> None:
     stores.project_file.parent.mkdir()
     stores.project_file.write_text("# Notes\r\n\r\n  * old fact\r\n- other\r\n", encoding="utf-8")
     async with memory() as m:
         updated = await m.call({"action": "update", "text": "old fact", "to": "new fact"})
         assert text_of(updated) == "Updated project memory: new fact\nNow 2 project, 0 global."
-    assert stores.project_file.read_bytes() == b"# Notes\r\n\r\n  * new fact\r\n- other\r\n"
 
-
-async def test_note_text_is_never_json_parsed(memory: Any, stores: Stores) -> None:
-    async with memory() as m:
+        # Notes that look like JSON stay strings (no argument pre-parsing).
         for note in ("null", "[1]", '{"a": 1}', "true", "42"):
-            result = await m.call({"action": "add", "text": note})
+            result = await m.call({"action": "add", "text": note, "scope": "global"})
             assert not result.is_error, text_of(result)
-            assert text_of(result).startswith(f"Added to project memory: {note}\n")
-        result = await m.call({"action": "update", "text": "null", "to": "[2]"})
+            assert text_of(result).startswith(f"Added to global memory: {note}\n")
+        result = await m.call({"action": "update", "text": "null", "to": "[2]", "scope": "global"})
         assert result.structured_content is not None
         assert result.structured_content["to"] == "[2]"
-    assert stores.project_file.read_text(encoding="utf-8") == store_text(
+        assert result.structured_content["global"] == ["[2]", "[1]", '{"a": 1}', "true", "42"]
+    assert stores.project_file.read_bytes() == b"# Notes\r\n\r\n  * new fact\r\n- other\r\n"
+    assert stores.global_file.read_text(encoding="utf-8") == store_text(
         "[2]", "[1]", '{"a": 1}', "true", "42"
     )
 
@@ -358,11 +366,16 @@ def rpc(message_id: int | None, method: str, params: dict[str, Any] | None = Non
     return (json.dumps(message) + "\n").encode()
 
 
-def test_stdout_is_protocol_only_and_no_lsp_stack(stores: Stores) -> None:
+@pytest.mark.parametrize(
+    "entry",
+    [["memory_ls.mcp_server"], ["memory_ls", "mcp", "--project", "."]],
+    ids=["module", "cli"],
+)
+def test_stdout_is_protocol_only_and_no_lsp_stack(stores: Stores, entry: list[str]) -> None:
     """A raw session: every stdout line is a JSON-RPC message; pygls/lsprotocol never load."""
     env = {**os.environ, **stores.env(), "PYTHONUNBUFFERED": "1"}
     process = subprocess.Popen(
-        [sys.executable, "-X", "importtime", "-m", "memory_ls.mcp_server"],
+        [sys.executable, "-X", "importtime", "-m", *entry],
         cwd=stores.project,
         env={**env, "PYTHONPATH": str(REPO)},
         stdin=subprocess.PIPE,
@@ -438,6 +451,60 @@ def test_help_does_not_start_a_server() -> None:
         assert option in out
     assert b"pygls" not in done.stderr
     assert b"lsprotocol" not in done.stderr
+
+
+def test_bad_project_is_a_usage_error(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "memory_ls.mcp_server", "--project", str(tmp_path / "missing")],
+        cwd=REPO,
+        capture_output=True,
+        stdin=subprocess.DEVNULL,
+        timeout=TIMEOUT,
+    )
+    assert done.returncode == 2
+    assert done.stdout == b""
+    assert b"--project" in done.stderr
+
+
+async def test_trust_flags_and_agent_dir(stores: Stores, tmp_path: Path) -> None:
+    # A project holding Pi's trust-requiring resources is untrusted by default (SPEC §4).
+    (stores.project / ".pi").mkdir()
+    (stores.project / ".pi" / "settings.json").write_text("{}", encoding="utf-8")
+    async with open_memory(stores) as m:
+        await assert_refused(m, {"action": "add", "text": "x"}, UNTRUSTED_MESSAGE)
+    other_agent_dir = tmp_path / "other-agent"
+    async with open_memory(stores, "--trusted", "--agent-dir", str(other_agent_dir)) as m:
+        added = await m.call({"action": "add", "text": "trusted now"})
+        assert text_of(added) == "Added to project memory: trusted now\nNow 1 project, 0 global."
+        await m.call({"action": "add", "text": "elsewhere", "scope": "global"})
+        doctor = (await m.read("memory://doctor")).text
+        assert str(other_agent_dir / "memory.md") in doctor
+    assert stores.project_file.read_text(encoding="utf-8") == store_text("trusted now")
+    assert (other_agent_dir / "memory.md").read_text(encoding="utf-8") == store_text("elsewhere")
+    assert not stores.global_file.exists()
+
+
+def test_documented_registrations_parse() -> None:
+    """Every server entry in docs/mcp.md runs ``memory-ls mcp`` with options it accepts."""
+    doc = (REPO / "docs" / "mcp.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```(json|toml|sh)\n(.*?)```", doc, flags=re.DOTALL)
+    commands: list[list[str]] = []
+    for kind, body in blocks:
+        if kind == "json":
+            for server in json.loads(body)["mcpServers"].values():
+                commands.append([server["command"], *server["args"]])
+        elif kind == "toml":
+            server = tomllib.loads(body)["mcp_servers"]["memory"]
+            commands.append([server["command"], *server["args"]])
+        else:
+            for line in body.splitlines():
+                if " -- memory-ls " in line:
+                    commands.append(shlex.split(line.split(" -- ", 1)[1]))
+    assert len(commands) >= 5
+    for command in commands:
+        assert command[:2] == ["memory-ls", "mcp"], command
+        args = [arg.replace("${workspaceFolder}", str(REPO)) for arg in command[2:]]
+        assert parse_args(args).project in (".", str(REPO))
 
 
 # -- everyone at once ---------------------------------------------------------------
