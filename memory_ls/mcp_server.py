@@ -24,6 +24,7 @@ from pydantic import PlainValidator, WithJsonSchema
 from memory_ls import __version__
 from memory_ls.core.actions import ACTION_MESSAGE, check_scope
 from memory_ls.core.models import MemoryResult, Scope
+from memory_ls.core.render import result_text
 from memory_ls.schemas import memory_result_schema
 from memory_ls.store.runtime import MemoryRuntime
 
@@ -75,45 +76,6 @@ INPUT_SCHEMA: dict[str, Any] = {
 # exactly ``str`` so the SDK does not JSON-pre-parse it ("null" stays a string).
 RawArg = Annotated[str, PlainValidator(lambda value: value), WithJsonSchema({"type": "string"})]
 ToolResult = Annotated[CallToolResult, MemoryResult]
-
-
-# -- result texts (Pi's tool) -------------------------------------------------
-
-
-def counts_line(result: MemoryResult) -> str:
-    """``Now <P> project, <G> global.``"""
-    return f"Now {len(result['project'])} project, {len(result['global'])} global."
-
-
-def list_text(result: MemoryResult) -> str:
-    """``Memory (<P> project, <G> global).`` and each scope's notes."""
-    lines = [f"Memory ({len(result['project'])} project, {len(result['global'])} global)."]
-    for scope in ("project", "global"):
-        notes: list[str] = result["project"] if scope == "project" else result["global"]
-        if notes:
-            lines.append(f"{scope} ({len(notes)}):")
-            lines.extend(f"- {note}" for note in notes)
-        else:
-            lines.append(f"{scope}: none")
-    return "\n".join(lines)
-
-
-def result_text(result: MemoryResult) -> str:
-    """The text Pi's memory tool writes for ``result``."""
-    error = result.get("error")
-    if error:
-        return f"Error: {error}"
-    action, scope = result["action"], result["scope"]
-    if action == "list":
-        return list_text(result)
-    existing = result.get("existing")
-    if action == "add" and existing is not None:
-        return f"Already in {scope} memory: {existing}"
-    if action == "add":
-        return f"Added to {scope} memory: {result.get('entry', '')}\n{counts_line(result)}"
-    if action == "update":
-        return f"Updated {scope} memory: {result.get('to', '')}\n{counts_line(result)}"
-    return f"Removed from {scope} memory: {result.get('entry', '')}\n{counts_line(result)}"
 
 
 def tool_result(result: MemoryResult) -> CallToolResult:
