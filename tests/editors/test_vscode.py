@@ -1,0 +1,238 @@
+"""The VS Code extension in real VS Code: code-server 4.100.3 (VS Code 1.100) driven by
+playwright-core in Debian's Chromium (tests/editors/vscode_driver.mjs).
+
+Builds the .vsix, installs it into an isolated code-server profile, opens a workspace
+whose .pi/memory.md holds a duplicate and an over-long note, and checks the Problems
+panel, the duplicate's quick fix (on disk after save), the recall preview, Browse notes
+(both scopes, forget one after a confirm) and the status bar. Screenshots go to
+tests/artifacts/ (set MEMORY_LS_UPDATE_SCREENSHOT=1 to refresh docs/vscode-screenshot.png).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from .conftest import ARTIFACTS, REPO, TOOLS, Workspace, require, require_server
+
+HERE = Path(__file__).parent
+CLIENT = REPO / "vscode-client"
+DRIVER = HERE / "vscode_driver.mjs"
+CHROMIUM = Path(os.environ.get("CHROMIUM", "/usr/bin/chromium"))
+
+
+def code_server() -> Path | None:
+    for candidate in (os.environ.get("MEMORY_LS_CODE_SERVER"), str(TOOLS / "bin" / "code-server")):
+        if candidate and Path(candidate).exists():
+            return Path(candidate)
+    found = shutil.which("code-server")
+    return Path(found) if found else None
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def build_vsix() -> Path:
+    npm = shutil.which("npm")
+    assert npm is not None
+    proc = subprocess.run(
+        [npm, "run", "package", "--silent"],
+        cwd=CLIENT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+        stdin=subprocess.DEVNULL,
+    )
+    assert proc.returncode == 0, (
+        f"npm run package failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    )
+    vsix = CLIENT / "dist" / "memory-ls.vsix"
+    assert vsix.exists()
+    return vsix
+
+
+def wait_http(url: str, proc: subprocess.Popen[bytes], timeout: float = 90) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise AssertionError(f"code-server exited with {proc.returncode}")
+        try:
+            with urllib.request.urlopen(url, timeout=2) as response:
+                if response.status < 500:
+                    return
+        except OSError:
+            time.sleep(0.3)
+    raise AssertionError(f"code-server did not answer {url} within {timeout} s")
+
+
+@pytest.mark.timeout(600)
+def test_vscode_extension_in_code_server(workspace: Workspace, tmp_path: Path) -> None:
+    server = code_server()
+    require(server is not None, "code-server is not installed; run .ci/install-editors.sh")
+    require(
+        CHROMIUM.exists(), f"Chromium is not installed at {CHROMIUM} (apt-get install chromium)"
+    )
+    require(
+        (HERE / "node_modules" / "playwright-core").exists(),
+        "playwright-core is not installed in tests/editors/ (run .ci/install-editors.sh)",
+    )
+    require(
+        (CLIENT / "node_modules" / ".bin" / "vsce").exists(),
+        "the extension's npm packages are not installed (run .ci/install-editors.sh)",
+    )
+    assert server is not None
+    memory_ls = require_server()
+    vsix = build_vsix()
+
+    user_data = tmp_path / "code-user-data"
+    extensions = tmp_path / "code-extensions"
+    (user_data / "User").mkdir(parents=True)
+    (user_data / "User" / "settings.json").write_text(
+        json.dumps(
+            {
+                "workbench.startupEditor": "none",
+                "workbench.welcomePage.walkthroughs.openOnInstall": False,
+                "workbench.tips.enabled": False,
+                "workbench.enableExperiments": False,
+                "security.workspace.trust.enabled": False,
+                "telemetry.telemetryLevel": "off",
+                "update.mode": "none",
+                "extensions.autoCheckUpdates": False,
+                "extensions.autoUpdate": False,
+                "extensions.ignoreRecommendations": True,
+                "git.enabled": False,
+                "chat.disableAIFeatures": True,
+                "editor.accessibilitySupport": "off",
+                "memoryLs.serverCommand": [str(memory_ls), "serve"],
+            },
+            indent=2,
+        )
+    )
+    # Unix sockets (Chromium's singleton, VS Code's IPC) need short paths: a short TMPDIR.
+    short_tmp = Path(tempfile.mkdtemp(prefix="mls-", dir="/tmp"))
+    env = dict(workspace.env, TMPDIR=str(short_tmp))
+    base = [str(server), "--user-data-dir", str(user_data), "--extensions-dir", str(extensions)]
+    install = subprocess.run(
+        [*base, "--install-extension", str(vsix)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+        stdin=subprocess.DEVNULL,
+    )
+    assert install.returncode == 0, install.stdout + install.stderr
+    assert any(p.name.startswith("memory-ls.memory-ls-") for p in extensions.iterdir()), (
+        install.stdout
+    )
+
+    port = free_port()
+    log = (tmp_path / "code-server.log").open("wb")
+    proc = subprocess.Popen(
+        [
+            *base,
+            "--auth",
+            "none",
+            "--bind-addr",
+            f"127.0.0.1:{port}",
+            "--disable-telemetry",
+            "--disable-update-check",
+            "--disable-workspace-trust",
+            "--disable-getting-started-override",
+            str(workspace.root),
+        ],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,  # setsid: the whole process group is killed below
+    )
+    artifacts = ARTIFACTS / "vscode"
+    result_file = tmp_path / "vscode.json"
+    try:
+        wait_http(f"http://127.0.0.1:{port}/healthz", proc)
+        driver_env = dict(
+            env,
+            CODE_SERVER_URL=f"http://127.0.0.1:{port}",
+            WORKSPACE=str(workspace.root),
+            PROJECT_STORE=str(workspace.project_store),
+            GLOBAL_STORE=str(workspace.global_store),
+            RESULT_FILE=str(result_file),
+            ARTIFACTS_DIR=str(artifacts),
+            CHROMIUM=str(CHROMIUM),
+        )
+        command = ["node", str(DRIVER)]
+        if shutil.which("timeout"):
+            command = ["timeout", "-k", "10", "420", *command]
+        driver = subprocess.run(
+            command,
+            cwd=HERE,
+            env=driver_env,
+            capture_output=True,
+            text=True,
+            timeout=450,
+            check=False,
+            stdin=subprocess.DEVNULL,
+        )
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait(timeout=15)
+        except (ProcessLookupError, subprocess.TimeoutExpired):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+        log.close()
+        shutil.rmtree(short_tmp, ignore_errors=True)
+
+    server_log = (tmp_path / "code-server.log").read_text(errors="replace")[-3000:]
+    assert result_file.exists(), (
+        f"driver wrote no report\n{driver.stdout[-3000:]}\n{driver.stderr[-3000:]}\n{server_log}"
+    )
+    report = json.loads(result_file.read_text(encoding="utf-8"))
+    (ARTIFACTS / "vscode").mkdir(parents=True, exist_ok=True)
+    (ARTIFACTS / "vscode" / "report.json").write_text(
+        json.dumps(report, indent=2, ensure_ascii=False)
+    )
+    assert "failed" not in report, (
+        f"{report['failed']}\nnotifications: {report.get('notifications')}\nscreenshots: {report['screenshots']}\n"
+        f"{driver.stderr[-2000:]}\n{server_log}"
+    )
+
+    assert any("duplicate" in row and "memory" in row for row in report["problems"]), report[
+        "problems"
+    ]
+    assert any("too-long" in row for row in report["problems"]), report["problems"]
+    assert "🎉 Ship on Fridays is fine." not in report["quickFix"]["fileAfter"]
+    assert "🎉 ship on fridays is fine" in workspace.project_text()
+    assert "[MEMORY]" in report["recall"]
+    assert "use pnpm, not npm" in report["recall"]
+    browse = report["browse"]
+    assert "All · 4 project, 2 global" in browse["title"], browse["title"]
+    assert any("prefer ripgrep over grep" in row and "global" in row for row in browse["rows"])
+    assert any("use pnpm, not npm" in row and "project" in row for row in browse["rows"])
+    assert "prefer ripgrep over grep" not in workspace.global_text()
+    assert "write commit messages in the imperative" in workspace.global_text()
+    assert "4 project, 1 global" in report["forget"]["titleAfter"]
+    assert "5 project, 2 global" in report["statusBar"]
+    assert "4 project, 1 global" in report["statusBarAfter"]
+
+    screenshot = artifacts / "vscode-screenshot.png"
+    assert screenshot.exists()
+    docs_copy = REPO / "docs" / "vscode-screenshot.png"
+    if os.environ.get("MEMORY_LS_UPDATE_SCREENSHOT") == "1" or not docs_copy.exists():
+        shutil.copyfile(screenshot, docs_copy)

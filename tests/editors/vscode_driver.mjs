@@ -1,0 +1,268 @@
+// Drives real VS Code (code-server) in Debian's Chromium with playwright-core; run by test_vscode.py.
+// Environment: CODE_SERVER_URL, WORKSPACE, PROJECT_STORE, GLOBAL_STORE, RESULT_FILE, ARTIFACTS_DIR.
+// Writes a JSON report (every observation, and the failing step if any) to RESULT_FILE.
+import { chromium } from 'playwright-core';
+import { readFileSync, writeFileSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+
+const env = (name) => {
+  const value = process.env[name];
+  if (!value) throw new Error(`${name} is not set`);
+  return value;
+};
+const url = env('CODE_SERVER_URL');
+const workspace = env('WORKSPACE');
+const projectStore = env('PROJECT_STORE');
+const globalStore = env('GLOBAL_STORE');
+const artifacts = env('ARTIFACTS_DIR');
+mkdirSync(artifacts, { recursive: true });
+
+const report = { steps: [], screenshots: [] };
+const STEP_TIMEOUT = 30_000;
+// The fix that removes the later near-duplicate: keep the first wording (or, for an exact
+// duplicate, remove the later one).
+const FIX = /Keep “🎉 ship on fridays is fine”|remove.*duplicate/i;
+let page;
+
+async function step(name, fn) {
+  const started = Date.now();
+  try {
+    const value = await fn();
+    report.steps.push({ name, ms: Date.now() - started });
+    return value;
+  } catch (error) {
+    report.failed = { step: name, error: String(error && error.stack ? error.stack : error) };
+    throw error;
+  }
+}
+
+async function screenshot(name) {
+  const path = join(artifacts, `${name}.png`);
+  await page.screenshot({ path });
+  report.screenshots.push(path);
+  return path;
+}
+
+async function waitFor(predicate, what, timeout = STEP_TIMEOUT) {
+  const deadline = Date.now() + timeout;
+  let last;
+  while (Date.now() < deadline) {
+    last = await predicate();
+    if (last) return last;
+    await page.waitForTimeout(200);
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+const read = (path) => {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch {
+    return '';
+  }
+};
+
+/** Quick input rows as text (label + description). */
+async function quickInputRows() {
+  return page.$$eval('.quick-input-widget .quick-input-list .monaco-list-row', (rows) =>
+    rows.map((row) => row.textContent ?? ''),
+  );
+}
+
+async function quickInputVisible() {
+  return page.isVisible('.quick-input-widget .quick-input-box input');
+}
+
+/** Run a palette command by its title, the way a person does: F1, type, Enter. */
+async function runCommand(title) {
+  await page.keyboard.press('Escape');
+  await page.keyboard.press('F1');
+  const input = page.locator('.quick-input-widget .quick-input-box input');
+  await input.waitFor({ state: 'visible', timeout: STEP_TIMEOUT });
+  await input.fill(`>${title}`);
+  // The row whose label is exactly the title (the palette also lists similar and recent commands).
+  let labels = [];
+  const index = await waitFor(async () => {
+    labels = await page.$$eval('.quick-input-widget .quick-input-list .monaco-list-row', (rows) =>
+      rows.map((row) => (row.querySelector('.label-name')?.textContent ?? '').replace(/\u00a0/g, ' ').trim()),
+    );
+    const found = labels.indexOf(title);
+    return found >= 0 ? found + 1 : null;
+  }, `the palette to offer "${title}"`).catch((error) => {
+    throw new Error(`${error.message}; it offers ${JSON.stringify(labels)}`);
+  });
+  await page.locator('.quick-input-widget .quick-input-list .monaco-list-row').nth(index - 1).click();
+}
+
+/** Pick the quick-input row whose text contains `text`. */
+async function pickRow(text) {
+  const row = page.locator('.quick-input-widget .quick-input-list .monaco-list-row', { hasText: text }).first();
+  await row.waitFor({ state: 'visible', timeout: STEP_TIMEOUT });
+  await row.click();
+}
+
+async function editorText() {
+  return page.$$eval('.editor-group-container.active .monaco-editor .view-lines .view-line', (lines) =>
+    lines.map((line) => (line.textContent ?? '').replace(/\u00a0/g, ' ')).join('\n'),
+  );
+}
+
+async function main() {
+  const browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+    headless: true,
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      '--disable-dev-shm-usage',
+    ],
+  });
+  try {
+    const context = await browser.newContext({ viewport: { width: 1400, height: 860 } });
+    page = await context.newPage();
+    page.setDefaultTimeout(STEP_TIMEOUT);
+
+    await step('open workbench', async () => {
+      await page.goto(`${url}/?folder=${encodeURIComponent(workspace)}`, { waitUntil: 'domcontentloaded' });
+      await page.locator('.monaco-workbench').waitFor({ state: 'visible', timeout: 60_000 });
+      await page.locator('.statusbar').waitFor({ state: 'visible', timeout: 60_000 });
+      await page.waitForTimeout(1500);
+    });
+
+    await step('open .pi/memory.md', async () => {
+      await page.keyboard.press('Escape');
+      await page.keyboard.press('F1');
+      const input = page.locator('.quick-input-widget .quick-input-box input');
+      await input.waitFor({ state: 'visible' });
+      await input.fill('.pi/memory.md');
+      await pickRow('memory.md');
+      await waitFor(async () => (await editorText()).includes('Pi memory'), 'the memory file in the editor', 45_000);
+    });
+
+    report.problems = await step('Problems panel lists the duplicate from source memory', async () => {
+      await runCommand('Problems: Focus on Problems View');
+      return waitFor(async () => {
+        const rows = await page.$$eval('.markers-panel .monaco-list-row', (els) => els.map((el) => el.textContent ?? ''));
+        return rows.some((row) => row.includes('duplicate')) && rows.some((row) => row.includes('too-long')) ? rows : null;
+      }, 'a duplicate and a too-long problem', 60_000);
+    });
+
+    report.statusBar = await step('status bar shows the counts', async () =>
+      waitFor(async () => {
+        const items = await page.$$eval('.statusbar-item', (els) => els.map((el) => el.textContent ?? ''));
+        return items.find((text) => /\d+ project, \d+ global/.test(text) && /\d+\/\d+ B/.test(text)) ?? null;
+      }, 'the memory status-bar item'),
+    );
+
+    await screenshot('vscode-problems');
+
+    report.quickFix = await step('apply the duplicate quick fix from the editor, then save', async () => {
+      // Put the cursor on the duplicate (line 6) and open the quick fix menu (Ctrl+.).
+      await page.locator('.editor-group-container.active .monaco-editor .view-lines').first().click();
+      await page.keyboard.press('Control+G');
+      const input = page.locator('.quick-input-widget .quick-input-box input');
+      await input.waitFor({ state: 'visible' });
+      await input.fill(':6:4');
+      await page.keyboard.press('Enter');
+      await page.waitForTimeout(500);
+      await page.keyboard.press('Control+.');
+      const menu = page.locator('.action-widget .monaco-list-row');
+      await menu.first().waitFor({ state: 'visible' });
+      const titles = await menu.allTextContents();
+      const index = titles.findIndex((title) => FIX.test(title));
+      if (index < 0) throw new Error(`no duplicate quick fix in ${JSON.stringify(titles)}`);
+      // Move the keyboard focus to the fix (clicks on this widget are flaky headless) and apply it.
+      for (let i = 0; i < titles.length + 2; i += 1) {
+        const focused = await page.getAttribute('.action-widget .monaco-list-row.focused', 'aria-label').catch(() => null);
+        if (focused && FIX.test(focused)) break;
+        await page.keyboard.press('ArrowDown');
+      }
+      await page.keyboard.press('Enter');
+      await page.waitForTimeout(500);
+      await page.keyboard.press('Control+S');
+      const text = await waitFor(async () => {
+        const current = read(projectStore);
+        return current.includes('🎉 Ship on Fridays is fine.') ? null : current;
+      }, 'the duplicate line to be gone from disk');
+      return { titles, chosen: titles[index], fileAfter: text };
+    });
+
+    report.recall = await step('Memory: Show recall preview shows the recall body', async () => {
+      await runCommand('Memory: Show recall preview');
+      return waitFor(async () => {
+        const text = await editorText();
+        return text.includes('[MEMORY]') ? text : null;
+      }, 'the recall body in an editor');
+    });
+
+    report.browse = await step('Memory: Browse notes lists both scopes', async () => {
+      await runCommand('Memory: Browse notes');
+      const rows = await waitFor(async () => {
+        const current = await quickInputRows();
+        return current.some((row) => row.includes('global')) && current.some((row) => row.includes('project')) ? current : null;
+      }, 'notes of both scopes in the browser');
+      const title = await page.textContent('.quick-input-widget .quick-input-title');
+      await screenshot('vscode-browse');
+      return { rows, title };
+    });
+
+    report.forget = await step('Browse notes: forget a global note (after a confirm)', async () => {
+      await pickRow('prefer ripgrep over grep');
+      await pickRow('Forget');
+      const button = page.locator('.monaco-dialog-box .monaco-button', { hasText: 'Forget' });
+      await button.first().waitFor({ state: 'visible' });
+      await button.first().click();
+      const text = await waitFor(async () => {
+        const current = read(globalStore);
+        return current.includes('prefer ripgrep over grep') ? null : current;
+      }, 'the global note to be gone from disk');
+      // The browser opens again on the remaining notes.
+      const rows = await waitFor(async () => {
+        const current = await quickInputRows();
+        return current.length > 0 && !current.some((row) => row.includes('prefer ripgrep')) ? current : null;
+      }, 'the browser to list the remaining notes');
+      const title = await page.textContent('.quick-input-widget .quick-input-title');
+      await page.keyboard.press('Escape');
+      return { globalAfter: text, rowsAfter: rows, titleAfter: title };
+    });
+
+    report.statusBarAfter = await step('status bar follows the change', async () =>
+      waitFor(async () => {
+        const items = await page.$$eval('.statusbar-item', (els) => els.map((el) => el.textContent ?? ''));
+        return items.find((text) => /, 1 global/.test(text)) ?? null;
+      }, 'the status bar to show 1 global note'),
+    );
+
+    await step('final screenshot', async () => {
+      // Back to the memory file (close the recall preview), Problems panel open, then the browser.
+      await runCommand('View: Close Editor');
+      await waitFor(async () => (await editorText()).includes('Pi memory'), 'the memory file to be active again');
+      await runCommand('Problems: Focus on Problems View');
+      await runCommand('Memory: Browse notes');
+      await waitFor(async () => (await quickInputRows()).length > 0, 'the browser');
+      await page.waitForTimeout(500);
+      await screenshot('vscode-screenshot');
+      await page.keyboard.press('Escape');
+    });
+  } catch (error) {
+    if (page) {
+      await screenshot('vscode-failure').catch(() => undefined);
+      report.notifications = await page
+        .$$eval('.notifications-toasts .notification-list-item-message', (els) => els.map((el) => el.textContent ?? ''))
+        .catch(() => []);
+    }
+    report.failed ??= { step: 'driver', error: String(error && error.stack ? error.stack : error) };
+  } finally {
+    await browser.close();
+  }
+}
+
+await main();
+writeFileSync(env('RESULT_FILE'), JSON.stringify(report, null, 2));
+process.exit(report.failed ? 1 : 0);
