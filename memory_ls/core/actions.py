@@ -177,6 +177,14 @@ def apply_clear(content: str) -> Change:
     kept = [line for line in split.lines if parse_bullet(line) is None]
     if len(kept) == len(split.lines):
         return Change(content, False)
-    body = _BLANK_RUNS.sub("\n\n", "\n".join(kept)).strip()
+    collapsed = _BLANK_RUNS.sub("\n\n", "\n".join(kept)).rstrip()
+    body = collapsed.lstrip()
+    if body and parse_bullet(body.split("\n", 1)[0]) is not None:
+        # Trimming would make a note of prose such as "\x0b- x" (its indentation is
+        # not spaces or tabs): drop only the leading blank lines, keep that line whole.
+        first = collapsed.split("\n")
+        while not first[0].strip():
+            first.pop(0)
+        body = "\n".join(first)
     new_body = f"{body}\n" if body else f"{HEADER}\n"
     return Change(split.render(new_body.split("\n")), True)

@@ -100,12 +100,8 @@ def merge_lines(lines: Sequence[str], targets: Sequence[int]) -> list[Edit]:
     if len(bullets) < 2:
         return []
     text = "; ".join(b.note for b in bullets)
-    edits = [Edit(bullets[0].line, bullets[0].start, bullets[0].line, bullets[0].end, text)]
-    for b in bullets[1:]:
-        edit = remove_line(lines, b.line)
-        if edit is not None:
-            edits.append(edit)
-    return edits
+    first = Edit(bullets[0].line, bullets[0].start, bullets[0].line, bullets[0].end, text)
+    return _join(lines, [b.line for b in bullets[1:]], [first])
 
 
 def merge_pair(

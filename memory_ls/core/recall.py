@@ -24,9 +24,9 @@ def tail_line(omitted: int) -> str:
     return f"- (+{omitted} more; use the memory tool)"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class PlannedNote:
-    """One note and the plan's verdict on it."""
+    """One note and the plan's verdict on it (not frozen: plans build thousands per edit)."""
 
     scope: Scope
     index: int
@@ -93,16 +93,15 @@ def recall_plan(
         header = f"{scope}:"
         header_cost = utf8_length(header) + 1
         section: list[str] = []
+        append = planned.append
         for i, note in enumerate(notes):
-            line = f"- {note}"
-            cost = utf8_length(line) + 1
-            extra = 0 if section else header_cost
-            fits = used + extra + cost <= limit
-            planned.append(PlannedNote(scope, i, note, cost, fits))
+            cost = utf8_length(note) + 3  # "- " and the newline
+            fits = used + (0 if section else header_cost) + cost <= limit
+            append(PlannedNote(scope, i, note, cost, fits))
             if fits:
                 if not section:
                     used += header_cost
-                section.append(line)
+                section.append(f"- {note}")
                 used += cost
             else:
                 skipped += 1

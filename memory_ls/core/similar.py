@@ -16,10 +16,13 @@ from memory_ls.core.notes import Bullet
 DEFAULT_THRESHOLD = 85.0
 
 
-def similar_pairs(keys: Sequence[str], threshold: float) -> list[tuple[int, int, float]]:
+def similar_pairs(
+    keys: Sequence[str], threshold: float, limit: int | None = None
+) -> list[tuple[int, int, float]]:
     """All pairs ``(i, j, score)`` with ``i < j`` whose score reaches ``threshold``.
 
     Pairs with equal keys are left out: the ``duplicate`` check reports them.
+    ``limit`` caps the pairs returned (a store of near-identical notes has millions).
     """
     if len(keys) < 2:
         return []
@@ -31,8 +34,10 @@ def similar_pairs(keys: Sequence[str], threshold: float) -> list[tuple[int, int,
         keys, keys, scorer=fuzz.ratio, score_cutoff=cutoff, dtype=np.uint8, workers=-1
     )
     rows, cols = np.nonzero(np.triu(matrix, k=1))
-    out = []
+    out: list[tuple[int, int, float]] = []
     for i, j in zip(rows.tolist(), cols.tolist(), strict=True):
+        if limit is not None and len(out) >= limit:
+            break
         if keys[i] != keys[j]:
             score = float(fuzz.ratio(keys[i], keys[j]))
             if score >= threshold:

@@ -56,6 +56,8 @@ def utf16_length(text: str) -> int:
 
 def utf8_length(text: str) -> int:
     """Length in UTF-8 bytes (lone surrogates count as U+FFFD would)."""
+    if text.isascii():  # the common case, and the recall plan's hot loop
+        return len(text)
     # "replace" would encode a lone surrogate as "?" (1 byte), not as U+FFFD (3).
     if _SURROGATE_RE.search(text):
         text = _SURROGATE_RE.sub("\ufffd", text)
@@ -86,9 +88,14 @@ class SplitText:
     eol: str
 
     def render(self, lines: list[str] | None = None) -> str:
-        """Join ``lines`` (default: the original ones) in this file's style."""
+        """Join ``lines`` (default: the original ones) in this file's style.
+
+        A first line that starts with U+FEFF (e.g. once the lines above it were
+        removed) gets a BOM in front, so the reader does not take its U+FEFF for
+        the BOM and read that line differently (``"\\ufeff- x"`` is prose, not a note).
+        """
         body = self.eol.join(self.lines if lines is None else lines)
-        return (BOM + body) if self.bom else body
+        return (BOM + body) if self.bom or body.startswith(BOM) else body
 
 
 def split_text(content: str) -> SplitText:

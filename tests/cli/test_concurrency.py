@@ -75,7 +75,9 @@ def test_sigkilled_writers_never_tear_the_store(tmp_path: Path) -> None:
     store = project / ".pi" / "memory.md"
     rng = random.Random(1234)
     long_tail = "x" * 300  # big notes make a torn write more likely to be visible
-    script = WRITER.replace('f"{sys.argv[2]} note {i}"', f'f"{{sys.argv[2]}} note {{i}} {long_tail}"')
+    script = WRITER.replace(
+        'f"{sys.argv[2]} note {i}"', f'f"{{sys.argv[2]}} note {{i}} {long_tail}"'
+    )
     for round_ in range(8):
         p = subprocess.Popen(
             [sys.executable, "-c", script, str(project), f"r{round_}", "400"],

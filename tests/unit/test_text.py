@@ -239,3 +239,10 @@ def test_first_invalid_utf8() -> None:
 
 def test_decode_for_display_replaces_bad_bytes() -> None:
     assert decode_for_display(b"a\xffb") == "a\ufffdb"
+
+
+def test_render_protects_a_first_line_starting_with_u_feff() -> None:
+    split = split_text("x\n\ufeffy")
+    assert not split.bom
+    assert split.render(split.lines[1:]) == BOM + "\ufeffy"
+    assert split_text(split.render(split.lines[1:])).lines == ["\ufeffy"]

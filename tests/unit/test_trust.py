@@ -1,4 +1,3 @@
-
 """Trust (SPEC §4): explicit, then trust.json, then trust-requiring resources."""
 
 from __future__ import annotations

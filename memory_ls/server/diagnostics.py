@@ -1,0 +1,252 @@
+"""Findings of an open document, as LSP diagnostics (SPEC §7 Diagnostics).
+
+The core decides what is wrong (:mod:`memory_ls.core.checks`); this module asks
+it only about what an edit can have changed, and turns findings into plain
+JSON-ready dicts in the negotiated position encoding (building lsprotocol
+objects for every diagnostic costs more than the analysis itself).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from memory_ls.core.checks import (
+    CODES,
+    FileContext,
+    Finding,
+    cross_scope_findings,
+    duplicate_findings,
+    file_findings,
+    not_injected_findings,
+    sort_findings,
+)
+from memory_ls.core.similar import pair_finding, similar_pairs, similar_to
+from memory_ls.core.text import MAX_STORE_BYTES, first_invalid_utf8
+from memory_ls.server.documents import MemoryDocument
+from memory_ls.server.positions import to_client
+from memory_ls.server.workspace import DocumentInfo, Projects
+
+SOURCE = "memory"
+SIMILAR_LIMIT = 2000
+"""At most this many ``similar`` pairs per document: hints, not a flood."""
+SEVERITY_NUMBER = {"error": 1, "warning": 2, "information": 3, "hint": 4}
+
+Json = dict[str, Any]
+
+
+@dataclasses.dataclass(slots=True)
+class DiskFacts:
+    """What the file on disk says about an open document (read on open, save and watch)."""
+
+    symlink: bool = False
+    invalid_utf8_at: tuple[int, int, int] | None = None
+
+
+def disk_facts(doc: MemoryDocument) -> DiskFacts:
+    """Whether the document's file is a symlink or holds invalid UTF-8 (never raises)."""
+    path = doc.path
+    try:
+        if os.path.islink(path):
+            return DiskFacts(symlink=True)
+        if os.path.getsize(path) > 4 * MAX_STORE_BYTES:
+            return DiskFacts()
+        data = path.read_bytes()
+    except OSError:
+        return DiskFacts()
+    offset = first_invalid_utf8(data)
+    if offset is None:
+        return DiskFacts()
+    prefix = data[:offset].decode("utf-8")
+    line = prefix.count("\n")
+    col = len(prefix) - (prefix.rfind("\n") + 1)
+    return DiskFacts(invalid_utf8_at=(offset, line, col))
+
+
+@dataclasses.dataclass(slots=True)
+class DocState:
+    """Per-document diagnostics state: disk facts, caches and what was last sent."""
+
+    info: DocumentInfo
+    disk: DiskFacts = dataclasses.field(default_factory=DiskFacts)
+    similar: dict[tuple[str, str], float] = dataclasses.field(default_factory=dict)
+    similar_ready: bool = False
+    not_injected: tuple[object, list[Finding]] | None = None
+    sent: list[Json] | None = None
+    """The diagnostics last pushed or pulled."""
+    result_id: int = 0
+
+
+class Analysis:
+    """Computes each open document's findings and their LSP form."""
+
+    def __init__(self, projects: Projects) -> None:
+        self.projects = projects
+        self.states: dict[str, DocState] = {}
+        self.encoding = "utf-16"
+        self.related = True
+
+    # -- findings ------------------------------------------------------------------
+
+    def findings(self, doc: MemoryDocument) -> list[Finding]:
+        """Every finding of ``doc`` as it is now (cached parts reused)."""
+        state = self.states[doc.uri]
+        info = state.info
+        runtime = info.runtime
+        scope = info.scope
+        trust, config = self.projects.trust_and_config(runtime)
+        ctx = FileContext(
+            scope=scope,
+            size=doc.size,
+            symlink=state.disk.symlink,
+            invalid_utf8_at=state.disk.invalid_utf8_at,
+            inject=config.inject,
+            trusted=trust.trusted,
+            trust_reason=f"{trust.rule}: {trust.reason}",
+            real_store=info.real_store,
+        )
+        out = file_findings(doc.lines, ctx)
+        for found in doc.found.values():
+            out.extend(found)
+        if doc.dup_keys:
+            out.extend(duplicate_findings(doc.bullets_for(doc.dup_keys)))
+        if scope is not None:
+            other = self.projects.other_keys(runtime, scope)
+            common = doc.key_lines.keys() & other.keys()
+            if common:
+                other_path = str(runtime.paths["global" if scope == "project" else "project"])
+                out.extend(cross_scope_findings(doc.bullets_for(common), scope, other, other_path))
+            if scope == "global" or trust.trusted:
+                out.extend(self._not_injected(doc, state))
+        if state.similar and self._enabled("similar"):
+            out.extend(self._similar(doc, state))
+        return sort_findings(out)
+
+    def _not_injected(self, doc: MemoryDocument, state: DocState) -> list[Finding]:
+        scope = state.info.scope
+        assert scope is not None
+        plan, decisions = self.projects.plan(state.info.runtime)
+        key = (decisions, doc.layout, plan.used)
+        if state.not_injected is not None and state.not_injected[0] == key:
+            return [self._rerange(doc, f) for f in state.not_injected[1]]
+        found = not_injected_findings(doc.note_bullets(), scope, plan)
+        state.not_injected = (key, found)
+        return found
+
+    @staticmethod
+    def _rerange(doc: MemoryDocument, f: Finding) -> Finding:
+        first, last = doc.bullet_at(f.line), doc.bullet_at(f.end_line)
+        if first is None or last is None or (first.start, last.end) == (f.start, f.end):
+            return f
+        return dataclasses.replace(f, start=first.start, end=last.end)
+
+    def _similar(self, doc: MemoryDocument, state: DocState) -> list[Finding]:
+        out = []
+        for (a, b), score in state.similar.items():
+            first, later = doc.first_of(a), doc.first_of(b)
+            if first is None or later is None:
+                continue
+            if later.line < first.line:
+                first, later = later, first
+            out.append(pair_finding(first, later, score))
+        return out
+
+    # -- similar hints (off the edit path) -----------------------------------------
+
+    def similar_snapshot(self, doc: MemoryDocument) -> list[str]:
+        """The distinct keys in file order, for a full ``similar`` pass; resets touched keys."""
+        doc.touched_keys = set()
+        firsts = sorted(lines[0] for lines in doc.key_lines.values())
+        return [b.key for i in firsts if (b := doc.bullets[i]) is not None]
+
+    def similar_threshold(self) -> float:
+        """The configured score threshold."""
+        return self.projects.settings.similar_threshold
+
+    @staticmethod
+    def all_pairs(keys: list[str], threshold: float) -> dict[tuple[str, str], float]:
+        """Every close pair among ``keys`` (run in a worker thread)."""
+        pairs = similar_pairs(keys, threshold, limit=SIMILAR_LIMIT)
+        return _dedupe_pairs({(keys[i], keys[j]): score for i, j, score in pairs})
+
+    def similar_incremental(self, doc: MemoryDocument) -> None:
+        """Compare only the notes edited since the last pass against the rest."""
+        state = self.states.get(doc.uri)
+        if state is None or not state.similar_ready:
+            return
+        touched = [k for k in doc.touched_keys if k in doc.key_lines]
+        doc.touched_keys = set()
+        pairs = {
+            p: s
+            for p, s in state.similar.items()
+            if p[0] in doc.key_lines and p[1] in doc.key_lines
+        }
+        if touched and len(doc.key_lines) > 1 and doc.size <= MAX_STORE_BYTES:
+            keys = list(doc.key_lines)
+            threshold = self.similar_threshold()
+            for key in touched:
+                for idx, score in similar_to(key, keys, threshold):
+                    if len(pairs) >= SIMILAR_LIMIT:
+                        break
+                    pairs[(key, keys[idx])] = score
+        state.similar = _dedupe_pairs(pairs)
+
+    def _enabled(self, code: str) -> bool:
+        return self.projects.settings.severity.get(code) != "off"
+
+    # -- LSP form ------------------------------------------------------------------
+
+    def items(self, doc: MemoryDocument) -> list[Json]:
+        """The document's diagnostics as LSP JSON."""
+        overrides: Mapping[str, str] = self.projects.settings.severity
+        out: list[Json] = []
+        for f in self.findings(doc):
+            level = overrides.get(f.code) or CODES[f.code]
+            if level == "off":
+                continue
+            out.append(self.diagnostic(doc, f, SEVERITY_NUMBER[level]))
+        return out
+
+    def diagnostic(self, doc: MemoryDocument, f: Finding, severity: int) -> Json:
+        """One finding as an LSP ``Diagnostic``."""
+        item: Json = {
+            "range": self.range(doc, f.line, f.start, f.end_line, f.end),
+            "severity": severity,
+            "code": f.code,
+            "source": SOURCE,
+            "message": f.message,
+            "data": {"code": f.code, "line": f.line, **f.data},
+        }
+        if f.related and self.related:
+            item["relatedInformation"] = [
+                {
+                    "location": {
+                        "uri": doc.uri,
+                        "range": self.range(doc, r.line, r.start, r.line, r.end),
+                    },
+                    "message": r.message,
+                }
+                for r in f.related
+            ]
+        return item
+
+    def range(self, doc: MemoryDocument, line: int, start: int, end_line: int, end: int) -> Json:
+        """A ``str``-index range on ``doc`` as an LSP range."""
+        lines = doc.lines
+        first = lines[line] if 0 <= line < len(lines) else ""
+        last = lines[end_line] if 0 <= end_line < len(lines) else ""
+        enc = self.encoding
+        return {
+            "start": {"line": line, "character": to_client(first, start, enc)},
+            "end": {"line": end_line, "character": to_client(last, end, enc)},
+        }
+
+
+def _dedupe_pairs(pairs: dict[tuple[str, str], float]) -> dict[tuple[str, str], float]:
+    out: dict[tuple[str, str], float] = {}
+    for (a, b), score in pairs.items():
+        if a != b:
+            out[(a, b) if a < b else (b, a)] = score
+    return out

@@ -1,0 +1,219 @@
+"""One open memory document and its incremental state: lines → bullets → key index.
+
+An edit re-parses only the lines it touched. What depends on one line alone
+(its bullet and its line findings) is cached per line; the key index maps each
+near-duplicate key to the lines holding it, so duplicate and cross-scope checks
+look only at the keys that can have findings.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from memory_ls.core.checks import Finding, line_findings
+from memory_ls.core.notes import Bullet, parse_bullet
+from memory_ls.core.text import BOM, split_text, utf8_length
+from memory_ls.server.positions import from_client
+
+_BREAK = re.compile(r"\r?\n")
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    """A change's range in client units, as LSP sends it."""
+
+    line: int
+    character: int
+    end_line: int
+    end_character: int
+
+
+class MemoryDocument:
+    """The editor's text of one memory file, kept parsed."""
+
+    def __init__(self, uri: str, path: Path, text: str, version: int | None) -> None:
+        self.uri = uri
+        self.path = path
+        self.version = version
+        self.layout = 0
+        """Bumped whenever lines move or a line starts or stops being a note."""
+        self.notes_version = 0
+        """Bumped whenever any note's text changes."""
+        self.touched_keys: set[str] = set()
+        """Keys added since the ``similar`` hints last looked (consumed by them)."""
+        self.set_text(text)
+
+    # -- whole-text ---------------------------------------------------------------
+
+    def set_text(self, text: str) -> None:
+        """Replace the whole text and re-parse everything."""
+        split = split_text(text)
+        self.bom = split.bom
+        self.eol = split.eol
+        self.lines: list[str] = split.lines
+        self.size = utf8_length(text)
+        self.bullets: list[Bullet | None] = [
+            parse_bullet(line, i) for i, line in enumerate(self.lines)
+        ]
+        self._reindex()
+        self.touched_keys = set(self.key_lines)
+
+    def text(self) -> str:
+        """The document's text as the editor holds it."""
+        body = self.eol.join(self.lines)
+        return BOM + body if self.bom else body
+
+    def _reindex(self, found: dict[int, list[Finding]] | None = None) -> None:
+        """Rebuild the key index (and the line findings unless ``found`` is given)."""
+        self.found: dict[int, list[Finding]] = found if found is not None else {}
+        self.key_lines: dict[str, list[int]] = {}
+        for i, b in enumerate(self.bullets):
+            if b is None:
+                continue
+            if found is None:
+                line_found = line_findings(b)
+                if line_found:
+                    self.found[i] = line_found
+            if b.key:
+                self.key_lines.setdefault(b.key, []).append(i)
+        self.dup_keys = {k for k, v in self.key_lines.items() if len(v) > 1}
+        self.layout += 1
+        self.notes_version += 1
+
+    # -- incremental ------------------------------------------------------------
+
+    def apply_change(self, span: Span | None, text: str, encoding: str) -> None:
+        """Apply one ``didChange`` content change (``span`` ``None``: the whole text)."""
+        if span is None:
+            self.set_text(text)
+            return
+        lines = self.lines
+        last = len(lines) - 1
+        sl = min(max(span.line, 0), last)
+        el = min(max(span.end_line, 0), last)
+        if (el, span.end_character) < (sl, span.character):
+            sl, el = el, sl
+        sc = (
+            from_client(lines[sl], span.character, encoding)
+            if span.line <= last
+            else len(lines[sl])
+        )
+        ec = (
+            from_client(lines[el], span.end_character, encoding)
+            if span.end_line <= last
+            else len(lines[el])
+        )
+        if sl == el and ec < sc:
+            sc, ec = ec, sc
+        old = lines[sl : el + 1]
+        pieces = _BREAK.split(text)
+        pieces[0] = old[0][:sc] + pieces[0]
+        pieces[-1] = pieces[-1] + old[-1][ec:]
+        removed_bytes = sum(utf8_length(x) for x in old) + len(self.eol) * (len(old) - 1)
+        added_bytes = sum(utf8_length(x) for x in pieces) + len(self.eol) * (len(pieces) - 1)
+        self.size += added_bytes - removed_bytes
+        lines[sl : el + 1] = pieces
+        if len(pieces) == len(old):
+            self._reparse_in_place(sl, pieces)
+        else:
+            self._reparse_moved(sl, el, pieces)
+
+    def _reparse_in_place(self, first: int, pieces: list[str]) -> None:
+        """Lines replaced one for one: update only their entries."""
+        for offset, line in enumerate(pieces):
+            i = first + offset
+            before = self.bullets[i]
+            after = parse_bullet(line, i)
+            if before == after:
+                continue
+            self.bullets[i] = after
+            if (before is None) != (after is None) or (
+                before is not None and after is not None and before.blank != after.blank
+            ):
+                self.layout += 1
+            if before is not None and before.key and (after is None or after.key != before.key):
+                self._drop_key(before.key, i)
+            if after is not None and after.key and (before is None or before.key != after.key):
+                self._add_key(after.key, i)
+            if (before.note if before else None) != (after.note if after else None):
+                self.notes_version += 1
+            found = line_findings(after) if after is not None else []
+            if found:
+                self.found[i] = found
+            else:
+                self.found.pop(i, None)
+
+    def _reparse_moved(self, first: int, last_old: int, pieces: list[str]) -> None:
+        """Lines were added or removed: shift what follows and rebuild the index."""
+        shift = len(pieces) - (last_old - first + 1)
+        fresh = [parse_bullet(line, first + k) for k, line in enumerate(pieces)]
+        tail = self.bullets[last_old + 1 :]
+        for b in tail:
+            if b is not None:
+                # Bullets are this document's own objects: moving one is cheaper in
+                # place than copying thousands of frozen instances on every Enter.
+                object.__setattr__(b, "line", b.line + shift)
+        self.bullets[first : last_old + 1] = fresh
+        found: dict[int, list[Finding]] = {}
+        for i, old_found in self.found.items():
+            if i < first:
+                found[i] = old_found
+            elif i > last_old and (b := self.bullets[i + shift]) is not None:
+                found[i + shift] = line_findings(b)
+        for b in fresh:
+            if b is not None and (line_found := line_findings(b)):
+                found[b.line] = line_found
+        keys_before = set(self.key_lines)
+        self._reindex(found)
+        self.touched_keys |= set(self.key_lines) - keys_before
+        for b in fresh:
+            if b is not None and b.key:
+                self.touched_keys.add(b.key)
+
+    def _drop_key(self, key: str, line: int) -> None:
+        at = self.key_lines.get(key)
+        if not at:
+            return
+        idx = bisect.bisect_left(at, line)
+        if idx < len(at) and at[idx] == line:
+            at.pop(idx)
+        if not at:
+            del self.key_lines[key]
+        if len(at) < 2:
+            self.dup_keys.discard(key)
+
+    def _add_key(self, key: str, line: int) -> None:
+        at = self.key_lines.setdefault(key, [])
+        bisect.insort(at, line)
+        if len(at) > 1:
+            self.dup_keys.add(key)
+        self.touched_keys.add(key)
+
+    # -- queries ----------------------------------------------------------------
+
+    def notes(self) -> list[str]:
+        """The notes in file order (blank bullets dropped)."""
+        return [b.note for b in self.bullets if b is not None and b.note]
+
+    def note_bullets(self) -> list[Bullet]:
+        """Every bullet, blank ones included, in file order."""
+        return [b for b in self.bullets if b is not None]
+
+    def bullets_for(self, keys: set[str] | list[str]) -> list[Bullet]:
+        """The bullets holding any of ``keys``, in file order."""
+        lines = sorted(i for k in keys for i in self.key_lines.get(k, ()))
+        return [b for i in lines if (b := self.bullets[i]) is not None]
+
+    def bullet_at(self, line: int) -> Bullet | None:
+        """The bullet on ``line``, if any (``None`` out of range)."""
+        if 0 <= line < len(self.bullets):
+            return self.bullets[line]
+        return None
+
+    def first_of(self, key: str) -> Bullet | None:
+        """The first bullet with ``key``."""
+        at = self.key_lines.get(key)
+        return self.bullets[at[0]] if at else None

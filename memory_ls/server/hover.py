@@ -1,0 +1,59 @@
+"""Hover on a note: its scope, its cost, whether recall takes it, and its duplicates."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from lsprotocol import types as lsp
+
+from memory_ls.core.text import utf8_length
+from memory_ls.server.edits import text_range
+
+if TYPE_CHECKING:
+    from memory_ls.server.server import MemoryServer
+
+
+def register(ls: MemoryServer) -> None:
+    """Hover on notes."""
+    ls.feature(lsp.TEXT_DOCUMENT_HOVER)(hover)
+
+
+def hover(ls: MemoryServer, params: lsp.HoverParams) -> lsp.Hover | None:
+    """What the agent does with the note under the cursor."""
+    doc = ls.projects.documents.get(params.text_document.uri)
+    state = ls.analysis.states.get(params.text_document.uri)
+    if doc is None or state is None:
+        return None
+    b = doc.bullet_at(params.position.line)
+    if b is None or not b.note:
+        return None
+    scope = state.info.scope
+    cost = utf8_length(f"- {b.note}") + 1
+    parts = [f"**{scope or 'not a'} memory** note · {cost} bytes in the recall body"]
+    if scope is not None:
+        trust, _ = ls.projects.trust_and_config(state.info.runtime)
+        plan, _ = ls.projects.plan(state.info.runtime)
+        index = sum(1 for x in doc.bullets[: b.line] if x is not None and x.note)
+        planned = next((n for n in plan.notes if n.scope == scope and n.index == index), None)
+        if not plan.inject:
+            parts.append("Recall is off (`inject: false`): not sent to the model.")
+        elif scope == "project" and not trust.trusted:
+            parts.append(f"Not recalled: the project is untrusted ({trust.reason}).")
+        elif planned is not None and planned.included:
+            parts.append(f"In recall ({plan.used}/{plan.max_bytes} bytes used).")
+        elif planned is not None:
+            parts.append(
+                f"**Left out of recall**: the body uses {plan.used} of {plan.max_bytes} bytes "
+                "(maxInjectBytes)."
+            )
+        other = ls.projects.other_keys(state.info.runtime, scope)
+        if b.key in other:
+            parts.append(f"Also in the other scope: {other[b.key]}")
+    same = [i + 1 for i in doc.key_lines.get(b.key, []) if i != b.line]
+    if same:
+        parts.append("Same note (near-duplicate) on line " + ", ".join(map(str, same)) + ".")
+    enc = ls.analysis.encoding
+    return lsp.Hover(
+        contents=lsp.MarkupContent(kind=lsp.MarkupKind.Markdown, value="\n\n".join(parts)),
+        range=text_range(doc, b.line, b.start, b.line, b.end, enc),
+    )

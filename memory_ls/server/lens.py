@@ -1,0 +1,50 @@
+"""The code lens on a store's first line: notes, recall budget, notes left out; runs the doctor."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from lsprotocol import types as lsp
+
+if TYPE_CHECKING:
+    from memory_ls.server.server import MemoryServer
+
+
+def register(ls: MemoryServer) -> None:
+    """The budget lens."""
+    ls.feature(lsp.TEXT_DOCUMENT_CODE_LENS, lsp.CodeLensOptions(resolve_provider=False))(code_lens)
+
+
+def lens_title(ls: MemoryServer, uri: str) -> str | None:
+    """``N notes · used/cap bytes in recall · M left out`` for an open store."""
+    doc = ls.projects.documents.get(uri)
+    state = ls.analysis.states.get(uri)
+    if doc is None or state is None or state.info.scope is None:
+        return None
+    scope = state.info.scope
+    count = len(doc.notes())
+    trust, _ = ls.projects.trust_and_config(state.info.runtime)
+    if scope == "project" and not trust.trusted:
+        return f"{count} notes · untrusted: not recalled"
+    plan, _ = ls.projects.plan(state.info.runtime)
+    if not plan.inject:
+        return f"{count} notes · recall off"
+    left_out = sum(1 for n in plan.notes if n.scope == scope and not n.included)
+    return f"{count} notes · {plan.used}/{plan.max_bytes} bytes in recall · {left_out} left out"
+
+
+def code_lens(ls: MemoryServer, params: lsp.CodeLensParams) -> list[lsp.CodeLens] | None:
+    """One lens on line 0 that runs ``memory.doctor``."""
+    title = lens_title(ls, params.text_document.uri)
+    if title is None:
+        return None
+    state = ls.analysis.states[params.text_document.uri]
+    argument: dict[str, Any] = {}
+    if state.info.scope == "project":
+        argument["uri"] = params.text_document.uri
+    return [
+        lsp.CodeLens(
+            range=lsp.Range(start=lsp.Position(0, 0), end=lsp.Position(0, 0)),
+            command=lsp.Command(title=title, command="memory.doctor", arguments=[argument]),
+        )
+    ]

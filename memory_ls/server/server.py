@@ -1,0 +1,572 @@
+"""The language server: wiring of every feature, and :func:`serve` (SPEC §7).
+
+Each handler reads like a sentence: find the document, ask the feature module,
+send the answer. Anything unexpected in a notification handler is logged to
+the client's log (``window/logMessage``), never shown as a pop-up, and the
+server carries on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import gc
+import logging
+import sys
+import threading
+from collections.abc import Callable, Generator
+from pathlib import Path
+from typing import Any, TypeVar
+
+from lsprotocol import types as lsp
+from pygls.exceptions import JsonRpcException, JsonRpcInternalError
+from pygls.lsp.server import LanguageServer
+from pygls.protocol.language_server import LanguageServerProtocol, lsp_method
+from pygls.uris import from_fs_path, to_fs_path
+
+from memory_ls import __version__
+from memory_ls.core.text import MAX_STORE_BYTES
+from memory_ls.server import code_actions, commands, formatting, hover, lens, symbols
+from memory_ls.server.diagnostics import Analysis, DocState, disk_facts
+from memory_ls.server.documents import MemoryDocument, Span
+from memory_ls.server.settings import SECTION, Settings, parse_settings
+from memory_ls.server.workspace import Projects
+
+log = logging.getLogger("memory_ls.server")
+F = TypeVar("F", bound=Callable[..., Any])
+
+SIMILAR_DELAY = 0.05
+"""Seconds of quiet after an edit before the edited notes are compared for ``similar``."""
+OTHERS_DELAY = 0.03
+"""Seconds after an edit before the other store's diagnostics are refreshed."""
+CLIENT_TIMEOUT = 5.0
+
+
+class MemoryProtocol(LanguageServerProtocol):
+    """pygls' protocol, minus its own copy of open documents.
+
+    pygls keeps every open document and re-splits its whole text on each
+    incremental change; memory-ls keeps its own per-line state instead, so the
+    built-in handlers only pass the notifications on.
+    """
+
+    @lsp_method(lsp.TEXT_DOCUMENT_DID_OPEN)
+    def lsp_text_document__did_open(
+        self, params: lsp.DidOpenTextDocumentParams
+    ) -> Generator[Any, Any, None]:
+        if (handler := self.fm.features.get(lsp.TEXT_DOCUMENT_DID_OPEN)) is not None:
+            yield handler, (params,), None
+
+    @lsp_method(lsp.TEXT_DOCUMENT_DID_CHANGE)
+    def lsp_text_document__did_change(
+        self, params: lsp.DidChangeTextDocumentParams
+    ) -> Generator[Any, Any, None]:
+        if (handler := self.fm.features.get(lsp.TEXT_DOCUMENT_DID_CHANGE)) is not None:
+            yield handler, (params,), None
+
+    @lsp_method(lsp.TEXT_DOCUMENT_DID_CLOSE)
+    def lsp_text_document__did_close(
+        self, params: lsp.DidCloseTextDocumentParams
+    ) -> Generator[Any, Any, None]:
+        if (handler := self.fm.features.get(lsp.TEXT_DOCUMENT_DID_CLOSE)) is not None:
+            yield handler, (params,), None
+
+
+class MemoryServer(LanguageServer):
+    """The memory-ls language server and its state."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "memory-ls",
+            __version__,
+            text_document_sync_kind=lsp.TextDocumentSyncKind.Incremental,
+            protocol_cls=MemoryProtocol,
+        )
+        self.projects = Projects()
+        self.analysis = Analysis(self.projects)
+        self.pull = False
+        self.init_settings = Settings()
+        self.reported: set[str] = set()
+        self._timers: dict[tuple[str, str], asyncio.TimerHandle] = {}
+        self._refresh_requested = False
+
+    # -- talking to the client -------------------------------------------------------
+
+    def log(self, message: str, kind: lsp.MessageType = lsp.MessageType.Info) -> None:
+        """A line in the client's log (never a pop-up)."""
+        try:
+            self.window_log_message(lsp.LogMessageParams(type=kind, message=message))
+        except Exception:  # no transport yet, or gone
+            log.warning("%s", message)
+
+    def report_server_error(self, error: Exception, source: Any) -> None:
+        """Errors are logged, not shown: a notification must never pop up an error."""
+        self.log(f"memory-ls: internal error: {error}", lsp.MessageType.Error)
+
+    def report_problems(self, problems: list[str]) -> None:
+        """Report each settings problem once."""
+        for problem in problems:
+            if problem not in self.reported:
+                self.reported.add(problem)
+                self.log(f"memory-ls settings: {problem}", lsp.MessageType.Warning)
+
+    def capability(self, path: str) -> Any:
+        """A client capability by dotted path (``None`` when not declared)."""
+        value: Any = self.client_capabilities
+        for part in path.split("."):
+            value = getattr(value, part, None)
+            if value is None:
+                return None
+        return value
+
+    def can_apply_edit(self) -> bool:
+        """Whether the client accepts ``workspace/applyEdit``."""
+        return bool(self.capability("workspace.apply_edit"))
+
+    def workspace_edit(self, doc: MemoryDocument, edits: list[lsp.TextEdit]) -> lsp.WorkspaceEdit:
+        """Edits to one document: ``documentChanges`` when the client has them, else ``changes``."""
+        if self.capability("workspace.workspace_edit.document_changes"):
+            return lsp.WorkspaceEdit(
+                document_changes=[
+                    lsp.TextDocumentEdit(
+                        text_document=lsp.OptionalVersionedTextDocumentIdentifier(
+                            uri=doc.uri, version=doc.version
+                        ),
+                        edits=list(edits),
+                    )
+                ]
+            )
+        return lsp.WorkspaceEdit(changes={doc.uri: list(edits)})
+
+    def send_raw(self, method: str, params: dict[str, Any]) -> None:
+        """A notification built as plain JSON (diagnostics are sent this way: it is cheaper)."""
+        self.protocol._send_data({"jsonrpc": "2.0", "method": method, "params": params})
+
+    # -- diagnostics -----------------------------------------------------------------
+
+    def publish(self, doc: MemoryDocument, always: bool = False) -> None:
+        """Push ``doc``'s diagnostics (pull clients are asked to re-pull instead).
+
+        An open or a change always publishes, with the new version (SPEC §7); a
+        background refresh (similar hints, the other store) only when they changed.
+        """
+        state = self.analysis.states.get(doc.uri)
+        if state is None:
+            return
+        if self.pull:
+            self.request_refresh()
+            return
+        items = self.analysis.items(doc)
+        if items == state.sent and not always:
+            return
+        state.sent = items
+        self.send_raw(
+            lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS,
+            {"uri": doc.uri, "version": doc.version, "diagnostics": items},
+        )
+
+    def request_refresh(self) -> None:
+        """Ask a pull client to pull again (once per burst)."""
+        if not self.capability("workspace.diagnostics.refresh_support"):
+            return
+        if self._refresh_requested:
+            return
+        self._refresh_requested = True
+
+        def send() -> None:
+            self._refresh_requested = False
+            try:
+                self.workspace_diagnostic_refresh(None)
+            except Exception as exc:
+                log.warning("diagnostic refresh failed: %r", exc)
+
+        self.later("refresh", "", 0.02, send)
+
+    def refresh_all(self, *, except_uri: str | None = None, redescribe: bool = False) -> None:
+        """Recheck every open memory document (after a store, trust or settings change)."""
+        if self.pull and except_uri is None:
+            self.request_refresh()
+        for doc in list(self.projects.documents.values()):
+            if doc.uri == except_uri:
+                continue
+            state = self.analysis.states.get(doc.uri)
+            if state is None:
+                continue
+            if redescribe:
+                info = self.projects.describe(doc.path)
+                if info is None:
+                    continue
+                state.info = info
+                state.not_injected = None
+            if self.pull:
+                continue
+            try:
+                self.publish(doc)
+            except Exception as exc:
+                self.log(f"memory-ls: could not check {doc.uri}: {exc!r}", lsp.MessageType.Error)
+
+    def later(self, kind: str, key: str, delay: float, fn: Callable[[], None]) -> None:
+        """Run ``fn`` after ``delay`` seconds, replacing a pending call of the same kind."""
+        timer = self._timers.pop((kind, key), None)
+        if timer is not None:
+            timer.cancel()
+        loop = asyncio.get_running_loop()
+
+        def run() -> None:
+            self._timers.pop((kind, key), None)
+            try:
+                fn()
+            except Exception as exc:
+                self.log(f"memory-ls: {kind} failed: {exc!r}", lsp.MessageType.Error)
+
+        self._timers[(kind, key)] = loop.call_later(delay, run)
+
+    def start_similar(self, doc: MemoryDocument) -> None:
+        """All ``similar`` pairs once, in a daemon thread, then a second publish."""
+        state = self.analysis.states.get(doc.uri)
+        if (
+            state is None
+            or self.projects.settings.severity.get("similar") == "off"
+            or doc.size > MAX_STORE_BYTES
+        ):
+            return
+        keys = self.analysis.similar_snapshot(doc)
+        threshold = self.analysis.similar_threshold()
+        loop = asyncio.get_running_loop()
+
+        def done(pairs: dict[tuple[str, str], float] | None) -> None:
+            if pairs is None or self.analysis.states.get(doc.uri) is not state:
+                return
+            state.similar = pairs
+            state.similar_ready = True
+            self.analysis.similar_incremental(doc)
+            self.publish(doc)
+
+        def work() -> None:
+            # A daemon thread, so a long pass never holds up the server's exit.
+            try:
+                pairs = self.analysis.all_pairs(keys, threshold)
+            except Exception as exc:
+                log.warning("similar hints failed: %r", exc)
+                pairs = None
+            with contextlib.suppress(RuntimeError):  # the loop is gone: exiting
+                loop.call_soon_threadsafe(done, pairs)
+
+        threading.Thread(target=work, name="memory-ls-similar", daemon=True).start()
+
+    def similar_after_edit(self, doc: MemoryDocument) -> None:
+        """Compare the edited notes against the rest once typing pauses."""
+
+        def run() -> None:
+            if self.projects.documents.get(doc.uri) is not doc:
+                return
+            self.analysis.similar_incremental(doc)
+            self.publish(doc)
+
+        if self.projects.settings.severity.get("similar") != "off":
+            self.later("similar", doc.uri, SIMILAR_DELAY, run)
+
+    # -- settings --------------------------------------------------------------------
+
+    async def pull_settings(self) -> None:
+        """Read ``memoryLs`` from ``workspace/configuration`` (when the client has it)."""
+        if not self.capability("workspace.configuration"):
+            return
+        try:
+            answer = await asyncio.wait_for(
+                self.workspace_configuration_async(
+                    lsp.ConfigurationParams(items=[lsp.ConfigurationItem(section=SECTION)])
+                ),
+                CLIENT_TIMEOUT,
+            )
+        except Exception as exc:
+            self.log(f"memory-ls: workspace/configuration failed: {exc!r}", lsp.MessageType.Warning)
+            return
+        raw = answer[0] if answer else None
+        self.apply_settings(raw)
+
+    def apply_settings(self, raw: object) -> None:
+        """Merge ``raw`` over the initialization options; rebuild projects if anything changed."""
+        settings, problems = parse_settings(raw, self.init_settings)
+        self.report_problems(problems)
+        if settings == self.projects.settings:
+            return
+        self.projects.configure(settings)
+        self.refresh_all(redescribe=True)
+
+    def folders_from(self, params: lsp.InitializeParams) -> list[Path]:
+        """The workspace folders (or the root) as paths."""
+        uris = [f.uri for f in params.workspace_folders or []]
+        if not uris and params.root_uri:
+            uris = [params.root_uri]
+        paths = [to_fs_path(u) for u in uris]
+        if not uris and params.root_path:
+            paths = [params.root_path]
+        return [Path(p) for p in paths if p]
+
+
+# -- handlers ---------------------------------------------------------------------------
+
+
+def guarded(fn: F) -> F:
+    """Log (never raise) whatever goes wrong in a notification handler."""
+
+    @functools.wraps(fn)
+    def wrapper(ls: MemoryServer, *args: Any) -> Any:
+        try:
+            return fn(ls, *args)
+        except Exception as exc:
+            log.exception("handler %s failed", fn.__name__)
+            ls.log(f"memory-ls: {fn.__name__} failed: {exc!r}", lsp.MessageType.Error)
+            return None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def initialize(ls: MemoryServer, params: lsp.InitializeParams) -> None:
+    """Read settings and folders; offer pull diagnostics only to clients that declare them."""
+    raw = params.initialization_options
+    settings, problems = parse_settings(raw)
+    ls.init_settings = settings
+    ls.report_problems(problems)
+    ls.projects.configure(settings, ls.folders_from(params))
+    encoding = ls.workspace.position_encoding or "utf-16"
+    ls.analysis.encoding = str(getattr(encoding, "value", encoding))
+    ls.pull = params.capabilities.text_document is not None and (
+        params.capabilities.text_document.diagnostic is not None
+    )
+    if ls.pull:
+        ls.analysis.related = bool(ls.capability("text_document.diagnostic.related_information"))
+        ls.feature(
+            lsp.TEXT_DOCUMENT_DIAGNOSTIC,
+            lsp.DiagnosticOptions(
+                identifier="memory", inter_file_dependencies=True, workspace_diagnostics=False
+            ),
+        )(pull_diagnostics)
+    else:
+        ls.analysis.related = bool(
+            ls.capability("text_document.publish_diagnostics.related_information")
+        )
+
+
+async def initialized(ls: MemoryServer, params: lsp.InitializedParams) -> None:
+    """Pull settings, watch the files memory depends on, then freeze start-up garbage."""
+    try:
+        await ls.pull_settings()
+        await register_watchers(ls)
+    except Exception as exc:
+        ls.log(f"memory-ls: start-up step failed: {exc!r}", lsp.MessageType.Warning)
+    gc.collect()
+    gc.freeze()
+
+
+async def register_watchers(ls: MemoryServer) -> None:
+    """Watch the stores, ``bytefly.json`` and ``trust.json`` where the client allows it."""
+    if not ls.capability("workspace.did_change_watched_files.dynamic_registration"):
+        return
+    agent = ls.projects.default_runtime().agent_dir
+    watchers: list[lsp.FileSystemWatcher] = [
+        lsp.FileSystemWatcher(glob_pattern="**/.pi/memory.md"),
+        lsp.FileSystemWatcher(glob_pattern="**/.pi/bytefly.json"),
+    ]
+    if ls.capability("workspace.did_change_watched_files.relative_pattern_support"):
+        watchers.append(
+            lsp.FileSystemWatcher(
+                glob_pattern=lsp.RelativePattern(
+                    base_uri=from_fs_path(str(agent)) or str(agent),
+                    pattern="{memory.md,bytefly.json,trust.json}",
+                )
+            )
+        )
+    else:
+        watchers.extend(
+            lsp.FileSystemWatcher(glob_pattern=str(agent / name))
+            for name in ("memory.md", "bytefly.json", "trust.json")
+        )
+    params = lsp.RegistrationParams(
+        registrations=[
+            lsp.Registration(
+                id="memory-ls-watched-files",
+                method=lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES,
+                register_options=lsp.DidChangeWatchedFilesRegistrationOptions(watchers=watchers),
+            )
+        ]
+    )
+    await asyncio.wait_for(ls.client_register_capability_async(params), CLIENT_TIMEOUT)
+
+
+def _path_of(uri: str) -> Path | None:
+    if not uri.startswith("file:"):
+        return None
+    fs = to_fs_path(uri)
+    return Path(fs) if fs else None
+
+
+@guarded
+def did_open(ls: MemoryServer, params: lsp.DidOpenTextDocumentParams) -> None:
+    """Track a memory document and check it; other documents get nothing."""
+    item = params.text_document
+    path = _path_of(item.uri)
+    if path is None:
+        return
+    info = ls.projects.describe(path)
+    if info is None:
+        return
+    doc = MemoryDocument(item.uri, path, item.text, item.version)
+    ls.projects.open(doc)
+    ls.analysis.states[doc.uri] = DocState(info, disk_facts(doc))
+    ls.publish(doc, always=True)
+    ls.start_similar(doc)
+    ls.later("others", "", OTHERS_DELAY, lambda: ls.refresh_all(except_uri=doc.uri))
+
+
+@guarded
+def did_change(ls: MemoryServer, params: lsp.DidChangeTextDocumentParams) -> None:
+    """Apply the edit to the per-line state, then re-check what it touched."""
+    doc = ls.projects.documents.get(params.text_document.uri)
+    if doc is None:
+        return
+    notes_before = doc.notes_version
+    encoding = ls.analysis.encoding
+    for change in params.content_changes:
+        if isinstance(change, lsp.TextDocumentContentChangePartial):
+            r = change.range
+            span = Span(r.start.line, r.start.character, r.end.line, r.end.character)
+            doc.apply_change(span, change.text, encoding)
+        else:
+            doc.apply_change(None, change.text, encoding)
+    doc.version = params.text_document.version
+    ls.publish(doc, always=True)
+    if doc.notes_version != notes_before:
+        ls.similar_after_edit(doc)
+        ls.later("others", "", OTHERS_DELAY, lambda: ls.refresh_all(except_uri=doc.uri))
+
+
+@guarded
+def did_close(ls: MemoryServer, params: lsp.DidCloseTextDocumentParams) -> None:
+    """Forget the document and clear its diagnostics."""
+    doc = ls.projects.close(params.text_document.uri)
+    if doc is None:
+        return
+    ls.analysis.states.pop(doc.uri, None)
+    if not ls.pull:
+        ls.send_raw(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS, {"uri": doc.uri, "diagnostics": []})
+    ls.projects.invalidate()
+    ls.refresh_all()
+
+
+@guarded
+def did_save(ls: MemoryServer, params: lsp.DidSaveTextDocumentParams) -> None:
+    """The file on disk changed: re-read what depends on it."""
+    doc = ls.projects.documents.get(params.text_document.uri)
+    if doc is not None and (state := ls.analysis.states.get(doc.uri)) is not None:
+        state.disk = disk_facts(doc)
+    ls.projects.invalidate()
+    ls.refresh_all()
+
+
+@guarded
+def did_change_watched_files(ls: MemoryServer, params: lsp.DidChangeWatchedFilesParams) -> None:
+    """A store, ``bytefly.json`` or ``trust.json`` changed on disk: recheck everything."""
+    for doc in ls.projects.documents.values():
+        state = ls.analysis.states.get(doc.uri)
+        if state is not None:
+            state.disk = disk_facts(doc)
+            state.not_injected = None
+    ls.projects.invalidate()
+    ls.refresh_all(redescribe=True)
+
+
+async def did_change_configuration(
+    ls: MemoryServer, params: lsp.DidChangeConfigurationParams
+) -> None:
+    """Re-pull ``memoryLs`` (or take pushed settings from clients without pull)."""
+    try:
+        if ls.capability("workspace.configuration"):
+            await ls.pull_settings()
+        elif isinstance(params.settings, dict) and SECTION in params.settings:
+            ls.apply_settings(params.settings[SECTION])
+    except Exception as exc:
+        ls.log(f"memory-ls: settings update failed: {exc!r}", lsp.MessageType.Error)
+
+
+@guarded
+def did_change_folders(ls: MemoryServer, params: lsp.DidChangeWorkspaceFoldersParams) -> None:
+    """Each workspace folder is its own project."""
+    folders = [ls.projects.folders[i] for i in range(len(ls.projects.folders))]
+    removed = {to_fs_path(f.uri) for f in params.event.removed}
+    folders = [f for f in folders if str(f) not in removed]
+    folders += [Path(p) for f in params.event.added if (p := to_fs_path(f.uri))]
+    ls.projects.configure(ls.projects.settings, folders)
+    ls.refresh_all(redescribe=True)
+
+
+def pull_diagnostics(ls: MemoryServer, params: lsp.DocumentDiagnosticParams) -> Any:
+    """``textDocument/diagnostic``: the full report, or ``unchanged`` for the same result."""
+    doc = ls.projects.documents.get(params.text_document.uri)
+    state = ls.analysis.states.get(params.text_document.uri)
+    if doc is None or state is None:
+        return {"kind": "full", "items": []}
+    items = ls.analysis.items(doc)
+    if items == state.sent and params.previous_result_id == str(state.result_id):
+        return {"kind": "unchanged", "resultId": str(state.result_id)}
+    if items != state.sent:
+        state.result_id += 1
+        state.sent = items
+    return {"kind": "full", "resultId": str(state.result_id), "items": items}
+
+
+def make_command(name: str) -> Callable[..., Any]:
+    """The handler of one ``memory.*`` command."""
+
+    async def handler(ls: MemoryServer, *args: Any) -> Any:
+        try:
+            return await commands.execute(ls, name, args)
+        except JsonRpcException:
+            raise
+        except Exception as exc:
+            log.exception("command %s failed", name)
+            raise JsonRpcInternalError(f"{name} failed: {exc}") from None
+
+    handler.__name__ = name.replace(".", "_")
+    return handler
+
+
+def create_server() -> MemoryServer:
+    """A server with every feature registered."""
+    ls = MemoryServer()
+    ls.feature(lsp.INITIALIZE)(initialize)
+    ls.feature(lsp.INITIALIZED)(initialized)
+    ls.feature(lsp.TEXT_DOCUMENT_DID_OPEN)(did_open)
+    ls.feature(lsp.TEXT_DOCUMENT_DID_CHANGE)(did_change)
+    ls.feature(lsp.TEXT_DOCUMENT_DID_CLOSE)(did_close)
+    ls.feature(lsp.TEXT_DOCUMENT_DID_SAVE, lsp.SaveOptions(include_text=False))(did_save)
+    ls.feature(lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES)(did_change_watched_files)
+    ls.feature(lsp.WORKSPACE_DID_CHANGE_CONFIGURATION)(did_change_configuration)
+    ls.feature(lsp.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)(did_change_folders)
+    for name in commands.COMMANDS:
+        ls.command(name)(make_command(name))
+    code_actions.register(ls)
+    symbols.register(ls)
+    hover.register(ls)
+    lens.register(ls)
+    formatting.register(ls)
+    return ls
+
+
+def serve(transport: str, host: str | None, port: int | None) -> int:
+    """Run the language server on ``stdio``, ``tcp`` or ``ws``; returns the exit code."""
+    logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
+    logging.getLogger("pygls").setLevel(logging.ERROR)
+    ls = create_server()
+    if transport == "stdio":
+        ls.start_io()
+    elif transport == "tcp":
+        ls.start_tcp(host or "127.0.0.1", port or 2087)
+    elif transport == "ws":
+        ls.start_ws(host or "127.0.0.1", port or 2087)
+    else:
+        print(f"memory-ls: unknown transport {transport!r}", file=sys.stderr)
+        return 2
+    return 0

@@ -1,0 +1,291 @@
+"""Projects, open documents and what each document is (SPEC §7 Documents).
+
+Each workspace folder is its own project with its own :class:`MemoryRuntime`;
+a command's ``uri`` picks one, the first folder is the default. A document is a
+memory document when its path is the global store or ends in ``/.pi/memory.md``.
+Trust, configuration, other-scope key indexes and recall plans are cached here
+and keyed on what they depend on, so an edit does not re-read files.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from memory_ls.core.checks import key_index
+from memory_ls.core.config import EffectiveConfig
+from memory_ls.core.models import Scope, other_scope
+from memory_ls.core.recall import INTRO, MARKER, TAIL_RESERVE, PlannedNote, RecallPlan, recall_plan
+from memory_ls.core.text import utf8_length
+from memory_ls.core.trust import TrustDecision
+from memory_ls.server.documents import MemoryDocument
+from memory_ls.server.settings import Settings
+from memory_ls.store.paths import project_root_for, project_store_path
+from memory_ls.store.runtime import MemoryRuntime
+
+
+def canonical(path: Path) -> str:
+    """The path with its folder's symlinks resolved (the file itself may be a symlink)."""
+    return os.path.join(os.path.realpath(path.parent), path.name)
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentInfo:
+    """What a memory document is: which project, which scope, and whether it is the store."""
+
+    runtime: MemoryRuntime
+    scope: Scope | None
+    """``None`` for a ``.pi/memory.md`` that is not its project's store."""
+    real_store: str | None = None
+
+
+@dataclass(slots=True)
+class _PlanEntry:
+    project: list[str]
+    global_: list[str]
+    max_bytes: int
+    inject: bool
+    plan: RecallPlan
+    decisions: int
+    budget: list[tuple[int, bool]] | None = None
+    """Per planned note: bytes used before it, and whether its section had started."""
+
+
+class Projects:
+    """Every project the server knows, the open documents, and cached facts about both."""
+
+    def __init__(self) -> None:
+        self.settings = Settings()
+        self.folders: list[Path] = []
+        self.runtimes: dict[Path, MemoryRuntime] = {}
+        self.documents: dict[str, MemoryDocument] = {}
+        self.by_path: dict[str, MemoryDocument] = {}
+        self._trust: dict[Path, tuple[tuple[object, ...], TrustDecision, EffectiveConfig]] = {}
+        self._keys: dict[tuple[str, Scope], tuple[object, dict[str, str]]] = {}
+        self._plans: dict[Path, _PlanEntry] = {}
+        self._decisions = 0
+
+    # -- projects ------------------------------------------------------------------
+
+    def configure(self, settings: Settings, folders: list[Path] | None = None) -> None:
+        """Apply new settings (and folders): every runtime is rebuilt, caches dropped."""
+        self.settings = settings
+        if folders is not None:
+            self.folders = folders
+        self.runtimes = {}
+        self.invalidate()
+        for folder in self.folders:
+            self.runtime_for_path(folder)
+
+    def invalidate(self) -> None:
+        """Forget cached trust, configuration, key indexes and plans."""
+        self._trust.clear()
+        self._keys.clear()
+        self._plans.clear()
+
+    def runtime_for_path(self, path: Path) -> MemoryRuntime:
+        """The runtime of the project holding ``path`` (created on first use)."""
+        root = project_root_for(path)
+        runtime = self.runtimes.get(root)
+        if runtime is None:
+            s = self.settings
+            runtime = MemoryRuntime(
+                root, agent_dir=s.agent_dir, trusted=s.trusted, read_only=s.read_only
+            )
+            self.runtimes[root] = runtime
+        return runtime
+
+    def default_runtime(self) -> MemoryRuntime:
+        """The first workspace folder's runtime (the current directory without folders)."""
+        return self.runtime_for_path(self.folders[0] if self.folders else Path.cwd())
+
+    def runtime_for_uri_path(self, path: Path | None) -> MemoryRuntime:
+        """The runtime for a command's ``uri`` (a folder or a file), else the default."""
+        if path is None:
+            return self.default_runtime()
+        for folder in sorted(self.folders, key=lambda f: len(str(f)), reverse=True):
+            if path == folder or folder in path.parents:
+                return self.runtime_for_path(folder)
+        return self.runtime_for_path(path)
+
+    # -- documents -----------------------------------------------------------------
+
+    def describe(self, path: Path) -> DocumentInfo | None:
+        """What the file at ``path`` is, or ``None`` when it is not a memory document."""
+        canon = canonical(path)
+        runtime = self.default_runtime()
+        if canon == canonical(runtime.paths["global"]):
+            return DocumentInfo(runtime, "global")
+        if path.name != "memory.md" or path.parent.name != ".pi":
+            return None
+        runtime = self.runtime_for_path(path.parent.parent)
+        store = canonical(project_store_path(runtime.project_root))
+        if canon != store:
+            return DocumentInfo(runtime, None, store)
+        return DocumentInfo(runtime, "project")
+
+    def open(self, doc: MemoryDocument) -> None:
+        """Track an open document."""
+        self.documents[doc.uri] = doc
+        self.by_path[canonical(doc.path)] = doc
+
+    def close(self, uri: str) -> MemoryDocument | None:
+        """Stop tracking a document."""
+        doc = self.documents.pop(uri, None)
+        if doc is not None:
+            self.by_path.pop(canonical(doc.path), None)
+        return doc
+
+    def open_store(self, runtime: MemoryRuntime, scope: Scope) -> MemoryDocument | None:
+        """The open document of ``runtime``'s ``scope`` store, if it is open."""
+        return self.by_path.get(canonical(runtime.paths[scope]))
+
+    # -- cached facts ----------------------------------------------------------------
+
+    def trust_and_config(self, runtime: MemoryRuntime) -> tuple[TrustDecision, EffectiveConfig]:
+        """Trust and configuration, re-read only when a file they come from changed."""
+        watched = (
+            runtime.agent_dir / "trust.json",
+            runtime.agent_dir / "bytefly.json",
+            runtime.project_root / ".pi" / "bytefly.json",
+            runtime.project_root / ".pi",
+        )
+        stamp = tuple(_stamp(p) for p in watched)
+        cached = self._trust.get(runtime.project_root)
+        if cached is not None and cached[0] == stamp:
+            return cached[1], cached[2]
+        trust = runtime.trust()
+        config = runtime.config(trust)
+        self._trust[runtime.project_root] = (stamp, trust, config)
+        return trust, config
+
+    def store_notes(self, runtime: MemoryRuntime, scope: Scope) -> list[str]:
+        """A store's notes: the editor's buffer when it is open, else the file (recall view)."""
+        doc = self.open_store(runtime, scope)
+        if doc is not None:
+            return doc.notes()
+        view = runtime.view(scope)
+        return view.parsed.notes if view.readable else view.last_good
+
+    def other_keys(self, runtime: MemoryRuntime, scope: Scope) -> dict[str, str]:
+        """Key → note of the *other* store (empty for an untrusted project)."""
+        other = other_scope(scope)
+        if other == "project" and not self.trust_and_config(runtime)[0].trusted:
+            return {}
+        doc = self.open_store(runtime, other)
+        cache_key = (str(runtime.paths[other]), other)
+        version: object
+        if doc is not None:
+            version = (id(doc), doc.notes_version)
+        else:
+            view = runtime.view(other)
+            version = (view.file.stamp, view.readable)
+        cached = self._keys.get(cache_key)
+        if cached is not None and cached[0] == version:
+            return cached[1]
+        if doc is not None:
+            keys = key_index(doc.note_bullets())
+        else:
+            view = runtime.view(other)
+            keys = key_index(view.parsed.bullets) if view.readable else {}
+        self._keys[cache_key] = (version, keys)
+        return keys
+
+    def plan(self, runtime: MemoryRuntime) -> tuple[RecallPlan, int]:
+        """The recall plan over both stores as the editor shows them, and its decision id.
+
+        The decision id changes only when the set of notes left out may have changed,
+        so callers can keep what they derived from the plan.
+        """
+        trust, config = self.trust_and_config(runtime)
+        project = self.store_notes(runtime, "project") if trust.trusted else []
+        global_ = self.store_notes(runtime, "global")
+        entry = self._plans.get(runtime.project_root)
+        if (
+            entry is not None
+            and entry.max_bytes == config.max_inject_bytes
+            and entry.inject == config.inject
+        ):
+            reused = _reuse(entry, project, global_)
+            if reused is not None:
+                entry.project, entry.global_, entry.plan = project, global_, reused
+                return reused, entry.decisions
+        plan = recall_plan(project, global_, config.max_inject_bytes, config.inject)
+        self._decisions += 1
+        self._plans[runtime.project_root] = _PlanEntry(
+            project, global_, config.max_inject_bytes, config.inject, plan, self._decisions
+        )
+        return plan, self._decisions
+
+
+def _stamp(path: Path) -> object:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_mtime_ns, st.st_size, st.st_ino)
+
+
+def _reuse(entry: _PlanEntry, project: list[str], global_: list[str]) -> RecallPlan | None:
+    """The cached plan updated for a one-note edit that cannot change any decision.
+
+    A note the plan leaves out does not touch the budget, so editing it changes
+    nothing else as long as it still does not fit where it stands. Anything else
+    (an included note, several notes, a note added or removed) is re-planned.
+    """
+    if len(project) != len(entry.project) or len(global_) != len(entry.global_):
+        return None
+    changed = [("project", i) for i in _diff(entry.project, project)]
+    changed += [("global", i) for i in _diff(entry.global_, global_)]
+    plan = entry.plan
+    if not changed:
+        return plan
+    if len(changed) != 1:
+        return None
+    scope, index = changed[0]
+    position = index if scope == "project" else len(project) + index
+    old = plan.notes[position]
+    if old.included:
+        return None
+    text = (project if scope == "project" else global_)[index]
+    cost = utf8_length(f"- {text}") + 1
+    if cost < old.bytes and _fits_at(entry, position, cost):
+        return None
+    note = PlannedNote(old.scope, old.index, text, cost, False)
+    notes = (*plan.notes[:position], note, *plan.notes[position + 1 :])
+    return RecallPlan(plan.inject, plan.max_bytes, notes, plan.body)
+
+
+def _fits_at(entry: _PlanEntry, position: int, cost: int) -> bool:
+    """Whether a note of ``cost`` bytes at ``position`` would be taken (recall_plan's rule).
+
+    The bytes used before each note are computed once per plan: a reused plan
+    keeps every decision, so they stay valid.
+    """
+    if entry.budget is None:
+        entry.budget = _budget(entry.plan)
+    used, started = entry.budget[position]
+    scope = entry.plan.notes[position].scope
+    extra = 0 if started else utf8_length(f"{scope}:") + 1
+    return used + extra + cost <= max(0, entry.plan.max_bytes - TAIL_RESERVE)
+
+
+def _budget(plan: RecallPlan) -> list[tuple[int, bool]]:
+    used = utf8_length(MARKER) + 1 + utf8_length(INTRO) + 1
+    started: set[str] = set()
+    out: list[tuple[int, bool]] = []
+    for n in plan.notes:
+        out.append((used, n.scope in started))
+        if n.included:
+            if n.scope not in started:
+                started.add(n.scope)
+                used += utf8_length(f"{n.scope}:") + 1
+            used += n.bytes
+    return out
+
+
+def _diff(old: list[str], new: list[str]) -> list[int]:
+    if old == new:
+        return []
+    return [i for i, (a, b) in enumerate(zip(old, new, strict=True)) if a != b][:2]

@@ -1,0 +1,280 @@
+"""End-to-end harness: the real server over stdio, driven by pytest-lsp's client.
+
+Every test gets a temporary project (with an empty ``.git/``), a temporary agent
+dir (``PI_CODING_AGENT_DIR``) and a temporary ``HOME``, so the real home is never
+touched. The client answers ``workspace/applyEdit`` like an editor (it applies the
+edit to its copy of the buffer and sends ``didChange``), ``client/registerCapability``
+and ``window/showMessageRequest`` (with the answer a test chooses).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+from lsprotocol import types as lsp
+from pygls.uris import from_fs_path
+from pytest_lsp import LanguageClient, client_capabilities, make_test_lsp_client
+
+from memory_ls.core.text import HEADER
+from memory_ls.server.positions import from_client
+
+PRESETS = ["visual-studio-code", "neovim", "emacs"]
+TIMEOUT = 10.0
+
+
+def uri_of(path: Path) -> str:
+    uri = from_fs_path(str(path))
+    assert uri is not None
+    return uri
+
+
+def apply_text_edits(text: str, edits: list[lsp.TextEdit], encoding: str) -> str:
+    """Apply LSP text edits to ``text`` the way an editor does (last first)."""
+    lines = text.split("\n")
+
+    def offset(pos: lsp.Position) -> int:
+        line = min(pos.line, len(lines) - 1)
+        col = from_client(lines[line], pos.character, encoding) if pos.line < len(lines) else 0
+        return sum(len(x) + 1 for x in lines[:line]) + col
+
+    spans = sorted(
+        ((offset(e.range.start), offset(e.range.end), e.new_text) for e in edits), reverse=True
+    )
+    for start, end, new in spans:
+        text = text[:start] + new + text[end:]
+    return text
+
+
+def edits_for(edit: lsp.WorkspaceEdit, uri: str) -> list[lsp.TextEdit]:
+    out: list[lsp.TextEdit] = []
+    if edit.document_changes:
+        for change in edit.document_changes:
+            if isinstance(change, lsp.TextDocumentEdit) and change.text_document.uri == uri:
+                out.extend(e for e in change.edits if isinstance(e, lsp.TextEdit))
+    if edit.changes:
+        out.extend(edit.changes.get(uri, []))
+    return out
+
+
+@dataclass
+class Workspace:
+    root: Path
+    agent: Path
+    home: Path
+
+    @property
+    def project_store(self) -> Path:
+        return self.root / ".pi" / "memory.md"
+
+    @property
+    def global_store(self) -> Path:
+        return self.agent / "memory.md"
+
+    def write(self, path: Path, notes: list[str] | str) -> str:
+        text = (
+            notes
+            if isinstance(notes, str)
+            else HEADER + "\n\n" + "".join(f"- {n}\n" for n in notes)
+        )
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8", newline="")
+        return text
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Workspace:
+    root = tmp_path / "project"
+    (root / ".git").mkdir(parents=True)
+    agent = tmp_path / "agent"
+    agent.mkdir()
+    home = tmp_path / "home"
+    home.mkdir()
+    return Workspace(root, agent, home)
+
+
+@dataclass
+class Session:
+    client: LanguageClient
+    ws: Workspace
+    preset: str
+    encoding: str = "utf-16"
+    pull: bool = False
+    buffers: dict[str, str] = field(default_factory=dict)
+    versions: dict[str, int] = field(default_factory=dict)
+    confirm: str | None = "Clear"
+    asked: list[lsp.ShowMessageRequestParams] = field(default_factory=list)
+    applied: list[lsp.WorkspaceEdit] = field(default_factory=list)
+    registrations: list[lsp.Registration] = field(default_factory=list)
+
+    # -- documents -------------------------------------------------------------------
+
+    def open(self, path: Path, text: str | None = None, language: str = "markdown") -> str:
+        uri = uri_of(path)
+        if text is None:
+            text = path.read_text(encoding="utf-8")
+        self.buffers[uri] = text
+        self.versions[uri] = 1
+        self.client.text_document_did_open(
+            lsp.DidOpenTextDocumentParams(
+                text_document=lsp.TextDocumentItem(
+                    uri=uri, language_id=language, version=1, text=text
+                )
+            )
+        )
+        return uri
+
+    def edit(self, uri: str, edits: list[lsp.TextEdit]) -> None:
+        """Apply edits locally and send them as one incremental didChange."""
+        self.versions[uri] += 1
+        self.buffers[uri] = apply_text_edits(self.buffers[uri], edits, self.encoding)
+        changes: list[lsp.TextDocumentContentChangeEvent] = [
+            lsp.TextDocumentContentChangePartial(range=e.range, text=e.new_text)
+            for e in sorted(
+                edits, key=lambda e: (e.range.start.line, e.range.start.character), reverse=True
+            )
+        ]
+        self.client.text_document_did_change(
+            lsp.DidChangeTextDocumentParams(
+                text_document=lsp.VersionedTextDocumentIdentifier(
+                    uri=uri, version=self.versions[uri]
+                ),
+                content_changes=changes,
+            )
+        )
+
+    def replace_all(self, uri: str, text: str) -> None:
+        self.versions[uri] += 1
+        self.buffers[uri] = text
+        self.client.text_document_did_change(
+            lsp.DidChangeTextDocumentParams(
+                text_document=lsp.VersionedTextDocumentIdentifier(
+                    uri=uri, version=self.versions[uri]
+                ),
+                content_changes=[lsp.TextDocumentContentChangeWholeDocument(text=text)],
+            )
+        )
+
+    # -- diagnostics -----------------------------------------------------------------
+
+    async def diagnostics(self, uri: str) -> list[lsp.Diagnostic]:
+        """The current diagnostics (pulled for pull clients, last push otherwise)."""
+        if self.pull:
+            report = await asyncio.wait_for(
+                self.client.text_document_diagnostic_async(
+                    lsp.DocumentDiagnosticParams(text_document=lsp.TextDocumentIdentifier(uri=uri))
+                ),
+                TIMEOUT,
+            )
+            assert isinstance(report, lsp.RelatedFullDocumentDiagnosticReport)
+            return list(report.items)
+        return list(self.client.diagnostics.get(uri, []))
+
+    async def wait_for(
+        self, uri: str, predicate: Callable[[list[lsp.Diagnostic]], bool], timeout: float = TIMEOUT
+    ) -> list[lsp.Diagnostic]:
+        """Poll until the document's diagnostics satisfy ``predicate``."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while True:
+            found = await self.diagnostics(uri)
+            if predicate(found):
+                return found
+            if loop.time() > deadline:
+                raise AssertionError(
+                    f"diagnostics never matched: {[(d.code, d.message) for d in found]}"
+                )
+            await asyncio.sleep(0.05)
+
+    async def codes(self, uri: str, *expected: str) -> list[lsp.Diagnostic]:
+        want = set(expected)
+        return await self.wait_for(uri, lambda ds: want <= {str(d.code) for d in ds})
+
+    async def command(self, name: str, argument: Any = None) -> Any:
+        args = [] if argument is None else [argument]
+        return await asyncio.wait_for(
+            self.client.workspace_execute_command_async(
+                lsp.ExecuteCommandParams(command=name, arguments=args)
+            ),
+            TIMEOUT,
+        )
+
+
+def _install_handlers(session: Session) -> None:
+    client = session.client
+
+    @client.feature(lsp.WORKSPACE_APPLY_EDIT)
+    def apply_edit(params: lsp.ApplyWorkspaceEditParams) -> lsp.ApplyWorkspaceEditResult:
+        session.applied.append(params.edit)
+        for uri in list(session.buffers):
+            edits = edits_for(params.edit, uri)
+            if edits:
+                session.edit(uri, edits)
+        return lsp.ApplyWorkspaceEditResult(applied=True)
+
+    @client.feature(lsp.CLIENT_REGISTER_CAPABILITY)
+    def register(params: lsp.RegistrationParams) -> None:
+        session.registrations.extend(params.registrations)
+
+    @client.feature(lsp.WINDOW_SHOW_MESSAGE_REQUEST)
+    def ask(params: lsp.ShowMessageRequestParams) -> lsp.MessageActionItem | None:
+        session.asked.append(params)
+        return lsp.MessageActionItem(title=session.confirm) if session.confirm else None
+
+
+@pytest_asyncio.fixture
+async def start(ws: Workspace) -> AsyncIterator[Callable[..., Any]]:
+    """``await start(preset, init_options=..., configuration=...)`` → an initialised Session."""
+    sessions: list[Session] = []
+
+    async def _start(
+        preset: str = "visual-studio-code",
+        init_options: Any = None,
+        configuration: dict[str, Any] | None = None,
+        folders: list[Path] | None = None,
+    ) -> Session:
+        client = make_test_lsp_client()
+        if configuration is not None:
+            client.set_configuration(configuration, section="memoryLs")
+        env = dict(os.environ)
+        env.update(
+            {"PI_CODING_AGENT_DIR": str(ws.agent), "HOME": str(ws.home), "PYTHONUNBUFFERED": "1"}
+        )
+        session = Session(client, ws, preset)
+        _install_handlers(session)
+        await client.start_io(sys.executable, "-m", "memory_ls.server", env=env)
+        sessions.append(session)
+        caps = client_capabilities(preset)
+        folder_paths = folders or [ws.root]
+        result = await asyncio.wait_for(
+            client.initialize_session(
+                lsp.InitializeParams(
+                    capabilities=caps,
+                    root_uri=uri_of(folder_paths[0]),
+                    workspace_folders=[
+                        lsp.WorkspaceFolder(uri=uri_of(f), name=f.name) for f in folder_paths
+                    ],
+                    initialization_options=init_options,
+                )
+            ),
+            TIMEOUT,
+        )
+        enc = result.capabilities.position_encoding or "utf-16"
+        session.encoding = str(getattr(enc, "value", enc))
+        session.pull = result.capabilities.diagnostic_provider is not None
+        await asyncio.sleep(0.1)  # let `initialized` pull settings and register watchers
+        return session
+
+    yield _start
+    for session in sessions:
+        try:
+            await asyncio.wait_for(session.client.shutdown_session(), TIMEOUT)
+        except Exception:
+            await session.client.stop()

@@ -1,0 +1,247 @@
+"""Every diagnostic code, positions in each encoding, push vs pull, incremental edits."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+
+import pytest
+from lsprotocol import types as lsp
+
+from memory_ls.core.text import HEADER
+
+from .conftest import PRESETS, uri_of
+
+
+def by_code(ds: list[lsp.Diagnostic], code: str) -> list[lsp.Diagnostic]:
+    return [d for d in ds if d.code == code]
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+async def test_note_level_codes(start, ws, preset):
+    ws.write(ws.global_store, ["deploys go through the staging cluster first"])
+    notes = [
+        "use pnpm, not npm",
+        "Use pnpm, not npm.",
+        "x" * 501,
+        "tab\there",
+        "zero\u200bwidth",
+        "deploys go through the staging cluster first",
+        "the integration tests need DATABASE_URL set",
+        "the integration tests need DATABASE_URL to be set",
+    ]
+    text = ws.write(ws.project_store, notes) + "-   \n"
+    ws.project_store.write_text(text)
+    s = await start(preset)
+    uri = s.open(ws.project_store)
+    ds = await s.codes(
+        uri,
+        "duplicate",
+        "too-long",
+        "blank-note",
+        "control-characters",
+        "hidden-unicode",
+        "cross-scope-duplicate",
+        "similar",
+    )
+    dup = by_code(ds, "duplicate")[0]
+    assert dup.range.start.line == 3 and dup.severity == lsp.DiagnosticSeverity.Warning
+    assert dup.source == "memory"
+    assert dup.data["first"] == "use pnpm, not npm" and dup.data["firstLine"] == 2
+    td = s.client.capabilities.text_document
+    related = (td.diagnostic if s.pull else td.publish_diagnostics).related_information
+    if related:  # only for clients that declare relatedInformation
+        assert dup.related_information and dup.related_information[0].location.range.start.line == 2
+    assert by_code(ds, "cross-scope-duplicate")[0].severity == lsp.DiagnosticSeverity.Information
+    assert by_code(ds, "blank-note")[0].range.start.line == 10
+    assert by_code(ds, "similar")[0].severity == lsp.DiagnosticSeverity.Hint
+    assert by_code(ds, "similar")[0].range.start.line == 9
+    if not s.pull:
+        assert s.client.diagnostics[uri] is not None
+
+
+async def test_not_injected_one_per_run_and_recall_off(start, ws):
+    (ws.agent / "bytefly.json").write_text(json.dumps({"memory": {"maxInjectBytes": 512}}))
+    notes = [f"note number {i} " + "y" * 40 for i in range(40)]
+    ws.write(ws.project_store, notes)
+    s = await start()
+    uri = s.open(ws.project_store)
+    ds = await s.codes(uri, "not-injected")
+    runs = by_code(ds, "not-injected")
+    assert len(runs) == 1
+    assert runs[0].range.end.line == 2 + 39
+    assert runs[0].data["cap"] == 512
+    (ws.agent / "bytefly.json").write_text(json.dumps({"memory": {"inject": False}}))
+    s.client.workspace_did_change_watched_files(
+        lsp.DidChangeWatchedFilesParams(
+            changes=[
+                lsp.FileEvent(
+                    uri=uri_of(ws.agent / "bytefly.json"), type=lsp.FileChangeType.Changed
+                )
+            ]
+        )
+    )
+    ds = await s.wait_for(uri, lambda ds: bool(by_code(ds, "recall-off")))
+    assert not by_code(ds, "not-injected")
+    assert by_code(ds, "recall-off")[0].severity == lsp.DiagnosticSeverity.Hint
+
+
+async def test_untrusted_and_file_level_codes(start, ws):
+    ws.write(ws.project_store, ["a note"])
+    s = await start("emacs", init_options={"trusted": False})
+    uri = s.open(ws.project_store)
+    ds = await s.codes(uri, "untrusted")
+    assert "explicit" in by_code(ds, "untrusted")[0].message
+    # too large (the buffer), and the global store as a symlink
+    big = HEADER + "\n\n" + "".join(f"- big note {i} {'z' * 60}\n" for i in range(4000))
+    big_uri = s.open(ws.root / "sub" / ".pi" / "memory.md", big)
+    await s.codes(big_uri, "file-too-large")
+    real = ws.home / "real.md"
+    real.write_text("- linked\n")
+    os.symlink(real, ws.global_store)
+    g = s.open(ws.global_store)
+    await s.codes(g, "symlink")
+
+
+async def test_invalid_utf8_and_not_the_store(start, ws):
+    ws.project_store.parent.mkdir(parents=True)
+    ws.project_store.write_bytes(b"- ok\n- bad \xff byte\n")
+    wt = ws.home / "wt"
+    (wt / ".pi").mkdir(parents=True)
+    gitdir = ws.root / ".git" / "worktrees" / "wt"
+    gitdir.mkdir(parents=True)
+    (gitdir / "commondir").write_text("../..\n")
+    (wt / ".git").write_text(f"gitdir: {gitdir}\n")
+    (wt / ".pi" / "memory.md").write_text("- worktree note\n")
+    s = await start("neovim")
+    uri = s.open(ws.project_store, "- ok\n- bad \ufffd byte\n")
+    ds = await s.codes(uri, "invalid-utf8")
+    bad = by_code(ds, "invalid-utf8")[0]
+    assert bad.range.start.line == 1 and bad.data["offset"] == 11
+    other = s.open(wt / ".pi" / "memory.md")
+    ds = await s.codes(other, "not-the-store")
+    assert str(ws.project_store) in by_code(ds, "not-the-store")[0].message
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+async def test_columns_on_emoji_and_cjk(start, ws, preset):
+    line = "- 😀 日本語 \u200b hidden"
+    ws.write(ws.project_store, HEADER + "\n\n" + line + "\n")
+    s = await start(preset)
+    uri = s.open(ws.project_store)
+    ds = await s.codes(uri, "hidden-unicode")
+    d = by_code(ds, "hidden-unicode")[0]
+    text = line[2:]
+    units = {
+        "utf-8": len(text.encode("utf-8")),
+        "utf-16": len(text.encode("utf-16-le")) // 2,
+        "utf-32": len(text),
+    }[s.encoding]
+    assert (d.range.start.line, d.range.start.character) == (2, 2)
+    assert d.range.end.character == 2 + units
+    # the encoding negotiated is the client's first choice
+    assert (
+        s.encoding == {"visual-studio-code": "utf-16", "neovim": "utf-8", "emacs": "utf-32"}[preset]
+    )
+
+
+async def test_push_client_gets_pushes_only(start, ws):
+    ws.write(ws.project_store, ["one", "One."])
+    s = await start("visual-studio-code")
+    assert not s.pull
+    uri = s.open(ws.project_store)
+    await s.codes(uri, "duplicate")
+    # clean file: an empty list is pushed
+    s.replace_all(uri, HEADER + "\n\n- one\n")
+    await s.wait_for(uri, lambda ds: ds == [])
+
+
+async def test_pull_client_gets_no_pushes(start, ws):
+    ws.write(ws.project_store, ["one", "One."])
+    s = await start("neovim")
+    assert s.pull
+    uri = s.open(ws.project_store)
+    ds = await s.codes(uri, "duplicate")
+    await asyncio.sleep(0.3)
+    assert uri not in s.client.diagnostics
+    report = await s.client.text_document_diagnostic_async(
+        lsp.DocumentDiagnosticParams(text_document=lsp.TextDocumentIdentifier(uri=uri))
+    )
+    assert isinstance(report, lsp.RelatedFullDocumentDiagnosticReport)
+    again = await s.client.text_document_diagnostic_async(
+        lsp.DocumentDiagnosticParams(
+            text_document=lsp.TextDocumentIdentifier(uri=uri), previous_result_id=report.result_id
+        )
+    )
+    assert isinstance(again, lsp.RelatedUnchangedDocumentDiagnosticReport)
+    assert len(ds) == len(report.items)
+
+
+@pytest.mark.parametrize("preset", ["visual-studio-code", "neovim"])
+async def test_incremental_edits_match_a_fresh_open(start, ws, preset):
+    notes = [f"note {i} about 日本 😀 things" for i in range(30)] + ["note 3 about 日本 😀 things"]
+    ws.write(ws.project_store, notes)
+    s = await start(preset)
+    uri = s.open(ws.project_store)
+    await s.codes(uri, "duplicate")
+
+    def pos(line: int, char: int) -> lsp.Position:
+        return lsp.Position(line=line, character=char)
+
+    # type a duplicate, split a line, join lines, delete a block, insert lines
+    s.edit(uri, [lsp.TextEdit(range=lsp.Range(start=pos(5, 2), end=pos(5, 8)), new_text="note 9")])
+    s.edit(
+        uri,
+        [lsp.TextEdit(range=lsp.Range(start=pos(7, 0), end=pos(7, 0)), new_text="- new\n-  \n")],
+    )
+    s.edit(uri, [lsp.TextEdit(range=lsp.Range(start=pos(12, 0), end=pos(15, 0)), new_text="")])
+    s.edit(
+        uri,
+        [lsp.TextEdit(range=lsp.Range(start=pos(2, 0), end=pos(2, 0)), new_text="- tab\there\n")],
+    )
+    s.edit(uri, [lsp.TextEdit(range=lsp.Range(start=pos(20, 3), end=pos(20, 3)), new_text="x")])
+    has_similar = lambda ds: any(d.code == "similar" for d in ds)  # noqa: E731
+    await asyncio.sleep(0.3)
+    edited = sorted(
+        (str(d.code), d.range.start.line, d.range.start.character, d.range.end.character)
+        for d in await s.wait_for(uri, has_similar)
+    )
+    final = s.buffers[uri]
+    fresh_path = ws.home / "fresh" / ".pi" / "memory.md"
+    fresh_path.parent.mkdir(parents=True)
+    ws.global_store.write_text("")
+    fresh = s.open(fresh_path, final)
+    fresh_ds = sorted(
+        (str(d.code), d.range.start.line, d.range.start.character, d.range.end.character)
+        for d in await s.wait_for(fresh, has_similar)
+    )
+    assert edited == fresh_ds
+    assert any(c == "blank-note" for c, *_ in edited)
+    assert any(c == "control-characters" for c, *_ in edited)
+
+
+async def test_every_change_publishes_with_its_version(start, ws):
+    """SPEC §7: a push on every open and change, even when nothing changed."""
+    ws.write(ws.project_store, ["a clean note"])
+    s = await start("visual-studio-code")
+    assert not s.pull
+    method = lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS
+    waiting = s.client.protocol.wait_for_notification_async(method)
+    uri = s.open(ws.project_store)
+    first = await asyncio.wait_for(waiting, 10)
+    assert first.version == 1 and list(first.diagnostics) == []
+    for version in (2, 3, 4):  # prose edits: the (empty) diagnostics do not change
+        waiting = s.client.protocol.wait_for_notification_async(method)
+        start_of_line_1 = lsp.Position(line=1, character=0)
+        s.edit(
+            uri,
+            [
+                lsp.TextEdit(
+                    range=lsp.Range(start=start_of_line_1, end=start_of_line_1), new_text="x"
+                )
+            ],
+        )
+        params = await asyncio.wait_for(waiting, 10)
+        assert params.uri == uri and params.version == version
+        assert list(params.diagnostics) == []

@@ -1,0 +1,282 @@
+"""Code actions (each edit applied and checked), symbols, hover, lens, formatting,
+settings, watchers and robustness."""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import json
+
+import pytest
+from lsprotocol import types as lsp
+
+from memory_ls.core.text import HEADER
+
+from .conftest import PRESETS, TIMEOUT, apply_text_edits, edits_for, uri_of
+
+
+def notes_of(text: str) -> list[str]:
+    return [x[2:] for x in text.split("\n") if x.startswith("- ") and x[2:].strip()]
+
+
+async def actions_for(s, uri, diag=None, line=None, only=None, end_line=None):
+    line = diag.range.start.line if diag else line
+    rng = (
+        diag.range
+        if diag
+        else lsp.Range(
+            start=lsp.Position(line, 0),
+            end=lsp.Position(end_line if end_line is not None else line, 1),
+        )
+    )
+    return await asyncio.wait_for(
+        s.client.text_document_code_action_async(
+            lsp.CodeActionParams(
+                text_document=lsp.TextDocumentIdentifier(uri=uri),
+                range=rng,
+                context=lsp.CodeActionContext(diagnostics=[diag] if diag else [], only=only),
+            )
+        ),
+        TIMEOUT,
+    )
+
+
+def applied(s, uri, action) -> str:
+    assert action.edit is not None
+    return apply_text_edits(s.buffers[uri], edits_for(action.edit, uri), s.encoding)
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+async def test_quick_fixes(start, ws, preset):
+    ws.write(ws.global_store, ["shared fact"])
+    text = (
+        ws.write(
+            ws.project_store,
+            ["use pnpm", "use pnpm", "Use PNPM!", "tab\there", "zero\u200bwidth 😀", "shared fact"],
+        )
+        + "-   \n"
+    )
+    ws.project_store.write_text(text)
+    s = await start(preset)
+    uri = s.open(ws.project_store)
+    ds = await s.codes(
+        uri,
+        "duplicate",
+        "control-characters",
+        "hidden-unicode",
+        "blank-note",
+        "cross-scope-duplicate",
+    )
+    by = {}
+    for d in ds:
+        by.setdefault(str(d.code), []).append(d)
+    exact = next(d for d in by["duplicate"] if d.range.start.line == 3)
+    acts = await actions_for(s, uri, exact, only=[lsp.CodeActionKind.QuickFix])
+    assert all(a.kind == lsp.CodeActionKind.QuickFix for a in acts)
+    assert notes_of(applied(s, uri, acts[0])) == [
+        "use pnpm",
+        "Use PNPM!",
+        "tab\there",
+        "zero\u200bwidth 😀",
+        "shared fact",
+    ]
+    near = next(d for d in by["duplicate"] if d.range.start.line == 4)
+    acts = await actions_for(s, uri, near, only=[lsp.CodeActionKind.QuickFix])
+    results = [notes_of(applied(s, uri, a))[:3] for a in acts]
+    assert ["use pnpm", "use pnpm", "tab\there"] in results  # keep the first wording
+    assert ["Use PNPM!", "use pnpm", "tab\there"] in results  # keep the later wording
+    assert ["use pnpm; Use PNPM!", "use pnpm", "tab\there"] in results  # merge
+    acts = await actions_for(s, uri, by["control-characters"][0], only=["quickfix"])
+    assert "tab here" in notes_of(applied(s, uri, acts[0]))
+    acts = await actions_for(s, uri, by["hidden-unicode"][0], only=["quickfix"])
+    assert "zerowidth 😀" in notes_of(applied(s, uri, acts[0]))
+    acts = await actions_for(s, uri, by["blank-note"][0], only=["quickfix"])
+    assert "-   " not in applied(s, uri, acts[0])
+    acts = await actions_for(s, uri, by["cross-scope-duplicate"][0], only=["quickfix"])
+    assert "shared fact" not in notes_of(applied(s, uri, acts[0]))
+    # fixAll: later exact duplicates, blank bullets, controls, hidden characters
+    acts = await actions_for(s, uri, line=0, only=["source.fixAll"])
+    assert [a.kind for a in acts] == ["source.fixAll.memory"]
+    assert notes_of(applied(s, uri, acts[0])) == [
+        "use pnpm",
+        "Use PNPM!",
+        "tab here",
+        "zerowidth 😀",
+        "shared fact",
+    ]
+
+
+async def test_note_actions(start, ws):
+    ws.write(ws.project_store, ["alpha", "beta", "gamma"])
+    s = await start("visual-studio-code")
+    uri = s.open(ws.project_store)
+    await asyncio.sleep(0.1)
+    acts = await actions_for(s, uri, line=3)
+    titles = [a.title for a in acts]
+    forget = next(a for a in acts if a.title.startswith("Forget"))
+    assert notes_of(applied(s, uri, forget)) == ["alpha", "gamma"]
+    move = next(a for a in acts if a.title == "Move to global memory")
+    # lsprotocol's client-side hook reads any CodeAction holding a `command` as a
+    # Command (stringifying the nested one); the server sends a proper CodeAction.
+    if isinstance(move, lsp.CodeAction):
+        cmd = {"command": move.command.command, "arguments": move.command.arguments}
+    else:
+        cmd = ast.literal_eval(move.command)
+    assert cmd["command"] == "memory.move"
+    r = await s.command(cmd["command"], cmd["arguments"][0])
+    assert r["global"] == ["beta"] and r["project"] == ["alpha", "gamma"]
+    assert notes_of(s.buffers[uri]) == ["alpha", "gamma"]  # the buffer followed
+    acts = await actions_for(s, uri, line=2, end_line=3)
+    merge = next(a for a in acts if a.title.startswith("Merge the 2"))
+    assert notes_of(applied(s, uri, merge)) == ["alpha; gamma"]
+    assert not await actions_for(s, uri, line=2, only=["source.fixAll"])
+    assert "Forget “alpha”" in titles or titles
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+async def test_symbols_hover_lens_formatting(start, ws, preset):
+    ws.write(ws.global_store, ["global 日本 note"])
+    ws.write(ws.project_store, HEADER + "\n\n*   spaced   note  \n- 😀 emoji\nprose stays\n")
+    s = await start(preset)
+    uri = s.open(ws.project_store)
+    await asyncio.sleep(0.1)
+    symbols = await s.client.text_document_document_symbol_async(
+        lsp.DocumentSymbolParams(text_document=lsp.TextDocumentIdentifier(uri=uri))
+    )
+    assert [x.name for x in symbols] == ["spaced note", "😀 emoji"]
+    found = await s.client.workspace_symbol_async(lsp.WorkspaceSymbolParams(query="日本"))
+    assert [x.name for x in found] == ["global 日本 note"]
+    assert found[0].location.uri == uri_of(ws.global_store)
+    h = await s.client.text_document_hover_async(
+        lsp.HoverParams(
+            text_document=lsp.TextDocumentIdentifier(uri=uri), position=lsp.Position(3, 3)
+        )
+    )
+    assert "project memory" in h.contents.value and "In recall" in h.contents.value
+    lenses = await s.client.text_document_code_lens_async(
+        lsp.CodeLensParams(text_document=lsp.TextDocumentIdentifier(uri=uri))
+    )
+    assert lenses[0].range.start.line == 0
+    assert (
+        lenses[0].command.title.startswith("2 notes · ") and "0 left out" in lenses[0].command.title
+    )
+    assert lenses[0].command.command == "memory.doctor"
+    edits = await s.client.text_document_formatting_async(
+        lsp.DocumentFormattingParams(
+            text_document=lsp.TextDocumentIdentifier(uri=uri),
+            options=lsp.FormattingOptions(tab_size=2, insert_spaces=True),
+        )
+    )
+    formatted = apply_text_edits(s.buffers[uri], edits, s.encoding)
+    assert formatted == HEADER + "\n\n- spaced note\n- 😀 emoji\nprose stays\n"
+
+
+async def test_settings_severity_and_threshold(start, ws):
+    ws.write(ws.project_store, ["one", "One.", "tab\there"])
+    s = await start(
+        "visual-studio-code",
+        init_options={"severity": {"duplicate": "error", "bogus": "hint"}, "similarThreshold": 500},
+        configuration={"severity": {"control-characters": "off", "duplicate": "error"}},
+    )
+    uri = s.open(ws.project_store)
+    ds = await s.codes(uri, "duplicate")
+    assert next(d for d in ds if d.code == "duplicate").severity == lsp.DiagnosticSeverity.Error
+    assert not [d for d in ds if d.code == "control-characters"]
+    logs = " ".join(m.message for m in s.client.log_messages)
+    assert "bogus" in logs and "similarThreshold" in logs
+    # change the configuration: re-pulled on didChangeConfiguration
+    s.client.set_configuration({"severity": {"duplicate": "off"}}, section="memoryLs")
+    s.client.workspace_did_change_configuration(lsp.DidChangeConfigurationParams(settings=None))
+    await s.wait_for(
+        uri,
+        lambda ds: (
+            not [d for d in ds if d.code == "duplicate"]
+            and bool([d for d in ds if d.code == "control-characters"])
+        ),
+    )
+    # a trust change through settings
+    s.client.set_configuration({"trusted": False}, section="memoryLs")
+    s.client.workspace_did_change_configuration(lsp.DidChangeConfigurationParams(settings=None))
+    await s.codes(uri, "untrusted")
+
+
+async def test_watchers_registered_and_cross_scope_refresh(start, ws):
+    ws.write(ws.project_store, ["shared"])
+    s = await start("visual-studio-code")
+    assert s.registrations and s.registrations[0].method == "workspace/didChangeWatchedFiles"
+    uri = s.open(ws.project_store)
+    await asyncio.sleep(0.2)
+    assert not [d for d in await s.diagnostics(uri) if d.code == "cross-scope-duplicate"]
+    # an open global buffer refreshes the project's cross-scope diagnostics as it is typed
+    g = s.open(ws.global_store, "- other\n")
+    s.replace_all(g, "- Shared\n")
+    await s.codes(uri, "cross-scope-duplicate")
+    await s.codes(g, "cross-scope-duplicate")
+
+
+async def test_malformed_burst_then_still_answers(start, ws):
+    ws.write(ws.project_store, ["one"])
+    s = await start("neovim")
+    uri = s.open(ws.project_store)
+    proto = s.client.protocol
+    bad = [
+        {"jsonrpc": "2.0", "method": "textDocument/didChange", "params": {"nonsense": 1}},
+        {"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": None},
+        {"jsonrpc": "2.0", "id": 9001, "method": "textDocument/hover", "params": {"x": []}},
+        {"jsonrpc": "2.0", "id": 9002, "method": "no/such/method", "params": {}},
+        {
+            "jsonrpc": "2.0",
+            "method": "textDocument/didChange",
+            "params": {
+                "textDocument": {"uri": "file:///nowhere/.pi/memory.md", "version": 3},
+                "contentChanges": [{"text": "x"}],
+            },
+        },
+        {
+            "jsonrpc": "2.0",
+            "method": "textDocument/didChange",
+            "params": {
+                "textDocument": {"uri": uri, "version": 2},
+                "contentChanges": [
+                    {
+                        "range": {
+                            "start": {"line": 999, "character": 999},
+                            "end": {"line": 1999, "character": 5},
+                        },
+                        "text": "- Z\n",
+                    }
+                ],
+            },
+        },
+        {
+            "jsonrpc": "2.0",
+            "id": 9003,
+            "method": "workspace/executeCommand",
+            "params": {"command": "memory.add", "arguments": [[1, 2]]},
+        },
+        {
+            "jsonrpc": "2.0",
+            "id": 9004,
+            "method": "textDocument/codeAction",
+            "params": {
+                "textDocument": {"uri": "file:///elsewhere.md"},
+                "range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}},
+                "context": {"diagnostics": []},
+            },
+        },
+    ]
+    for _ in range(5):
+        for message in bad:
+            proto._send_data(message)
+    await asyncio.sleep(0.3)
+    r = await s.command("memory.list")
+    assert r["project"] == ["one"]
+    h = await s.client.text_document_hover_async(
+        lsp.HoverParams(
+            text_document=lsp.TextDocumentIdentifier(uri=uri), position=lsp.Position(500, 40)
+        )
+    )
+    assert h is None
+    ds = await s.diagnostics(uri)
+    assert isinstance(ds, list)
+    assert json.dumps(r)

@@ -1,0 +1,170 @@
+"""Findings over a memory file (the data behind SPEC §7's diagnostics)."""
+
+from __future__ import annotations
+
+from memory_ls.core.checks import (
+    CODES,
+    FileContext,
+    check_bullets,
+    cross_scope_findings,
+    duplicate_findings,
+    file_findings,
+    key_index,
+    line_findings,
+    not_injected_findings,
+)
+from memory_ls.core.notes import parse, parse_bullet
+from memory_ls.core.recall import recall_plan
+from memory_ls.core.text import HEADER
+
+
+def codes(content: str, ctx: FileContext | None = None) -> list[tuple[int, str]]:
+    parsed = parse(content)
+    found = check_bullets(parsed.lines, parsed.bullets, ctx or FileContext())
+    return [(f.line, f.code) for f in found]
+
+
+def test_every_spec_code_and_default_severity() -> None:
+    assert CODES == {
+        "duplicate": "warning",
+        "cross-scope-duplicate": "information",
+        "too-long": "warning",
+        "blank-note": "warning",
+        "control-characters": "warning",
+        "hidden-unicode": "warning",
+        "not-injected": "information",
+        "recall-off": "hint",
+        "untrusted": "information",
+        "file-too-large": "error",
+        "symlink": "error",
+        "invalid-utf8": "error",
+        "not-the-store": "warning",
+        "similar": "hint",
+    }
+
+
+def test_clean_file_has_no_findings() -> None:
+    assert codes(f"{HEADER}\n\n# Notes\n- a\n- b\nprose\n") == []
+
+
+def test_blank_bullet() -> None:
+    assert codes("- a\n-  \n- \n") == [(1, "blank-note")]
+
+
+def test_too_long_counts_utf16() -> None:
+    assert codes("- " + "😀" * 250 + "\n") == []
+    found = codes("- " + "😀" * 251 + "\n")
+    assert found == [(0, "too-long")]
+    b = parse_bullet("- " + "😀" * 251)
+    assert b is not None
+    (f,) = line_findings(b)
+    assert f.data["length"] == 502
+    assert f.severity == "warning"
+
+
+def test_control_characters_but_not_trailing_whitespace() -> None:
+    assert codes("- a\x1bb\n") == [(0, "control-characters")]
+    assert codes("- a\tb\n") == [(0, "control-characters")]
+    assert codes("- a\x85b\n") == [(0, "control-characters")]
+    assert codes("- ab\t\n") == []  # trailing whitespace is not part of the note
+
+
+def test_hidden_unicode() -> None:
+    b = parse_bullet("- a\u200bb\u202e")
+    assert b is not None
+    (f,) = line_findings(b)
+    assert f.code == "hidden-unicode"
+    assert f.data["count"] == 2
+
+
+def test_ranges_cover_the_note_text() -> None:
+    line = "  -   a\x1bb   "
+    b = parse_bullet(line, 3)
+    assert b is not None
+    (f,) = line_findings(b)
+    assert (f.line, f.end_line) == (3, 3)
+    assert line[f.start : f.end] == "a\x1bb"
+
+
+def test_duplicates_point_at_the_first() -> None:
+    parsed = parse("- Use pnpm\n- other\n- use PNPM.\n- use pnpm\n")
+    found = duplicate_findings(parsed.bullets)
+    assert [(f.line, f.data["firstLine"], f.data["exact"]) for f in found] == [
+        (2, 0, False),
+        (3, 0, False),
+    ]
+    assert found[0].related[0].line == 0
+    assert found[0].severity == "warning"
+
+
+def test_exact_duplicate_flag() -> None:
+    parsed = parse("- a\n- a\n")
+    (f,) = duplicate_findings(parsed.bullets)
+    assert f.data["exact"] is True
+
+
+def test_blank_bullets_are_not_duplicates() -> None:
+    assert duplicate_findings(parse("-  \n-  \n").bullets) == []
+
+
+def test_cross_scope() -> None:
+    other = key_index(parse("- Use pnpm!\n- x\n").bullets)
+    assert other == {"use pnpm": "Use pnpm!", "x": "x"}
+    found = cross_scope_findings(parse("- use pnpm\n- y\n").bullets, "project", other, "/g")
+    assert [(f.line, f.code, f.data["otherScope"]) for f in found] == [
+        (0, "cross-scope-duplicate", "global")
+    ]
+    assert found[0].message == "Also in global memory: Use pnpm!"
+
+
+def test_not_injected_one_finding_per_run() -> None:
+    content = "- a\n" + "- " + "b" * 400 + "\n- " + "c" * 400 + "\n- d\n-  \n- " + "e" * 400 + "\n"
+    parsed = parse(content)
+    plan = recall_plan(parsed.notes, [], 512)
+    assert [n.included for n in plan.notes] == [True, False, False, True, False]
+    found = not_injected_findings(parsed.bullets, "project", plan)
+    assert [(f.line, f.end_line, f.data["count"]) for f in found] == [(1, 2, 2), (5, 5, 1)]
+    assert all(f.data["used"] == plan.used and f.data["cap"] == 512 for f in found)
+
+
+def test_not_injected_is_silent_when_recall_is_off() -> None:
+    parsed = parse("- " + "b" * 600 + "\n")
+    plan = recall_plan(parsed.notes, [], 512, inject=False)
+    assert not_injected_findings(parsed.bullets, "project", plan) == []
+
+
+def test_file_findings() -> None:
+    lines = ["# x"]
+    ctx = FileContext(
+        scope="project",
+        size=262_145,
+        symlink=True,
+        invalid_utf8_at=(5, 0, 5),
+        inject=False,
+        trusted=False,
+        trust_reason="rule",
+        real_store="/r/.pi/memory.md",
+    )
+    found = file_findings(lines, ctx)
+    assert sorted(f.code for f in found) == sorted(
+        ["symlink", "file-too-large", "invalid-utf8", "not-the-store", "recall-off", "untrusted"]
+    )
+    too_large = next(f for f in found if f.code == "file-too-large")
+    assert "262145 bytes" in too_large.message
+    bad = next(f for f in found if f.code == "invalid-utf8")
+    assert "offset 5" in bad.message
+    assert (bad.start, bad.end) == (5, 6)
+
+
+def test_file_findings_at_the_limits() -> None:
+    assert file_findings([""], FileContext(scope="global", size=262_144)) == []
+    # untrusted is about the project store only, recall-off about stores only
+    assert file_findings([""], FileContext(scope="global", trusted=False)) == []
+    assert file_findings([""], FileContext(scope=None, inject=False)) == []
+
+
+def test_findings_are_in_reading_order() -> None:
+    found = codes("- a\n- a\x1b\n-  \n- A\n")
+    assert found == sorted(found)
+    assert (2, "blank-note") in found
+    assert (3, "duplicate") in found

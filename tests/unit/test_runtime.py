@@ -1,0 +1,488 @@
+"""The runtime over real files (SPEC §1-§3, §6): actions, results, writing, freshness."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from memory_ls.core.text import BOM, HEADER
+from memory_ls.store.files import Stamp, write_store
+from tests.conftest import Workspace
+
+NEW = f"{HEADER}\n\n"
+
+
+def only_store_in_pi(ws: Workspace) -> None:
+    assert sorted(os.listdir(ws.root / ".pi")) == ["memory.md"]
+
+
+# -- results and validation through run() ---------------------------------------
+
+
+def test_list_of_nothing(workspace: Workspace) -> None:
+    rt = workspace.runtime()
+    assert rt.run("list", {}) == {
+        "action": "list",
+        "scope": "project",
+        "project": [],
+        "global": [],
+        "changed": False,
+    }
+    assert not (workspace.root / ".pi").exists()
+
+
+def test_first_add_creates_folders_and_header(workspace: Workspace) -> None:
+    rt = workspace.runtime()
+    result = rt.run("add", {"text": "  use   pnpm  "})
+    assert result == {
+        "action": "add",
+        "scope": "project",
+        "project": ["use pnpm"],
+        "global": [],
+        "changed": True,
+        "entry": "use pnpm",
+    }
+    assert workspace.read("project") == f"{NEW}- use pnpm\n".encode()
+    only_store_in_pi(workspace)
+    workspace.agent_dir.rmdir()
+    result = rt.run("add", {"text": "g", "scope": "global"})
+    assert result["global"] == ["g"]
+    assert workspace.read("global") == f"{NEW}- g\n".encode()
+
+
+@pytest.mark.parametrize(
+    ("args", "error"),
+    [
+        ({}, "text is required."),
+        ({"text": None}, "text is required."),
+        ({"text": 3}, "text is required."),
+        ({"text": ["a"]}, "text is required."),
+        ({"text": "  \t\x1b "}, "text is required."),
+        ({"text": "😀" * 251}, "text is longer than 500 characters."),
+        ({"text": "a", "scope": "both"}, "scope must be one of project, global."),
+        ({"text": "a", "scope": 1}, "scope must be one of project, global."),
+    ],
+)
+def test_add_validation(workspace: Workspace, args: dict[str, object], error: str) -> None:
+    workspace.write("project", "- keep\n")
+    before = workspace.read("project")
+    result = workspace.runtime().run("add", args)
+    assert result["error"] == error
+    assert result["changed"] is False
+    assert result["project"] == ["keep"]
+    assert workspace.read("project") == before
+
+
+def test_250_emoji_pass(workspace: Workspace) -> None:
+    result = workspace.runtime().run("add", {"text": "😀" * 250})
+    assert "error" not in result
+    assert result["project"] == ["😀" * 250]
+
+
+@pytest.mark.parametrize("action", ["delete", "", None, 5, "ADD"])
+def test_unknown_action(workspace: Workspace, action: object) -> None:
+    result = workspace.runtime().run(action, {"text": "a"})
+    assert result["error"] == "action must be one of add, update, forget, list."
+    assert result["changed"] is False
+
+
+def test_update_validation(workspace: Workspace) -> None:
+    workspace.write("project", "- a\n")
+    rt = workspace.runtime()
+    assert rt.run("update", {"text": "a"})["error"] == "to is required."
+    assert rt.run("update", {"text": "a", "to": " "})["error"] == "to is required."
+    assert rt.run("update", {"text": "a", "to": "x" * 501})["error"] == (
+        "to is longer than 500 characters."
+    )
+    assert rt.run("update", {"to": "b"})["error"] == "text is required."
+    assert rt.run("update", {"text": "x", "to": "b"})["error"] == (
+        "No project memory note matches: x"
+    )
+    assert workspace.read("project") == b"- a\n"
+
+
+def test_update_in_place(workspace: Workspace) -> None:
+    workspace.write("project", "# t\r\n  * old\r\n- keep\r\n")
+    result = workspace.runtime().run("update", {"text": "old", "to": "new"})
+    assert result["changed"] is True
+    assert result["entry"] == "old"
+    assert result["to"] == "new"
+    assert result["project"] == ["new", "keep"]
+    assert workspace.read("project") == b"# t\r\n  * new\r\n- keep\r\n"
+
+
+def test_update_same_text_is_a_no_op(workspace: Workspace) -> None:
+    workspace.write("project", "-   a  \n")
+    stamp = os.stat(workspace.project_store).st_mtime_ns
+    result = workspace.runtime().run("update", {"text": "a", "to": "a"})
+    assert result["changed"] is False
+    assert "error" not in result
+    assert workspace.read("project") == b"-   a  \n"
+    assert os.stat(workspace.project_store).st_mtime_ns == stamp
+
+
+def test_add_near_duplicate_returns_existing_and_writes_nothing(workspace: Workspace) -> None:
+    workspace.write("global", "- Use PNPM.\n")
+    before = os.stat(workspace.global_store)
+    result = workspace.runtime().run("add", {"text": "use pnpm", "scope": "global"})
+    assert result["changed"] is False
+    assert result["existing"] == "Use PNPM."
+    assert "error" not in result
+    after = os.stat(workspace.global_store)
+    assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
+
+
+def test_forget(workspace: Workspace) -> None:
+    workspace.write("project", "- a\n- b\n- a\n")
+    rt = workspace.runtime()
+    assert rt.run("forget", {"text": "A"})["error"] == "No project memory note matches: A"
+    result = rt.run("forget", {"text": "a"})
+    assert result["changed"] is True
+    assert result["project"] == ["b"]
+    assert workspace.read("project") == b"- b\n"
+    rt.run("forget", {"text": "b"})
+    assert workspace.read("project") == b""
+    only_store_in_pi(workspace)
+
+
+def test_forget_on_a_missing_store_creates_nothing(workspace: Workspace) -> None:
+    result = workspace.runtime().run("forget", {"text": "a"})
+    assert result["error"] == "No project memory note matches: a"
+    assert not (workspace.root / ".pi").exists()
+
+
+def test_merge(workspace: Workspace) -> None:
+    workspace.write("project", "- one\n- two\n- three\n")
+    rt = workspace.runtime()
+    assert rt.run("merge", {"text": "one", "to": "x"})["error"] == "other is required."
+    assert rt.run("merge", {"text": "one", "other": "two"})["error"] == "to is required."
+    same = rt.run("merge", {"text": "one", "other": " one ", "to": "x"})
+    assert same["error"] == "text and other must be different notes."
+    missing = rt.run("merge", {"text": "one", "other": "nine", "to": "x"})
+    assert missing["error"] == "No project memory note matches: nine"
+    assert workspace.read("project") == b"- one\n- two\n- three\n"
+    result = rt.run("merge", {"text": "one", "other": "two", "to": "one; two"})
+    assert result["changed"] is True
+    assert result["project"] == ["one; two", "three"]
+    assert workspace.read("project") == b"- one; two\n- three\n"
+
+
+def test_merge_in_global_scope(workspace: Workspace) -> None:
+    workspace.write("global", "- a\n- b\n")
+    result = workspace.runtime().run(
+        "merge", {"text": "b", "other": "a", "to": "ab", "scope": "global"}
+    )
+    assert result["global"] == ["ab"]
+
+
+def test_move_target_first_then_source(workspace: Workspace) -> None:
+    workspace.write("project", "- p\n- q\n")
+    result = workspace.runtime().run("move", {"text": "p"})
+    assert result["scope"] == "project"
+    assert result["changed"] is True
+    assert result["project"] == ["q"]
+    assert result["global"] == ["p"]
+    assert "existing" not in result
+    assert workspace.read("global") == f"{NEW}- p\n".encode()
+
+
+def test_move_reports_an_existing_near_duplicate(workspace: Workspace) -> None:
+    workspace.write("project", "- use pnpm\n")
+    workspace.write("global", "- Use pnpm!\n")
+    result = workspace.runtime().run("move", {"text": "use pnpm"})
+    assert result["existing"] == "Use pnpm!"
+    assert result["changed"] is True
+    assert result["project"] == []
+    assert workspace.read("global") == b"- Use pnpm!\n"
+
+
+def test_move_no_match(workspace: Workspace) -> None:
+    workspace.write("global", "- g\n")
+    result = workspace.runtime().run("move", {"text": "x", "scope": "global"})
+    assert result["error"] == "No global memory note matches: x"
+    assert not workspace.project_store.exists()
+
+
+def test_move_into_an_untrusted_project_is_refused(workspace: Workspace) -> None:
+    workspace.write("global", "- g\n")
+    result = workspace.runtime(trusted=False).run("move", {"text": "g", "scope": "global"})
+    assert result["error"] == (
+        'Project memory is unavailable for an untrusted project; use scope "global".'
+    )
+    assert result["global"] == ["g"]
+    assert result["project"] == []
+    assert not workspace.project_store.exists()
+
+
+def test_move_when_source_write_fails_leaves_note_in_both(workspace: Workspace) -> None:
+    workspace.write("project", "- p\n")
+    rt = workspace.runtime()
+    # the target write succeeds; make the source refuse by making it oversize meanwhile
+    original = rt._mutate
+    calls: list[str] = []
+
+    def flaky(scope, transform):  # type: ignore[no-untyped-def]
+        calls.append(scope)
+        if scope == "project":
+            workspace.write("project", b"- p\n\xff")
+        return original(scope, transform)
+
+    rt._mutate = flaky  # type: ignore[method-assign]
+    result = rt.move("p", "project")
+    assert calls == ["global", "project"]
+    assert "error" in result
+    assert workspace.read("global") == f"{NEW}- p\n".encode()
+    assert b"- p" in workspace.read("project")
+
+
+def test_clear(workspace: Workspace) -> None:
+    workspace.write("project", f"{NEW}# Notes\n\n- a\n\n\n\nprose\n-  \n")
+    rt = workspace.runtime()
+    result = rt.run("clear", {})
+    assert result["changed"] is True
+    assert result["project"] == []
+    assert workspace.read("project") == f"{NEW}# Notes\n\nprose\n".encode()
+    again = rt.run("clear", {})
+    assert again["changed"] is False
+
+
+def test_clear_missing_store_writes_nothing(workspace: Workspace) -> None:
+    assert workspace.runtime().clear("project")["changed"] is False
+    assert not (workspace.root / ".pi").exists()
+
+
+def test_read_only_refuses_every_mutation(workspace: Workspace) -> None:
+    workspace.write("project", "- a\n")
+    rt = workspace.runtime(read_only=True)
+    for action, args in [
+        ("add", {"text": "b"}),
+        ("update", {"text": "a", "to": "b"}),
+        ("forget", {"text": "a"}),
+        ("merge", {"text": "a", "other": "b", "to": "c"}),
+        ("move", {"text": "a"}),
+        ("clear", {}),
+    ]:
+        result = rt.run(action, args)
+        assert result["error"] == "memory-ls is read-only: changes are refused.", action
+    assert rt.run("list", {})["project"] == ["a"]
+    assert workspace.read("project") == b"- a\n"
+
+
+# -- untrusted project ----------------------------------------------------------
+
+
+def test_untrusted_project_hides_notes_and_refuses_writes(workspace: Workspace) -> None:
+    workspace.write("project", "- secret\n")
+    workspace.write("global", "- g\n")
+    rt = workspace.runtime(trusted=False)
+    listed = rt.run("list", {})
+    assert listed["project"] == []
+    assert listed["global"] == ["g"]
+    message = 'Project memory is unavailable for an untrusted project; use scope "global".'
+    for action, args in [
+        ("add", {"text": "b"}),
+        ("update", {"text": "secret", "to": "b"}),
+        ("forget", {"text": "secret"}),
+        ("merge", {"text": "secret", "other": "b", "to": "c"}),
+        ("move", {"text": "secret"}),
+        ("clear", {}),
+    ]:
+        result = rt.run(action, args)
+        assert result["error"] == message, action
+        assert result["changed"] is False
+        assert result["project"] == []
+    assert workspace.read("project") == b"- secret\n"
+    assert rt.run("add", {"text": "ok", "scope": "global"})["global"] == ["g", "ok"]
+    plan = rt.plan()
+    assert [n.scope for n in plan.notes] == ["global", "global"]
+
+
+def test_trust_from_resources_rule(workspace: Workspace) -> None:
+    (workspace.root / ".pi").mkdir()
+    (workspace.root / ".pi" / "settings.json").write_text("{}")
+    rt = workspace.runtime(trusted=None)
+    assert rt.run("add", {"text": "x"})["error"].startswith("Project memory is unavailable")
+
+
+# -- writing --------------------------------------------------------------------
+
+
+def test_file_mode_is_preserved(workspace: Workspace) -> None:
+    path = workspace.write("project", "- a\n")
+    os.chmod(path, 0o640)
+    rt = workspace.runtime()
+    rt.run("add", {"text": "b"})
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o640
+    rt.run("forget", {"text": "a"})
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o640
+    only_store_in_pi(workspace)
+
+
+def test_pi_folder_holds_only_the_store_after_every_action(workspace: Workspace) -> None:
+    rt = workspace.runtime()
+    steps: list[tuple[str, dict[str, object]]] = [
+        ("add", {"text": "a"}),
+        ("add", {"text": "b"}),
+        ("add", {"text": "A."}),
+        ("update", {"text": "a", "to": "c"}),
+        ("merge", {"text": "c", "other": "b", "to": "d"}),
+        ("move", {"text": "d"}),
+        ("move", {"text": "d", "scope": "global"}),
+        ("forget", {"text": "nope"}),
+        ("clear", {}),
+    ]
+    for action, args in steps:
+        rt.run(action, args)
+        only_store_in_pi(workspace)
+
+
+def test_bom_and_crlf_are_kept(workspace: Workspace) -> None:
+    workspace.write("project", BOM + "# t\r\n- a\r\n")
+    workspace.runtime().run("add", {"text": "b"})
+    assert workspace.read("project") == (BOM + "# t\r\n- a\r\n- b\r\n").encode()
+
+
+def test_concurrent_adds_from_threads_are_not_lost(workspace: Workspace) -> None:
+    import threading
+
+    runtimes = [workspace.runtime() for _ in range(4)]
+
+    def work(i: int) -> None:
+        for j in range(15):
+            runtimes[i].add(f"note {i}-{j}", "project")
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    notes = workspace.runtime().run("list", {})["project"]
+    assert sorted(notes) == sorted(f"note {i}-{j}" for i in range(4) for j in range(15))
+    only_store_in_pi(workspace)
+
+
+# -- freshness ------------------------------------------------------------------
+
+
+def test_external_edit_is_seen(workspace: Workspace) -> None:
+    path = workspace.write("project", "- a\n")
+    rt = workspace.runtime()
+    assert rt.run("list", {})["project"] == ["a"]
+    path.write_text("- b\n")  # same size, same inode
+    st = os.stat(path)
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
+    assert rt.run("list", {})["project"] == ["b"]
+    path.write_text("- b\n- c\n")
+    assert rt.run("list", {})["project"] == ["b", "c"]
+    assert rt.plan().body is not None and rt.plan().body.endswith("- b\n- c")  # type: ignore[union-attr]
+
+
+def test_self_write_is_adopted(workspace: Workspace) -> None:
+    rt = workspace.runtime()
+    rt.run("add", {"text": "a"})
+    view = rt.view("project")
+    assert view.parsed.notes == ["a"]
+    assert rt.view("project") is view  # not re-read
+
+
+def test_store_that_becomes_a_symlink_keeps_last_good_for_recall(workspace: Workspace) -> None:
+    path = workspace.write("project", "- a\n- b\n")
+    rt = workspace.runtime()
+    assert rt.run("list", {})["project"] == ["a", "b"]
+    target = workspace.root / "elsewhere.md"
+    target.write_text("- evil\n")
+    path.unlink()
+    path.symlink_to(target)
+    listed = rt.run("list", {})
+    assert listed["error"] == f"Refusing to use the symlinked memory file: {path}"
+    assert listed["project"] == []
+    plan = rt.plan()
+    assert [n.text for n in plan.notes] == ["a", "b"]
+    assert plan.body is not None and "- evil" not in plan.body
+
+
+def test_store_that_becomes_oversize_keeps_last_good_for_recall(workspace: Workspace) -> None:
+    path = workspace.write("global", "- a\n")
+    rt = workspace.runtime()
+    assert rt.plan().notes[0].text == "a"
+    path.write_bytes(b"- big\n" + b"x" * 262_144)
+    listed = rt.run("list", {})
+    assert listed["error"] == (
+        f"Memory file is 262150 bytes, larger than the 262144-byte limit: {path}"
+    )
+    assert [n.text for n in rt.plan().notes] == ["a"]
+
+
+def test_reload_reports_changes(workspace: Workspace) -> None:
+    path = workspace.write("project", "- a\n- b\n")
+    rt = workspace.runtime()
+    rt.run("list", {})
+    path.write_text("- b\n- c\n")
+    changes = rt.reload()
+    assert changes["project"].added == ["c"]
+    assert changes["project"].removed == ["a"]
+    assert changes["global"].added == changes["global"].removed == []
+
+
+# -- recall through the runtime --------------------------------------------------
+
+
+def test_inject_reads_config(workspace: Workspace) -> None:
+    workspace.write("project", "- p\n")
+    workspace.write("global", "- g\n")
+    rt = workspace.runtime()
+    result = rt.inject()
+    assert result["body"] is not None and result["body"].endswith("project:\n- p\nglobal:\n- g")
+    assert result["bytes"] == len(result["body"].encode())
+    assert result["included"] == 2
+    (workspace.agent_dir / "bytefly.json").write_text('{"memory": {"inject": false}}')
+    off = rt.inject()
+    assert off["body"] is None
+    assert off["inject"] is False
+    assert off["bytes"] == 0
+    assert rt.run("list", {})["project"] == ["p"]
+
+
+def record_writes(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Patch the runtime's ``write_store`` to record the path of every write."""
+    writes: list[str] = []
+
+    def spy(path: Path, content: str) -> Stamp:
+        writes.append(str(path))
+        return write_store(path, content)
+
+    monkeypatch.setattr("memory_ls.store.runtime.write_store", spy)
+    return writes
+
+
+def test_merge_is_one_write(workspace: Workspace, monkeypatch: pytest.MonkeyPatch) -> None:
+    workspace.write("project", "- a\n- b\n")
+    writes = record_writes(monkeypatch)
+    workspace.runtime().run("merge", {"text": "a", "other": "b", "to": "a; b"})
+    assert writes == [str(workspace.project_store)]
+
+
+def test_move_writes_target_then_source(
+    workspace: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    workspace.write("global", "- g\n")
+    writes = record_writes(monkeypatch)
+    workspace.runtime().run("move", {"text": "g", "scope": "global"})
+    assert writes == [str(workspace.project_store), str(workspace.global_store)]
+
+
+def test_refusals_and_no_ops_never_write(
+    workspace: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    workspace.write("project", "- a\n")
+    writes = record_writes(monkeypatch)
+    rt = workspace.runtime()
+    rt.run("add", {"text": "A!"})
+    rt.run("update", {"text": "a", "to": "a"})
+    rt.run("forget", {"text": "b"})
+    rt.run("add", {"text": ""})
+    rt.run("list", {})
+    assert writes == []
