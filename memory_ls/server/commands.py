@@ -106,9 +106,11 @@ async def execute(ls: MemoryServer, command: str, args: tuple[Any, ...]) -> Any:
         changes = runtime.reload()
         ls.projects.invalidate()
         ls.refresh_all()
+        # A MemoryResult (both scopes' notes as now read) plus what changed per scope.
+        changed = any(c.added or c.removed for c in changes.values())
         return {
-            "changed": any(c.added or c.removed for c in changes.values()),
-            **{s: {"added": c.added, "removed": c.removed} for s, c in changes.items()},
+            **runtime.result("reload", "project", changed),
+            "reloaded": {s: {"added": c.added, "removed": c.removed} for s, c in changes.items()},
         }
     return await _mutate(ls, runtime, name, arg)
 

@@ -52,6 +52,8 @@ async def test_every_command(start, ws):
     ws.global_store.write_text("- changed outside\n")
     reload = await s.command("memory.reload")
     assert reload["changed"] is True
+    assert reload["action"] == "reload" and reload["global"] == ["changed outside"]
+    assert reload["reloaded"]["global"]["added"] == ["changed outside"]
 
 
 async def test_bad_arguments(start, ws):
