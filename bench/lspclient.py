@@ -181,6 +181,7 @@ class LspClient:
     log: list[str] = field(default_factory=list)
     _next_id: int = 0
     _pending: dict[int, asyncio.Future[JSON]] = field(default_factory=dict)
+    _barriers: set[int] = field(default_factory=set)
     _waiters: list[tuple[Callable[[Publish], bool], asyncio.Future[Publish]]] = field(
         default_factory=list
     )
@@ -260,9 +261,13 @@ class LspClient:
     async def _dispatch(self, message: dict[str, JSON], received: float) -> None:
         method = message.get("method")
         if method is None:
-            future = self._pending.pop(message.get("id", -1), None)
+            message_id = message.get("id", -1)
+            future = self._pending.pop(message_id, None)
             if future is not None and not future.done():
-                if "error" in message:
+                if message_id in self._barriers:
+                    self._barriers.discard(message_id)
+                    future.set_result(received)
+                elif "error" in message:
                     future.set_exception(ServerError(json.dumps(message["error"])[:500]))
                 else:
                     future.set_result(message.get("result"))
@@ -353,6 +358,27 @@ class LspClient:
             self._pending.pop(request_id, None)
             raise ServerError(f"{method}: no answer in {timeout:g} s") from exc
         return result, time.perf_counter() - sent
+
+    async def barrier(self, timeout: float = 30.0) -> float:
+        """Send a request no server implements; return when its answer (an error) arrived.
+
+        Servers handle messages in order, so the answer comes after the server has
+        handled everything sent before it: for a server that does not publish unchanged
+        diagnostics, this is when it finished with the last change.
+        """
+        self._next_id += 1
+        request_id = self._next_id
+        future: asyncio.Future[JSON] = asyncio.get_running_loop().create_future()
+        self._pending[request_id] = future
+        self._barriers.add(request_id)
+        await self._write(
+            {"jsonrpc": "2.0", "id": request_id, "method": "bench/barrier", "params": None}
+        )
+        try:
+            return float(await asyncio.wait_for(future, timeout))
+        except TimeoutError as exc:
+            self._pending.pop(request_id, None)
+            raise ServerError(f"bench/barrier: no answer in {timeout:g} s") from exc
 
     async def notify(self, method: str, params: JSON) -> float:
         """Send a notification; return the time it was written."""

@@ -48,6 +48,7 @@ class Summary:
 
     server: str
     cold_start: float | None
+    cold_start_via_proxy: float | None
     open_diagnostics: float | None
     open_count: int | None
     similar: float | None
@@ -56,6 +57,7 @@ class Summary:
     edit_max: float | None
     edit_count: int
     edit_timeouts: int
+    unpublished: int
     add_p50: float | None
     add_p95: float | None
     add_errors: int
@@ -73,6 +75,9 @@ def summarise(name: str, results: list[SessionResult]) -> Summary:
     return Summary(
         server=name,
         cold_start=median([r.cold_start for r in ok if r.cold_start is not None]),
+        cold_start_via_proxy=median(
+            [r.cold_start_via_proxy for r in ok if r.cold_start_via_proxy is not None]
+        ),
         open_diagnostics=median([r.open_diagnostics for r in ok if r.open_diagnostics is not None]),
         open_count=ok[0].open_diagnostic_count if ok else None,
         similar=median(similar),
@@ -81,6 +86,7 @@ def summarise(name: str, results: list[SessionResult]) -> Summary:
         edit_max=max(edits) if edits else None,
         edit_count=len(edits),
         edit_timeouts=sum(r.edit_timeouts for r in results),
+        unpublished=sum(r.unpublished_edits for r in results),
         add_p50=quantile(adds, 0.5),
         add_p95=quantile(adds, 0.95),
         add_errors=sum(len(r.add_errors) for r in results),
@@ -154,6 +160,7 @@ def _ratio(mine: float | None, theirs: float | None) -> str:
 Row = tuple[str, Callable[[Summary], float | None], Callable[[float | None], str]]
 ROWS: list[Row] = [
     ("cold start (spawn → initialize)", lambda s: s.cold_start, _fmt_ms),
+    ("cold start through its proxy", lambda s: s.cold_start_via_proxy, _fmt_ms),
     ("open → diagnostics", lambda s: s.open_diagnostics, _fmt_ms),
     ("edit → diagnostics p50", lambda s: s.edit_p50, _fmt_ms),
     ("edit → diagnostics p95", lambda s: s.edit_p95, _fmt_ms),
@@ -183,7 +190,10 @@ def store_table(store: str, summaries: list[Summary]) -> list[str]:
         lines.append("| " + " | ".join([label, *cells, *ratios]) + " |")
     info: list[tuple[str, Callable[[Summary], str]]] = [
         ("diagnostics on open", lambda s: "—" if s.open_count is None else str(s.open_count)),
-        ("edits measured / timed out", lambda s: f"{s.edit_count} / {s.edit_timeouts}"),
+        (
+            "edits measured / timed out / not published",
+            lambda s: f"{s.edit_count} / {s.edit_timeouts} / {s.unpublished}",
+        ),
         ("diagnostics mode, sync", lambda s: s.sync or "—"),
     ]
     for label, show in info:
@@ -291,7 +301,7 @@ def render(
         "# memory-ls benchmark",
         "",
         f"{info['date']} · {info['cores']} cores ({info['cpu']}) · {info['os']} · "
-        f"Python {info['python']} · Node {info['node']} · load at start {info['load']} · "
+        f"Python {info['python']} · Node {info['node']} · load average at start {info['load']}, at end {info.get('load_end', '?')} · "
         f"{config.sessions} session(s) per server per store, {config.params.edits} edits each"
         f"{' · --quick' if config.quick else ''} · took {elapsed:.0f} s",
         "",
@@ -388,6 +398,7 @@ async def amain(config: Config, out: Path, json_out: Path) -> int:
         finally:
             workload.remove_workspace(ws)
     elapsed = time.perf_counter() - started
+    info["load_end"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
     report = render(config, info, specs, skipped, summaries, cli_results, elapsed)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(report, encoding="utf-8")

@@ -61,6 +61,8 @@ class ServerSpec:
     # Answers to workspace/configuration, per section.
     configuration: dict[str, Any] = field(default_factory=dict)
     rss_exclude_root: bool = False
+    # The bare server, without a proxy: cold start is measured on this when set.
+    cold_start_argv: list[str] | None = None
     missing: str | None = None  # why it cannot run here, or None
     note: str = ""
 
@@ -123,6 +125,9 @@ def rumdl() -> ServerSpec:
 
 def vscode_md() -> ServerSpec:
     node_modules = PEERS / "node" / "node_modules"
+    server_main = (
+        node_modules / "vscode-markdown-languageserver" / "dist" / "node" / "workerMain.js"
+    )
     node = shutil.which("node")
     missing = None
     if node is None:
@@ -141,6 +146,7 @@ def vscode_md() -> ServerSpec:
         init_options={"markdownFileExtensions": ["md"]},
         settings=VSCODE_MD_SETTINGS,
         rss_exclude_root=True,
+        cold_start_argv=[node or "node", str(server_main), "--stdio"],
         missing=missing,
         note="pull diagnostics; markdown/parse answered by a Node proxy running markdown-it",
     )

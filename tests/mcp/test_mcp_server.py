@@ -485,8 +485,8 @@ async def test_trust_flags_and_agent_dir(stores: Stores, tmp_path: Path) -> None
 
 
 def test_documented_registrations_parse() -> None:
-    """Every server entry in docs/mcp.md runs ``memory-ls mcp`` with options it accepts."""
-    doc = (REPO / "docs" / "mcp.md").read_text(encoding="utf-8")
+    """Every server entry in the README runs ``memory-ls mcp`` with options it accepts."""
+    doc = (REPO / "README.md").read_text(encoding="utf-8")
     blocks = re.findall(r"```(json|toml|sh)\n(.*?)```", doc, flags=re.DOTALL)
     commands: list[list[str]] = []
     for kind, body in blocks:
