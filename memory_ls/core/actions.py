@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from memory_ls.core.models import ACTIONS, SCOPES, Scope
-from memory_ls.core.notes import parse_bullet
+from memory_ls.core.notes import parse, parse_bullet
 from memory_ls.core.text import (
     HEADER,
     MAX_NOTE_UTF16,
@@ -107,12 +107,10 @@ def _matching(note: str) -> Callable[[str], bool]:
 
 def apply_add(content: str, note: str) -> Change:
     """Append ``- note`` unless a stored note has the same near-duplicate key."""
+    existing = parse(content).keys.get(near_duplicate_key(note))
+    if existing is not None:
+        return Change(content, False, existing=existing)
     split = split_text(content)
-    key = near_duplicate_key(note)
-    for line in split.lines:
-        b = parse_bullet(line)
-        if b is not None and b.note and b.key == key:
-            return Change(content, False, existing=b.note)
     body = "\n".join(split.lines).rstrip()
     new_body = f"{body}\n- {note}\n" if body else f"{HEADER}\n\n- {note}\n"
     return Change(split.render(new_body.split("\n")), True)

@@ -7,8 +7,10 @@ so ``"- "`` is not a bullet while ``"-  "`` is a *blank bullet*.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from memory_ls.core.text import near_duplicate_key, normalise, split_text
 
@@ -17,9 +19,12 @@ from memory_ls.core.text import near_duplicate_key, normalise, split_text
 _BULLET_RE = re.compile(r"([ \t]*)([-*])([ \t]+)(.+)")
 
 
-@dataclass(frozen=True, slots=True)
-class Bullet:
-    """One bullet line. Columns are ``str`` indices into the line (code points)."""
+class Bullet(NamedTuple):
+    """One bullet line. Columns are ``str`` indices into the line (code points).
+
+    A tuple rather than a dataclass: a store has thousands and every write
+    re-parses it.
+    """
 
     line: int
     indent: str
@@ -41,30 +46,32 @@ class Bullet:
         return not self.note
 
 
-def parse_bullet(line: str, index: int = 0) -> Bullet | None:
-    """Return the bullet on ``line`` (without its line ending), or ``None``."""
+def _bullet_fields(line: str) -> tuple[str, str, str, int, int, str, str] | None:
+    """Everything about a bullet line but its index."""
     m = _BULLET_RE.fullmatch(line)
     if m is None:
         return None
     indent, marker, sep, raw = m.groups()
     note = normalise(raw)
     content_start = len(indent) + 1 + len(sep)
-    stripped = raw.strip()
-    if stripped:
+    if raw.strip():
         start = content_start + (len(raw) - len(raw.lstrip()))
         end = content_start + len(raw.rstrip())
     else:
         start = end = content_start
-    return Bullet(
-        line=index,
-        indent=indent,
-        marker=marker,
-        raw=raw,
-        start=start,
-        end=end,
-        note=note,
-        key=near_duplicate_key(note) if note else "",
-    )
+    key = near_duplicate_key(note) if note else ""
+    return indent, marker, raw, start, end, note, key
+
+
+@functools.lru_cache(maxsize=16384)
+def parse_bullet(line: str, index: int = 0) -> Bullet | None:
+    """Return the bullet on ``line`` (without its line ending), or ``None``.
+
+    Cached: a store is re-parsed after every write and almost all of its lines,
+    at the same indices, are the ones parsed last time.
+    """
+    fields = _bullet_fields(line)
+    return None if fields is None else Bullet(index, *fields)
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,28 +80,47 @@ class ParsedFile:
 
     lines: list[str]
     bullets: list[Bullet]
-
-    @property
-    def notes(self) -> list[str]:
-        """The notes in file order (blank bullets dropped)."""
-        return [b.note for b in self.bullets if b.note]
+    notes: list[str]
+    """The notes in file order (blank bullets dropped)."""
+    keys: dict[str, str]
+    """Near-duplicate key -> the first note with that key."""
 
 
 def parse_lines(lines: list[str]) -> ParsedFile:
     """Parse already split lines."""
     bullets = []
+    notes = []
+    keys: dict[str, str] = {}
     for i, line in enumerate(lines):
         b = parse_bullet(line, i)
         if b is not None:
             bullets.append(b)
-    return ParsedFile(lines=lines, bullets=bullets)
+            if b.note:
+                notes.append(b.note)
+                keys.setdefault(b.key, b.note)
+    return ParsedFile(lines, bullets, notes, keys)
+
+
+_recent: dict[str, ParsedFile] = {}
 
 
 def parse(content: str) -> ParsedFile:
-    """Parse a file's text (a leading BOM is ignored)."""
-    return parse_lines(split_text(content).lines)
+    """Parse a file's text (a leading BOM is ignored).
+
+    The last few results are kept: a write reads the store, checks it and
+    re-reads it, and the editor and the runtime parse the same text.
+    Callers must not mutate the result.
+    """
+    hit = _recent.get(content)
+    if hit is not None:
+        return hit
+    parsed = parse_lines(split_text(content).lines)
+    if len(_recent) >= 4:
+        del _recent[next(iter(_recent))]
+    _recent[content] = parsed
+    return parsed
 
 
 def parse_notes(content: str) -> list[str]:
     """The notes of a file's text, in order."""
-    return parse(content).notes
+    return list(parse(content).notes)

@@ -24,6 +24,7 @@ _CONTROLS = {c: " " for c in [*range(0x00, 0x20), *range(0x7F, 0xA0)]}
 _CONTROL_RE = re.compile("[\x00-\x1f\x7f-\x9f]")
 # A lone surrogate cannot be written as UTF-8; JS writes it as U+FFFD, so do we.
 _SURROGATE_RE = re.compile("[\ud800-\udfff]")
+_NEEDS_REPLACING_RE = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
 _TRAILING_PUNCT = ".!?,;:"
 
 # Characters that hide text from a human reader but not from a model:
@@ -33,15 +34,15 @@ _HIDDEN_RE = re.compile(
     "\u200e\u200f\u061c\u202a-\u202e\u2066-\u2069"
     "\U000e0000-\U000e007f]"
 )
-_LINE_BREAK_RE = re.compile(r"\r?\n")
 
 
 def normalise(text: str) -> str:
     """Return ``text`` as a note: controls to spaces, whitespace runs to one space, trimmed."""
-    if _SURROGATE_RE.search(text):
-        text = _SURROGATE_RE.sub("\ufffd", text)
+    # One C-speed scan decides whether the slow replacements are needed at all.
+    if _NEEDS_REPLACING_RE.search(text):
+        text = _SURROGATE_RE.sub("\ufffd", text).translate(_CONTROLS)
     # str.split() with no argument splits on exactly what str.isspace() sees.
-    return " ".join(text.translate(_CONTROLS).split())
+    return " ".join(text.split())
 
 
 def near_duplicate_key(note: str) -> str:
@@ -108,7 +109,12 @@ def split_text(content: str) -> SplitText:
     body = content[1:] if bom else content
     first = body.find("\n")
     eol = "\r\n" if first > 0 and body[first - 1] == "\r" else "\n"
-    return SplitText(bom=bom, lines=_LINE_BREAK_RE.split(body), eol=eol)
+    lines = body.split("\n")
+    if "\r" in body:  # a CR is part of the line ending only right before the LF
+        last = lines.pop()
+        lines = [line[:-1] if line.endswith("\r") else line for line in lines]
+        lines.append(last)
+    return SplitText(bom=bom, lines=lines, eol=eol)
 
 
 def first_invalid_utf8(data: bytes) -> int | None:

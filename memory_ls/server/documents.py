@@ -150,12 +150,11 @@ class MemoryDocument:
         """Lines were added or removed: shift what follows and rebuild the index."""
         shift = len(pieces) - (last_old - first + 1)
         fresh = [parse_bullet(line, first + k) for k, line in enumerate(pieces)]
-        tail = self.bullets[last_old + 1 :]
-        for b in tail:
-            if b is not None:
-                # Bullets are this document's own objects: moving one is cheaper in
-                # place than copying thousands of frozen instances on every Enter.
-                object.__setattr__(b, "line", b.line + shift)
+        # Bullets are shared (parse_bullet caches them): a moved one is a new tuple.
+        self.bullets[last_old + 1 :] = [
+            None if b is None else b._replace(line=b.line + shift)
+            for b in self.bullets[last_old + 1 :]
+        ]
         self.bullets[first : last_old + 1] = fresh
         found: dict[int, list[Finding]] = {}
         for i, old_found in self.found.items():

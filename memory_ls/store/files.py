@@ -107,8 +107,11 @@ def read_store(path: Path) -> StoreFile:
     if len(data) > MAX_STORE_BYTES:
         return StoreFile(path, True, "", None, error=oversize_message(path, fst.st_size))
     stamp = Stamp(fst.st_mtime_ns, fst.st_size, fst.st_ino)
-    bad = first_invalid_utf8(data)
-    return StoreFile(path, True, decode_for_display(data), stamp, invalid_utf8_at=bad)
+    try:  # one decode in the common case; the slow path only for a broken file
+        return StoreFile(path, True, data.decode("utf-8"), stamp)
+    except UnicodeDecodeError:
+        bad = first_invalid_utf8(data)
+        return StoreFile(path, True, decode_for_display(data), stamp, invalid_utf8_at=bad)
 
 
 _thread_locks: dict[str, threading.Lock] = {}

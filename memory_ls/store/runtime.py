@@ -153,14 +153,14 @@ class MemoryRuntime:
         if scope == "project" and not (trust or self.trust()).trusted:
             return []
         view = self.view(scope)
-        return view.parsed.notes if view.readable else []
+        return list(view.parsed.notes) if view.readable else []
 
     def recall_notes(self, scope: Scope, trust: TrustDecision) -> list[str]:
         """The notes recall uses: an unreadable store keeps its last good view."""
         if scope == "project" and not trust.trusted:
             return []
         view = self.view(scope)
-        return view.parsed.notes if view.readable else view.last_good
+        return list(view.parsed.notes if view.readable else view.last_good)
 
     def reload(self) -> dict[Scope, StoreChange]:
         """Re-read both stores regardless of stamps; say what changed in each."""

@@ -490,11 +490,12 @@ def test_documented_registrations_parse() -> None:
     blocks = re.findall(r"```(json|toml|sh)\n(.*?)```", doc, flags=re.DOTALL)
     commands: list[list[str]] = []
     for kind, body in blocks:
-        if kind == "json":
-            for server in json.loads(body)["mcpServers"].values():
+        # The README has other json/toml blocks (e.g. Helix): take the MCP ones.
+        if kind == "json" and "mcpServers" in (data := json.loads(body)):
+            for server in data["mcpServers"].values():
                 commands.append([server["command"], *server["args"]])
-        elif kind == "toml":
-            server = tomllib.loads(body)["mcp_servers"]["memory"]
+        elif kind == "toml" and "mcp_servers" in (config := tomllib.loads(body)):
+            server = config["mcp_servers"]["memory"]
             commands.append([server["command"], *server["args"]])
         else:
             for line in body.splitlines():
