@@ -16,6 +16,10 @@ from memory_ls.core.notes import Bullet
 DEFAULT_THRESHOLD = 85.0
 
 
+BLOCK = 256
+"""Rows scored at once: bounds the score matrix to BLOCK x n bytes."""
+
+
 def similar_pairs(
     keys: Sequence[str], threshold: float, limit: int | None = None
 ) -> list[tuple[int, int, float]]:
@@ -23,26 +27,52 @@ def similar_pairs(
 
     Pairs with equal keys are left out: the ``duplicate`` check reports them.
     ``limit`` caps the pairs returned (a store of near-identical notes has millions).
+
+    Keys are sorted by length and scored in blocks against the longer keys only,
+    up to the longest that can still reach the threshold (``ratio`` is at most
+    ``2 * shorter / (shorter + longer)``): about a sixth of the full matrix, in
+    memory that does not grow with the square of the store.
     """
-    if len(keys) < 2:
+    n = len(keys)
+    if n < 2:
         return []
+    import bisect
+
     import numpy as np
     from rapidfuzz import fuzz, process
 
     cutoff = max(0, min(100, int(threshold)))
-    matrix = process.cdist(
-        keys, keys, scorer=fuzz.ratio, score_cutoff=cutoff, dtype=np.uint8, workers=-1
-    )
-    rows, cols = np.nonzero(np.triu(matrix, k=1))
+    order = sorted(range(n), key=lambda i: len(keys[i]))
+    ranked = [keys[i] for i in order]
+    lengths = [len(k) for k in ranked]
+    stretch = (200 - cutoff) / cutoff if cutoff > 0 else float("inf")
     out: list[tuple[int, int, float]] = []
-    for i, j in zip(rows.tolist(), cols.tolist(), strict=True):
-        if limit is not None and len(out) >= limit:
-            break
-        if keys[i] != keys[j]:
-            score = float(fuzz.ratio(keys[i], keys[j]))
+    for start in range(0, n, BLOCK):
+        end = min(n, start + BLOCK)
+        reach = lengths[end - 1] * stretch
+        stop = n if reach == float("inf") else bisect.bisect_right(lengths, int(reach), lo=end)
+        scores = process.cdist(
+            ranked[start:end],
+            ranked[start:stop],
+            scorer=fuzz.ratio,
+            score_cutoff=cutoff,
+            dtype=np.uint8,
+            workers=-1,
+        )
+        rows, cols = np.nonzero(scores)
+        for r, c in zip(rows.tolist(), cols.tolist(), strict=True):
+            if c <= r:  # the lower triangle and the diagonal of this block
+                continue
+            a, b = ranked[start + r], ranked[start + c]
+            if a == b:
+                continue
+            score = float(fuzz.ratio(a, b))
             if score >= threshold:
-                out.append((i, j, score))
-    return out
+                i, j = order[start + r], order[start + c]
+                out.append((min(i, j), max(i, j), score))
+                if limit is not None and len(out) >= limit:
+                    return sorted(out)
+    return sorted(out)
 
 
 def similar_to(key: str, keys: Sequence[str], threshold: float) -> list[tuple[int, float]]:
