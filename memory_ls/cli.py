@@ -191,7 +191,8 @@ def _check(args: argparse.Namespace) -> int:
     from memory_ls.store.lint import lint_path, lint_stores, render_reports
 
     if args.files:
-        reports = [lint_path(Path(f), args.agent_dir, args.trusted) for f in args.files]
+        project = Path(os.path.realpath(args.project)) if args.project else None
+        reports = [lint_path(Path(f), args.agent_dir, args.trusted, project) for f in args.files]
     else:
         reports = lint_stores(_runtime(args))
     output, failing = render_reports(reports, "json" if args.json else args.format)

@@ -101,15 +101,21 @@ def lint_file(
     return FileReport(str(path), lines, findings)
 
 
-def lint_path(path: Path, agent_dir: str | None, trusted: bool | None) -> FileReport:
-    """Check a file in the context its path implies."""
+def lint_path(
+    path: Path, agent_dir: str | None, trusted: bool | None, project: Path | None = None
+) -> FileReport:
+    """Check a file in the context its path implies.
+
+    The global store is checked against ``project``'s store (default: the
+    current directory's), for cross-scope duplicates and the recall budget.
+    """
     canonical = Path(os.path.realpath(path.parent)) / path.name
     if is_memory_path(canonical):
         runtime = MemoryRuntime(canonical.parent.parent, agent_dir=agent_dir, trusted=trusted)
         store = project_store_path(project_root_for(canonical.parent.parent))
         real = None if store == canonical else str(store)
         return lint_file(path, runtime, "project", real)
-    runtime = MemoryRuntime(Path.cwd(), agent_dir=agent_dir, trusted=trusted)
+    runtime = MemoryRuntime(project or Path.cwd(), agent_dir=agent_dir, trusted=trusted)
     if canonical == Path(os.path.realpath(runtime.paths["global"].parent)) / "memory.md":
         return lint_file(path, runtime, "global")
     return lint_file(path, None, None)

@@ -236,3 +236,18 @@ def test_unwritable_store_folder_is_a_clear_refusal(ws: dict[str, Path]) -> None
     assert r.stderr.startswith("Error: Cannot write the memory file ")
     assert "Traceback" not in r.stderr
     assert (ws["project"] / ".pi").read_text() == "not a folder"
+
+
+def test_check_global_store_file_in_the_context_of_project(
+    ws: dict[str, Path], tmp_path: Path
+) -> None:
+    run(ws, "add", "shared fact")
+    run(ws, "add", "--scope", "global", "shared fact")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    r = run(
+        ws, "check", "--project", str(ws["project"]), str(ws["agent"] / "memory.md"), cwd=elsewhere
+    )
+    assert f"{ws['agent'] / 'memory.md'}:3:3: cross-scope-duplicate" in r.stdout
+    lone = run(ws, "check", str(ws["agent"] / "memory.md"), cwd=elsewhere)
+    assert "cross-scope-duplicate" not in lone.stdout  # no project here to compare with
