@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -173,42 +173,28 @@ def build_server(runtime: MemoryRuntime) -> MCPServer[Any]:
         tools=[build_tool(runtime)],
     )
 
-    @server.resource(
-        "memory://recall",
-        name="recall",
-        description="The recall body injected before each run (empty when there is none).",
-        mime_type="text/plain",
-    )
-    def recall() -> str:
-        return runtime.inject()["body"] or ""
-
-    @server.resource(
-        "memory://project",
-        name="project",
-        description="The project's notes, one '- ' line each (none for an untrusted project).",
-        mime_type="text/plain",
-    )
-    def project() -> str:
-        return notes_text(runtime, "project")
-
-    @server.resource(
-        "memory://global",
-        name="global",
-        description="The global notes, one '- ' line each.",
-        mime_type="text/plain",
-    )
-    def global_() -> str:
-        return notes_text(runtime, "global")
-
-    @server.resource(
-        "memory://doctor",
-        name="doctor",
-        description="The doctor's report: stores, trust, configuration and the recall plan.",
-        mime_type="text/plain",
-    )
-    def doctor() -> str:
-        return runtime.doctor_text()
-
+    resources: list[tuple[str, str, Callable[[], str]]] = [
+        (
+            "recall",
+            "The recall body injected before each run (empty when there is none).",
+            lambda: runtime.inject()["body"] or "",
+        ),
+        (
+            "project",
+            "The project's notes, one '- ' line each (none for an untrusted project).",
+            lambda: notes_text(runtime, "project"),
+        ),
+        ("global", "The global notes, one '- ' line each.", lambda: notes_text(runtime, "global")),
+        (
+            "doctor",
+            "The doctor's report: stores, trust, configuration and the recall plan.",
+            runtime.doctor_text,
+        ),
+    ]
+    for name, description, read in resources:
+        server.resource(
+            f"memory://{name}", name=name, description=description, mime_type="text/plain"
+        )(read)
     return server
 
 
