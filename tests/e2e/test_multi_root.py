@@ -1,0 +1,36 @@
+"""Multi-root workspaces: each folder is its own project; `uri` picks it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from memory_ls.core.notes import parse_notes
+
+from .conftest import uri_of
+
+
+async def test_each_folder_is_its_own_project(start, ws, tmp_path: Path):
+    second = tmp_path / "second"
+    (second / ".git").mkdir(parents=True)
+    s = await start("visual-studio-code", folders=[ws.root, second])
+
+    default = await s.command("memory.add", {"text": "goes to the first folder"})
+    assert "error" not in default
+    picked = await s.command(
+        "memory.add", {"text": "goes to the second folder", "uri": uri_of(second / "src")}
+    )
+    assert picked["project"] == ["goes to the second folder"]
+    assert parse_notes(ws.project_store.read_text()) == ["goes to the first folder"]
+    assert parse_notes((second / ".pi" / "memory.md").read_text()) == ["goes to the second folder"]
+
+    path = await s.command("memory.path", {"uri": uri_of(second)})
+    assert path["project"] == str(second / ".pi" / "memory.md")
+    listed = await s.command("memory.list", {"uri": uri_of(second / ".pi" / "memory.md")})
+    assert listed["project"] == ["goes to the second folder"]
+
+    # The second folder's store, opened, is checked against its own notes.
+    store = second / ".pi" / "memory.md"
+    store.write_text(store.read_text() + "- Goes to the second folder.\n")
+    uri = s.open(store)
+    ds = await s.codes(uri, "duplicate")
+    assert [d.range.start.line for d in ds if d.code == "duplicate"] == [3]
