@@ -280,3 +280,31 @@ async def test_malformed_burst_then_still_answers(start, ws):
     ds = await s.diagnostics(uri)
     assert isinstance(ds, list)
     assert json.dumps(r)
+
+
+async def test_store_deleted_then_made_a_symlink_under_the_server(start, ws, tmp_path):
+    ws.write(ws.project_store, ["keep me"])
+    s = await start("visual-studio-code")
+    uri = s.open(ws.project_store)
+    await asyncio.sleep(0.2)
+
+    def changed(kind: lsp.FileChangeType) -> None:
+        s.client.workspace_did_change_watched_files(
+            lsp.DidChangeWatchedFilesParams(changes=[lsp.FileEvent(uri=uri, type=kind)])
+        )
+
+    ws.project_store.unlink()
+    changed(lsp.FileChangeType.Deleted)
+    listed = await s.command("memory.list")
+    assert listed["project"] == [] and "error" not in listed
+
+    target = tmp_path / "elsewhere.md"
+    target.write_text("- planted\n")
+    ws.project_store.symlink_to(target)
+    changed(lsp.FileChangeType.Created)
+    await s.codes(uri, "symlink")
+    refused = await s.command("memory.add", {"text": "x"})
+    assert refused["error"] == f"Refusing to use the symlinked memory file: {ws.project_store}"
+    assert target.read_text() == "- planted\n"
+    # still alive and answering
+    assert (await s.command("memory.path"))["project"] == str(ws.project_store)
