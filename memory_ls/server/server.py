@@ -41,6 +41,8 @@ SIMILAR_DELAY = 0.05
 OTHERS_DELAY = 0.03
 """Seconds after an edit before the other store's diagnostics are refreshed."""
 CLIENT_TIMEOUT = 5.0
+PROGRESS_MIN_NOTES = 500
+"""Stores with fewer notes finish the ``similar`` pass too fast to show progress."""
 
 
 class MemoryProtocol(LanguageServerProtocol):
@@ -71,6 +73,47 @@ class MemoryProtocol(LanguageServerProtocol):
     ) -> Generator[Any, Any, None]:
         if (handler := self.fm.features.get(lsp.TEXT_DOCUMENT_DID_CLOSE)) is not None:
             yield handler, (params,), None
+
+
+class WorkProgress:
+    """One ``$/progress`` begin/end pair around background work.
+
+    The token is created with ``window/workDoneProgress/create`` (a request, so
+    it is awaited in a task); ``finish`` may come first, and then ends it as
+    soon as it has begun.
+    """
+
+    def __init__(self, server: MemoryServer, message: str | None) -> None:
+        self.server = server
+        self.token: str | None = None
+        self.finished = False
+        if message is not None:
+            asyncio.get_running_loop().create_task(self._begin(message))
+
+    async def _begin(self, message: str) -> None:
+        token = f"memory-ls/{id(self)}"
+        progress = self.server.work_done_progress
+        try:
+            await asyncio.wait_for(progress.create_async(token), CLIENT_TIMEOUT)
+            progress.begin(token, lsp.WorkDoneProgressBegin(title="memory-ls", message=message))
+        except Exception as exc:  # the client refused or never answered: no progress
+            log.info("no work-done progress: %r", exc)
+            return
+        self.token = token
+        if self.finished:
+            self._end()
+
+    def finish(self) -> None:
+        """The work is done: end the progress (now, or once it has begun)."""
+        self.finished = True
+        if self.token is not None:
+            self._end()
+
+    def _end(self) -> None:
+        token, self.token = self.token, None
+        if token is not None:
+            with contextlib.suppress(Exception):
+                self.server.work_done_progress.end(token, lsp.WorkDoneProgressEnd())
 
 
 class MemoryServer(LanguageServer):
@@ -234,8 +277,12 @@ class MemoryServer(LanguageServer):
         keys = self.analysis.similar_snapshot(doc)
         threshold = self.analysis.similar_threshold()
         loop = asyncio.get_running_loop()
+        progress = self.background_progress(
+            f"Looking for similar notes among {len(keys)}", len(keys)
+        )
 
         def done(pairs: dict[tuple[str, str], float] | None) -> None:
+            progress.finish()
             if pairs is None or self.analysis.states.get(doc.uri) is not state:
                 return
             state.similar = pairs
@@ -254,6 +301,11 @@ class MemoryServer(LanguageServer):
                 loop.call_soon_threadsafe(done, pairs)
 
         threading.Thread(target=work, name="memory-ls-similar", daemon=True).start()
+
+    def background_progress(self, message: str, size: int) -> WorkProgress:
+        """Work-done progress for a long pass, when the client shows it (else a no-op)."""
+        report = size >= PROGRESS_MIN_NOTES and bool(self.capability("window.work_done_progress"))
+        return WorkProgress(self, message if report else None)
 
     def similar_after_edit(self, doc: MemoryDocument) -> None:
         """Compare the edited notes against the rest once typing pauses."""

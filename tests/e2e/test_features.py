@@ -308,3 +308,30 @@ async def test_store_deleted_then_made_a_symlink_under_the_server(start, ws, tmp
     assert target.read_text() == "- planted\n"
     # still alive and answering
     assert (await s.command("memory.path"))["project"] == str(ws.project_store)
+
+
+async def test_similar_pass_reports_work_done_progress(start, ws):
+    notes = [f"note number {i} about the {i % 7} deploy pipeline" for i in range(600)]
+    ws.write(ws.project_store, notes)
+    s = await start("visual-studio-code")  # declares window.workDoneProgress
+    s.open(ws.project_store)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 30
+    while loop.time() < deadline:
+        reports = list(s.client.progress_reports.values())
+        if reports and any(isinstance(r, lsp.WorkDoneProgressEnd) for r in reports[0]):
+            break
+        await asyncio.sleep(0.05)
+    (report,) = s.client.progress_reports.values()
+    assert isinstance(report[0], lsp.WorkDoneProgressBegin)
+    assert report[0].message == "Looking for similar notes among 600"
+    assert isinstance(report[-1], lsp.WorkDoneProgressEnd)
+
+
+async def test_no_progress_for_a_small_store(start, ws):
+    ws.write(ws.project_store, [f"note {i} with words" for i in range(100)])
+    s = await start("visual-studio-code")
+    uri = s.open(ws.project_store)
+    await s.diagnostics(uri)
+    await asyncio.sleep(1.0)
+    assert s.client.progress_reports == {}
