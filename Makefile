@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck unit bench schemas clean
+.PHONY: demo test lint typecheck bench schemas editors vsix clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -33,6 +33,14 @@ schemas: $(STAMP)
 
 test: lint typecheck
 	$(VENV)/bin/pytest -q -p no:cacheprovider
+
+# The real editors the tests in tests/editors drive (Debian, as root; idempotent).
+editors:
+	bash .ci/install-editors.sh
+
+# The VS Code extension: strict typecheck, esbuild bundle, vsce -> vscode-client/dist/memory-ls.vsix
+vsix:
+	cd vscode-client && npm ci && npm run package
 
 bench: $(STAMP)
 	bash bench/setup.sh
