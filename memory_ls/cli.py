@@ -151,13 +151,22 @@ def _run(args: argparse.Namespace) -> int:
         else:
             print(runtime.doctor_text(), end="")
         return EXIT_OK
-    if args.verb == "clear" and not args.yes and not _confirm_clear(runtime, args.scope):
-        return EXIT_REFUSED
+    if args.verb == "clear" and not args.yes:
+        # A store that may not be changed at all is refused before anyone is asked.
+        refused = runtime.refusal(args.scope)
+        if refused is not None:
+            return _print_result(runtime.result("clear", args.scope, error=refused), args)
+        if not _confirm_clear(runtime, args.scope, args.json):
+            return EXIT_REFUSED
     fields = {"scope": args.scope}
     for name in ("text", "other", "to"):
         if getattr(args, name, None) is not None:
             fields[name] = getattr(args, name)
-    result = runtime.run(args.verb, fields)
+    return _print_result(runtime.run(args.verb, fields), args)
+
+
+def _print_result(result: Any, args: argparse.Namespace) -> int:
+    """Print a ``MemoryResult`` (JSON or text); its exit code."""
     from memory_ls.core.render import result_text
 
     if args.json:
@@ -172,10 +181,16 @@ def _run(args: argparse.Namespace) -> int:
     return EXIT_REFUSED if "error" in result else EXIT_OK
 
 
-def _confirm_clear(runtime: Any, scope: str) -> bool:
+CLEAR_NEEDS_YES = "clear needs --yes when not run on a terminal."
+
+
+def _confirm_clear(runtime: Any, scope: str, as_json: bool = False) -> bool:
     """Ask on a terminal; anywhere else, refuse without ``--yes``."""
     if not (sys.stdin.isatty() and sys.stderr.isatty()):
-        print("Error: clear needs --yes when not run on a terminal.", file=sys.stderr)
+        if as_json:
+            _print_json(runtime.result("clear", scope, error=CLEAR_NEEDS_YES))
+        else:
+            print(f"Error: {CLEAR_NEEDS_YES}", file=sys.stderr)
         return False
     count = len(runtime.notes(scope))
     sys.stderr.write(f"Remove all {count} {scope} note(s) from {runtime.paths[scope]}? [y/N] ")

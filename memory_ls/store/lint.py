@@ -135,6 +135,15 @@ def _severity_level(severity: str) -> str:
     return {"error": "error", "warning": "warning"}.get(severity, "note")
 
 
+def _sarif_uri(path: str) -> str:
+    """A SARIF artifact URI: ``file://`` for an absolute path, relative as given otherwise."""
+    if os.path.isabs(path):
+        return Path(path).as_uri()
+    from urllib.parse import quote
+
+    return quote(Path(path).as_posix())
+
+
 def render_reports(reports: list[FileReport], fmt: str) -> tuple[str, bool]:
     """Render findings as ``text``, ``json`` or ``sarif``; also say whether any fails.
 
@@ -187,9 +196,7 @@ def render_reports(reports: list[FileReport], fmt: str) -> tuple[str, bool]:
                             "locations": [
                                 {
                                     "physicalLocation": {
-                                        "artifactLocation": {
-                                            "uri": Path(str(row["path"])).as_uri()
-                                        },
+                                        "artifactLocation": {"uri": _sarif_uri(str(row["path"]))},
                                         "region": {
                                             "startLine": row["line"],
                                             "startColumn": row["column"],

@@ -7,6 +7,7 @@ data (a :data:`MemoryResult` and friends), never raises for a refused action.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -58,6 +59,17 @@ from memory_ls.store.trust import decide_trust
 
 if TYPE_CHECKING:
     from memory_ls.core.doctor import DoctorReport
+
+
+def same_file_message(path: Path) -> str:
+    """Refusal to move a note between two scopes that are one file."""
+    return f"The project and global memory are the same file, so a note cannot move: {path}"
+
+
+def _same_store(a: Path, b: Path) -> bool:
+    """Whether two store paths name one file (their folders compared canonically)."""
+    return a.name == b.name and os.path.realpath(a.parent) == os.path.realpath(b.parent)
+
 
 MUTATIONS = frozenset({"add", "update", "forget", "merge", "move", "clear"})
 
@@ -198,9 +210,9 @@ class MemoryRuntime:
                 out[key] = value  # type: ignore[literal-required,unused-ignore]
         return out
 
-    def list(self) -> MemoryResult:
+    def list(self, scope: Scope = "project") -> MemoryResult:
         """Both stores; an unreadable one is listed empty with ``error`` set."""
-        out = self.result("list", "project")
+        out = self.result("list", scope)
         trust = self.trust()
         errors = [
             v.file.error
@@ -248,7 +260,7 @@ class MemoryRuntime:
         if scope_error:
             return self.result(action, scope, error=scope_error)
         if action == "list":
-            return self.list()
+            return self.list(scope)
         fields: dict[str, str] = {}
         needed = {
             "add": ("text",),
@@ -276,6 +288,10 @@ class MemoryRuntime:
         if action == "merge":
             return self.merge(fields["text"], fields["other"], fields["to"], scope)
         return self.clear(scope)
+
+    def refusal(self, scope: Scope) -> str | None:
+        """Why no change to ``scope`` is allowed at all (read-only, untrusted), if none is."""
+        return self._refusal(scope)
 
     def _refusal(self, scope: Scope) -> str | None:
         """Why no change to ``scope`` is allowed at all, if none is."""
@@ -361,6 +377,12 @@ class MemoryRuntime:
         refusal = self._refusal(scope) or self._refusal(target)
         if refusal:
             return self.result("move", scope, error=refusal, entry=text)
+        if _same_store(self.paths[scope], self.paths[target]):
+            # Adding to the "other" store would find the note and forgetting would
+            # then remove its only copy: the note would end up in neither scope.
+            return self.result(
+                "move", scope, error=same_file_message(self.paths[scope]), entry=text
+            )
         source = self.view(scope)
         if source.file.mutation_error:
             return self.result("move", scope, error=source.file.mutation_error, entry=text)
