@@ -62,6 +62,6 @@ class InjectResult(TypedDict):
 
 PathInfo = TypedDict(
     "PathInfo",
-    {"project": str, "global": str, "trusted": bool, "trustReason": str, "trustRule": str},
+    {"project": str, "global": str, "trusted": bool, "trustReason": str},
 )
 PathInfo.__doc__ = "The ``memory.path`` object: both store paths and the trust decision."

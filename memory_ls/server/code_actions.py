@@ -118,10 +118,12 @@ def code_action(ls: MemoryServer, params: lsp.CodeActionParams) -> list[lsp.Code
 
     if _wanted(QUICKFIX, only):
         for diag in params.context.diagnostics:
-            data = diag.data if isinstance(diag.data, Mapping) else None
-            if diag.source != "memory" or data is None:
+            if diag.source not in ("memory", None) or diag.code is None:
                 continue
             code = str(diag.code)
+            data = diag.data if isinstance(diag.data, Mapping) else _data_for(ls, doc, diag)
+            if data is None:
+                continue
             for title, edits, preferred in quick_fixes(code, data, lines):
                 actions.append(
                     edit_action(title, QUICKFIX, edits, diagnostics=[diag], is_preferred=preferred)
@@ -132,6 +134,19 @@ def code_action(ls: MemoryServer, params: lsp.CodeActionParams) -> list[lsp.Code
         if edits:
             actions.append(edit_action("Fix all safe memory problems", FIX_ALL, edits))
     return actions
+
+
+def _data_for(ls: MemoryServer, doc: MemoryDocument, diag: lsp.Diagnostic) -> Any:
+    """The ``data`` of a diagnostic the client sent back without it (clients that do
+    not declare ``dataSupport`` may drop it): the current one with the same code and
+    start line."""
+    if doc.uri not in ls.analysis.states:
+        return None
+    line = diag.range.start.line
+    for item in ls.analysis.items(doc):
+        if item["code"] == diag.code and item["range"]["start"]["line"] == line:
+            return item.get("data")
+    return None
 
 
 def _note_actions(

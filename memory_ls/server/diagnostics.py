@@ -13,6 +13,8 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
+from pygls.uris import from_fs_path
+
 from memory_ls.core.checks import (
     CODES,
     FileContext,
@@ -223,12 +225,23 @@ class Analysis:
             item["relatedInformation"] = [
                 {
                     "location": {
-                        "uri": doc.uri,
-                        "range": self.range(doc, r.line, r.start, r.line, r.end),
+                        "uri": doc.uri if r.path is None else _uri(r.path),
+                        # Columns in another file are not known in client units: line only.
+                        "range": self.range(doc, r.line, r.start, r.line, r.end)
+                        if r.path is None
+                        else _line_range(r.line),
                     },
                     "message": r.message,
                 }
                 for r in f.related
+            ]
+        elif f.code == "not-the-store" and self.related and isinstance(f.data.get("store"), str):
+            # Point at the real store, so a client can jump there.
+            item["relatedInformation"] = [
+                {
+                    "location": {"uri": _uri(str(f.data["store"])), "range": _line_range(0)},
+                    "message": "The project's memory store",
+                }
             ]
         return item
 
@@ -242,6 +255,14 @@ class Analysis:
             "start": {"line": line, "character": to_client(first, start, enc)},
             "end": {"line": end_line, "character": to_client(last, end, enc)},
         }
+
+
+def _uri(path: str) -> str:
+    return from_fs_path(path) or path
+
+
+def _line_range(line: int) -> Json:
+    return {"start": {"line": line, "character": 0}, "end": {"line": line, "character": 0}}
 
 
 def _dedupe_pairs(pairs: dict[tuple[str, str], float]) -> dict[tuple[str, str], float]:

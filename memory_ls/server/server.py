@@ -389,7 +389,12 @@ def initialize(ls: MemoryServer, params: lsp.InitializeParams) -> None:
         params.capabilities.text_document.diagnostic is not None
     )
     if ls.pull:
-        ls.analysis.related = bool(ls.capability("text_document.diagnostic.related_information"))
+        # Pulled and pushed diagnostics are the same structure; a client that shows
+        # related information on pushes (Neovim declares it only there) shows it here.
+        ls.analysis.related = bool(
+            ls.capability("text_document.diagnostic.related_information")
+            or ls.capability("text_document.publish_diagnostics.related_information")
+        )
         ls.feature(
             lsp.TEXT_DOCUMENT_DIAGNOSTIC,
             lsp.DiagnosticOptions(

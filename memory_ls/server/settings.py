@@ -20,6 +20,9 @@ from memory_ls.core.similar import DEFAULT_THRESHOLD
 SECTION = "memoryLs"
 """The ``workspace/configuration`` section (and optional key in ``initializationOptions``)."""
 
+CLIENT_KEYS = frozenset({"serverCommand", "pythonPath", "statusBar", "trace"})
+"""Keys of the ``memoryLs`` section that belong to the VS Code client, not the server."""
+
 SeverityName = Literal["error", "warning", "information", "hint", "off"]
 
 
@@ -60,9 +63,11 @@ def parse_settings(raw: object, base: Settings | None = None) -> tuple[Settings,
     for key, value in raw.items():
         name = _FIELDS.get(key) or (key if key in Settings.model_fields else None)
         if name is None:
-            if key != SECTION:
+            if key != SECTION and key not in CLIENT_KEYS:
                 problems.append(f"Unknown setting memoryLs.{key}; ignored.")
             continue
+        if value is None or (name == "agent_dir" and value == ""):
+            continue  # unset (a client's null or empty default): the layer below stands
         if name == "severity":
             values["severity"] = _severities(value, values["severity"], problems)
             continue
@@ -80,17 +85,18 @@ def parse_settings(raw: object, base: Settings | None = None) -> tuple[Settings,
 
 
 def _severities(value: object, current: dict[str, str], problems: list[str]) -> dict[str, str]:
-    if value is None:
-        return {}
     if not isinstance(value, Mapping):
         problems.append("memoryLs.severity must be an object of code: level; ignored.")
         return dict(current)
-    out: dict[str, str] = {}
+    out: dict[str, str] = dict(current)  # per code over the layer below
     levels = ("error", "warning", "information", "hint", "off")
     for code, level in value.items():
         if code not in CODES:
             problems.append(f"Unknown diagnostic code {code!r} in memoryLs.severity; ignored.")
+        elif level is None:
+            continue
         elif level not in levels:
+            out.pop(str(code), None)
             problems.append(
                 f"Invalid severity {level!r} for {code} (one of {', '.join(levels)}); "
                 "using the default."

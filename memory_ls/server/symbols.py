@@ -80,10 +80,12 @@ def workspace_symbol(
         trusted = ls.projects.trust_and_config(runtime)[0].trusted
         for scope in SCOPES:
             path = runtime.paths[scope]
-            if str(path) in seen or (scope == "project" and not trusted):
+            if str(path) in seen:
                 continue
             seen.add(str(path))
             doc = ls.projects.open_store(runtime, scope)
+            if doc is None and scope == "project" and not trusted:
+                continue  # an untrusted project's store is not read (unless it is open)
             if doc is None:
                 view = runtime.view(scope)
                 if not view.readable:

@@ -104,6 +104,11 @@ class Projects:
         """The runtime for a command's ``uri`` (a folder or a file), else the default."""
         if path is None:
             return self.default_runtime()
+        default = self.default_runtime()
+        if canonical(path) == canonical(default.paths["global"]):
+            # The global store belongs to no project: it picks the default one, not
+            # a "project" rooted in the agent dir.
+            return default
         for folder in sorted(self.folders, key=lambda f: len(str(f)), reverse=True):
             if path == folder or folder in path.parents:
                 return self.runtime_for_path(folder)

@@ -246,7 +246,6 @@ class MemoryRuntime:
             "global": str(self.paths["global"]),
             "trusted": trust.trusted,
             "trustReason": trust.reason,
-            "trustRule": trust.rule,
         }
 
     # -- actions ------------------------------------------------------------
