@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from memory_ls.core.text import near_duplicate_key, normalise, split_text
+from memory_ls.core.text import key_of_normalised, normalise, split_text
 
 # Greedy separator, then at least one character: backtracking gives "-  " the
 # text " " (a blank bullet) and "- " no match at all, exactly like Pi's regex.
@@ -59,7 +59,7 @@ def _bullet_fields(line: str) -> tuple[str, str, str, int, int, str, str] | None
         end = content_start + len(raw.rstrip())
     else:
         start = end = content_start
-    key = near_duplicate_key(note) if note else ""
+    key = key_of_normalised(note) if note else ""
     return indent, marker, raw, start, end, note, key
 
 

@@ -47,7 +47,12 @@ def normalise(text: str) -> str:
 
 def near_duplicate_key(note: str) -> str:
     """The key two notes share when they are near-duplicates (case and end punctuation)."""
-    return normalise(note).lower().rstrip(_TRAILING_PUNCT).strip()
+    return key_of_normalised(normalise(note))
+
+
+def key_of_normalised(note: str) -> str:
+    """:func:`near_duplicate_key` of a note that is already normalised (the parser's case)."""
+    return note.lower().rstrip(_TRAILING_PUNCT).strip()
 
 
 def utf16_length(text: str) -> int:
