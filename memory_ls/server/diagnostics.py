@@ -78,6 +78,8 @@ class DocState:
     not_injected: tuple[object, list[Finding]] | None = None
     sent: list[Json] | None = None
     """The diagnostics last pushed or pulled."""
+    built: dict[tuple[object, ...], Json] = dataclasses.field(default_factory=dict)
+    """LSP form of the last findings, by value: most survive a keystroke unchanged."""
     result_id: int = 0
 
 
@@ -203,12 +205,25 @@ class Analysis:
     def items(self, doc: MemoryDocument) -> list[Json]:
         """The document's diagnostics as LSP JSON."""
         overrides: Mapping[str, str] = self.projects.settings.severity
+        state = self.states.get(doc.uri)
+        previous = state.built if state is not None else {}
+        built: dict[tuple[object, ...], Json] = {}
         out: list[Json] = []
+        lines = doc.lines
         for f in self.findings(doc):
             level = overrides.get(f.code) or CODES[f.code]
             if level == "off":
                 continue
-            out.append(self.diagnostic(doc, f, SEVERITY_NUMBER[level]))
+            severity = SEVERITY_NUMBER[level]
+            key = _value_key(f, severity, lines)
+            item = previous.get(key) if key is not None else None
+            if item is None:
+                item = self.diagnostic(doc, f, severity)
+            if key is not None:
+                built[key] = item
+            out.append(item)
+        if state is not None:
+            state.built = built
         return out
 
     def diagnostic(self, doc: MemoryDocument, f: Finding, severity: int) -> Json:
@@ -271,3 +286,32 @@ def _dedupe_pairs(pairs: dict[tuple[str, str], float]) -> dict[tuple[str, str], 
         if a != b:
             out[(a, b) if a < b else (b, a)] = score
     return out
+
+
+def _value_key(f: Finding, severity: int, lines: list[str]) -> tuple[object, ...] | None:
+    """Everything a finding's LSP form depends on, or ``None`` when it cannot be keyed.
+
+    The texts of the lines its ranges touch are part of the key, since a column's
+    UTF-16 (or UTF-8) value depends on the characters before it.
+    """
+
+    def text(line: int) -> str | None:
+        return lines[line] if 0 <= line < len(lines) else None
+
+    try:
+        return (
+            f.code,
+            f.line,
+            f.start,
+            f.end_line,
+            f.end,
+            f.message,
+            severity,
+            text(f.line),
+            text(f.end_line),
+            tuple(sorted(f.data.items())),
+            tuple((r.line, r.start, r.end, r.message, r.path, text(r.line)) for r in f.related),
+            hash(tuple(f.data.values())),
+        )
+    except TypeError:  # an unhashable value in data
+        return None

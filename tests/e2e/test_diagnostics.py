@@ -245,3 +245,24 @@ async def test_every_change_publishes_with_its_version(start, ws):
         params = await asyncio.wait_for(waiting, 10)
         assert params.uri == uri and params.version == version
         assert list(params.diagnostics) == []
+
+
+async def test_cached_diagnostics_follow_a_same_length_edit(start, ws):
+    """A run's range end moves in UTF-16 when a character becomes an emoji (same str length)."""
+    (ws.agent / "bytefly.json").write_text(json.dumps({"memory": {"maxInjectBytes": 512}}))
+    notes = [f"note number {i} " + "y" * 40 for i in range(20)]
+    ws.write(ws.project_store, notes)
+    s = await start("visual-studio-code")
+    uri = s.open(ws.project_store)
+    (run,) = by_code(await s.codes(uri, "not-injected"), "not-injected")
+    last_line = 2 + 19
+    assert run.range.end.line == last_line
+    before = run.range.end.character
+    method = lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS
+    waiting = s.client.protocol.wait_for_notification_async(method)
+    at = lsp.Position(line=last_line, character=before - 1)
+    end = lsp.Position(line=last_line, character=before)
+    s.edit(uri, [lsp.TextEdit(range=lsp.Range(start=at, end=end), new_text="😀")])
+    params = await asyncio.wait_for(waiting, 10)
+    (moved,) = [d for d in params.diagnostics if d.code == "not-injected"]
+    assert moved.range.end.character == before + 1  # 😀 is two UTF-16 units
