@@ -57,7 +57,9 @@ def key_of_normalised(note: str) -> str:
 
 def utf16_length(text: str) -> int:
     """Length in UTF-16 code units, as JavaScript's ``String.length`` counts it."""
-    return len(text) + sum(1 for c in text if ord(c) > 0xFFFF)
+    if text.isascii():
+        return len(text)
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
 
 
 def utf8_length(text: str) -> int:

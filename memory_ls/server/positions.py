@@ -17,7 +17,7 @@ def to_client(line: str, col: int, encoding: str) -> int:
         return col
     prefix = line[:col]
     if encoding == UTF16:
-        return col + sum(1 for c in prefix if ord(c) > 0xFFFF)
+        return len(prefix.encode("utf-16-le", "surrogatepass")) // 2
     return len(prefix.encode("utf-8", "surrogatepass"))
 
 
