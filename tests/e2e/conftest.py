@@ -113,6 +113,7 @@ class Session:
     asked: list[lsp.ShowMessageRequestParams] = field(default_factory=list)
     applied: list[lsp.WorkspaceEdit] = field(default_factory=list)
     registrations: list[lsp.Registration] = field(default_factory=list)
+    server_capabilities: lsp.ServerCapabilities | None = None
 
     # -- documents -------------------------------------------------------------------
 
@@ -266,6 +267,7 @@ async def start(ws: Workspace) -> AsyncIterator[Callable[..., Any]]:
             ),
             TIMEOUT,
         )
+        session.server_capabilities = result.capabilities
         enc = result.capabilities.position_encoding or "utf-16"
         session.encoding = str(getattr(enc, "value", enc))
         session.pull = result.capabilities.diagnostic_provider is not None

@@ -34,3 +34,26 @@ async def test_each_folder_is_its_own_project(start, ws, tmp_path: Path):
     uri = s.open(store)
     ds = await s.codes(uri, "duplicate")
     assert [d.range.start.line for d in ds if d.code == "duplicate"] == [3]
+
+
+async def test_workspace_folder_changes_move_the_default_project(start, ws, tmp_path: Path):
+    from lsprotocol import types as lsp
+
+    other = tmp_path / "other"
+    (other / ".git").mkdir(parents=True)
+    s = await start("visual-studio-code")
+    caps = s.server_capabilities
+    assert caps and caps.workspace and caps.workspace.workspace_folders
+    assert caps.workspace.workspace_folders.change_notifications
+    s.client.workspace_did_change_workspace_folders(
+        lsp.DidChangeWorkspaceFoldersParams(
+            event=lsp.WorkspaceFoldersChangeEvent(
+                added=[lsp.WorkspaceFolder(uri=uri_of(other), name="other")],
+                removed=[lsp.WorkspaceFolder(uri=uri_of(ws.root), name=ws.root.name)],
+            )
+        )
+    )
+    result = await s.command("memory.add", {"text": "after the switch"})
+    assert result["project"] == ["after the switch"]
+    assert parse_notes((other / ".pi" / "memory.md").read_text()) == ["after the switch"]
+    assert not ws.project_store.exists()
