@@ -96,6 +96,10 @@ def line_findings(b: Bullet) -> list[Finding]:
                 {"note": ""},
             )
         ]
+    if len(b.raw) <= MAX_NOTE_UTF16 and b.raw.isascii() and b.raw.isprintable():
+        # The common case, decided in C: short, and no control (ASCII controls
+        # are the only unprintable ASCII) and no hidden character (none is ASCII).
+        return []
     out: list[Finding] = []
     units = utf16_length(b.note)
     if units > MAX_NOTE_UTF16:
