@@ -176,6 +176,26 @@ class Workspace:
         return self.global_store.read_text(encoding="utf-8")
 
 
+def run_headless(
+    command: list[str], cwd: Path, env: dict[str, str], limit: int = 150
+) -> subprocess.CompletedProcess[str]:
+    """Run a headless editor under coreutils' ``timeout`` (Neovim 0.7 hangs on a Lua
+    error in headless mode), with no stdin, capturing its output."""
+    timeout = shutil.which("timeout")
+    if timeout:
+        command = [timeout, "-k", "5", str(limit), *command]
+    return subprocess.run(
+        command,
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=limit + 20,
+        check=False,
+        stdin=subprocess.DEVNULL,
+    )
+
+
 def store_text(notes: list[str]) -> str:
     return HEADER + "\n\n" + "".join(f"- {note}\n" for note in notes)
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import EDITORS, Workspace, require, require_server
+from .conftest import EDITORS, Workspace, require, require_server, run_headless
 
 DRIVER = Path(__file__).with_name("emacs_driver.el")
 SNIPPET = EDITORS / "emacs" / "memory-ls-eglot.el"
@@ -41,19 +41,7 @@ def test_emacs_eglot_flymake(workspace: Workspace, tmp_path: Path) -> None:
     result = tmp_path / "emacs.json"
     env = dict(workspace.env, MEMORY_FILE=str(workspace.project_store), RESULT_FILE=str(result))
     command = [emacs, "--batch", "-l", str(SNIPPET), "-l", str(DRIVER)]
-    timeout = shutil.which("timeout")
-    if timeout:
-        command = [timeout, "-k", "5", "150", *command]
-    proc = subprocess.run(
-        command,
-        cwd=workspace.root,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=170,
-        check=False,
-        stdin=subprocess.DEVNULL,
-    )
+    proc = run_headless(command, workspace.root, env)
     assert result.exists(), (
         f"exit {proc.returncode}\nstdout: {proc.stdout[-3000:]}\nstderr: {proc.stderr[-3000:]}"
     )

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -27,6 +26,7 @@ from .conftest import (
     Workspace,
     require,
     require_server,
+    run_headless,
 )
 
 DRIVER = Path(__file__).with_name("nvim_driver.lua")
@@ -79,20 +79,7 @@ def run_driver(binary: Path, workspace: Workspace, mode: str, tmp_path: Path) ->
         "-c",
         f"luafile {DRIVER}",
     ]
-    # Neovim 0.7 hangs on a Lua error in headless mode: always under `timeout`.
-    timeout = shutil.which("timeout")
-    if timeout:
-        command = [timeout, "-k", "5", "150", *command]
-    proc = subprocess.run(
-        command,
-        cwd=workspace.root,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=170,
-        check=False,
-        stdin=subprocess.DEVNULL,
-    )
+    proc = run_headless(command, workspace.root, env)
     assert result_file.exists(), (
         f"Neovim wrote no report (exit {proc.returncode})\nstdout: {proc.stdout[-2000:]}\n"
         f"stderr: {proc.stderr[-2000:]}\nlsp.log: {lsp_log(workspace)}"
