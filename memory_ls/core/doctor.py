@@ -158,12 +158,13 @@ def doctor_report(
         for key, note in key_index(stores["project"].parsed.bullets).items()
         if key in global_keys
     ]
+    inject = plan.as_inject_result()  # the same figures memory.inject reports
     recall: RecallReport = {
-        "inject": plan.inject,
-        "used": plan.used,
-        "maxInjectBytes": plan.max_bytes,
-        "included": len(plan.included),
-        "omitted": [{"scope": n.scope, "text": n.text} for n in plan.omitted],
+        "inject": inject["inject"],
+        "used": inject["bytes"],
+        "maxInjectBytes": inject["maxInjectBytes"],
+        "included": inject["included"],
+        "omitted": inject["omitted"],
     }
     problems: list[str] = []
     for scope, rep in (("project", project), ("global", global_)):
