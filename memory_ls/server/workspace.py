@@ -61,7 +61,6 @@ class Projects:
         self.runtimes: dict[Path, MemoryRuntime] = {}
         self.documents: dict[str, MemoryDocument] = {}
         self.by_path: dict[str, MemoryDocument] = {}
-        self._trust: dict[Path, tuple[tuple[object, ...], TrustDecision, EffectiveConfig]] = {}
         self._keys: dict[tuple[str, Scope], tuple[object, dict[str, str]]] = {}
         self._plans: dict[Path, _PlanEntry] = {}
         self._decisions = 0
@@ -80,7 +79,6 @@ class Projects:
 
     def invalidate(self) -> None:
         """Forget cached trust, configuration, key indexes and plans."""
-        self._trust.clear()
         self._keys.clear()
         self._plans.clear()
 
@@ -149,21 +147,8 @@ class Projects:
     # -- cached facts ----------------------------------------------------------------
 
     def trust_and_config(self, runtime: MemoryRuntime) -> tuple[TrustDecision, EffectiveConfig]:
-        """Trust and configuration, re-read only when a file they come from changed."""
-        watched = (
-            runtime.agent_dir / "trust.json",
-            runtime.agent_dir / "bytefly.json",
-            runtime.project_root / ".pi" / "bytefly.json",
-            runtime.project_root / ".pi",
-        )
-        stamp = tuple(_stamp(p) for p in watched)
-        cached = self._trust.get(runtime.project_root)
-        if cached is not None and cached[0] == stamp:
-            return cached[1], cached[2]
-        trust = runtime.trust()
-        config = runtime.config(trust)
-        self._trust[runtime.project_root] = (stamp, trust, config)
-        return trust, config
+        """Trust and configuration (the runtime re-reads them when their files change)."""
+        return runtime.trust(), runtime.config()
 
     def store_notes(self, runtime: MemoryRuntime, scope: Scope) -> list[str]:
         """A store's notes: the editor's buffer when it is open, else the file (recall view)."""
@@ -222,14 +207,6 @@ class Projects:
             project, global_, config.max_inject_bytes, config.inject, plan, self._decisions
         )
         return plan, self._decisions
-
-
-def _stamp(path: Path) -> object:
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return (st.st_mtime_ns, st.st_size, st.st_ino)
 
 
 def _reuse(entry: _PlanEntry, project: list[str], global_: list[str]) -> RecallPlan | None:

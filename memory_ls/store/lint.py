@@ -80,7 +80,7 @@ def lint_file(
     other_path = ""
     if runtime is not None and scope is not None:
         trust = runtime.trust()
-        config = runtime.config(trust)
+        config = runtime.config()
         ctx_args.update(inject=config.inject, trusted=trust.trusted, trust_reason=trust.reason)
         other = other_scope(scope)
         other_view = runtime.view(other)

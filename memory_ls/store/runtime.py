@@ -117,18 +117,43 @@ class MemoryRuntime:
         self.explicit_trust = trusted
         self.read_only = read_only
         self._views: dict[Scope, StoreView] = {}
+        self._settings_cache: tuple[tuple[object, ...], TrustDecision, EffectiveConfig] | None = (
+            None
+        )
         self._lock = threading.RLock()
 
     # -- settings -----------------------------------------------------------
 
+    def _settings(self) -> tuple[TrustDecision, EffectiveConfig]:
+        """Trust and configuration, read again only when a file they come from changed.
+
+        The stamps cover ``trust.json``, both ``bytefly.json`` files, and the project
+        root and its ``.pi/`` folder (whose entries change when a trust-requiring
+        resource appears or goes).
+        """
+        watched = (
+            self.agent_dir / "trust.json",
+            self.agent_dir / "bytefly.json",
+            self.project_root / ".pi" / "bytefly.json",
+            self.project_root / ".pi",
+            self.project_root,
+        )
+        key = (self.explicit_trust, *(stamp_of(p) for p in watched))
+        cached = self._settings_cache
+        if cached is not None and cached[0] == key:
+            return cached[1], cached[2]
+        trust = decide_trust(self.project_root, self.agent_dir, self.explicit_trust)
+        config = load_config(self.agent_dir, self.project_root, trust.trusted)
+        self._settings_cache = (key, trust, config)
+        return trust, config
+
     def trust(self) -> TrustDecision:
         """Who decides whether the project's notes may be read and written (SPEC §4)."""
-        return decide_trust(self.project_root, self.agent_dir, self.explicit_trust)
+        return self._settings()[0]
 
-    def config(self, trust: TrustDecision | None = None) -> EffectiveConfig:
+    def config(self) -> EffectiveConfig:
         """The effective ``memory`` configuration (SPEC §5)."""
-        trusted = (trust or self.trust()).trusted
-        return load_config(self.agent_dir, self.project_root, trusted)
+        return self._settings()[1]
 
     # -- reading ------------------------------------------------------------
 
@@ -177,6 +202,7 @@ class MemoryRuntime:
     def reload(self) -> dict[Scope, StoreChange]:
         """Re-read both stores regardless of stamps; say what changed in each."""
         changes: dict[Scope, StoreChange] = {}
+        self._settings_cache = None
         with self._lock:
             for scope in ("project", "global"):
                 before = self._views[scope].parsed.notes if scope in self._views else None
@@ -226,7 +252,7 @@ class MemoryRuntime:
     def plan(self, trust: TrustDecision | None = None) -> RecallPlan:
         """The recall plan (SPEC §6) over both stores as they are now."""
         trust = trust or self.trust()
-        config = self.config(trust)
+        config = self.config()
         return recall_plan(
             self.recall_notes("project", trust),
             self.recall_notes("global", trust),
@@ -410,7 +436,7 @@ class MemoryRuntime:
         from memory_ls.core.doctor import StoreFacts, doctor_report
 
         trust = self.trust()
-        config = self.config(trust)
+        config = self.config()
         facts: dict[Scope, StoreFacts] = {}
         for scope in ("project", "global"):
             view = self.view(scope)
