@@ -120,3 +120,22 @@ def test_move_when_both_scopes_are_one_file_keeps_the_note(workspace: Workspace)
         f"{workspace.project_store}"
     )
     assert workspace.read("project") == before == f"{HEADER}\n\n- keep me\n".encode()
+
+
+def test_runtime_sees_trust_and_config_changes_between_calls(tmp_path: Path) -> None:
+    """The runtime caches trust and config, but never past a change of their files."""
+    from memory_ls.store.runtime import MemoryRuntime
+
+    root = tmp_path / "p"
+    (root / ".git").mkdir(parents=True)
+    agent = tmp_path / "agent"
+    agent.mkdir()
+    rt = MemoryRuntime(root, agent_dir=str(agent))
+    assert rt.trust().trusted and rt.config().max_inject_bytes == 8192
+    (root / ".pi").mkdir()
+    (root / ".pi" / "settings.json").write_text("{}")
+    assert not rt.trust().trusted  # a trust-requiring resource appeared
+    (agent / "trust.json").write_text(json.dumps({str(root.resolve()): True}))
+    assert rt.trust().trusted and rt.trust().rule == "trust.json"
+    (agent / "bytefly.json").write_text(json.dumps({"memory": {"maxInjectBytes": 1000}}))
+    assert rt.config().max_inject_bytes == 1000
