@@ -156,7 +156,8 @@ async function main() {
     report.statusBar = await step('status bar shows the counts', async () =>
       waitFor(async () => {
         const items = await page.$$eval('.statusbar-item', (els) => els.map((el) => el.textContent ?? ''));
-        return items.find((text) => /\d+ project, \d+ global/.test(text) && /\d+\/\d+ B/.test(text)) ?? null;
+        // Non-zero counts: until the server has read both stores the item may show zeros.
+        return items.find((text) => /[1-9]\d* project, [1-9]\d* global/.test(text) && /\d+\/\d+ B/.test(text)) ?? null;
       }, 'the memory status-bar item'),
     );
 
@@ -222,12 +223,15 @@ async function main() {
         const current = read(globalStore);
         return current.includes('prefer ripgrep over grep') ? null : current;
       }, 'the global note to be gone from disk');
-      // The browser opens again on the remaining notes.
+      // The browser opens again on the remaining notes (its title carries the counts;
+      // until then the note's follow-up menu may still be showing).
+      let title = '';
       const rows = await waitFor(async () => {
         const current = await quickInputRows();
-        return current.length > 0 && !current.some((row) => row.includes('prefer ripgrep')) ? current : null;
+        title = (await page.textContent('.quick-input-widget .quick-input-title')) ?? '';
+        const browsing = title.includes(' project, ') && title.includes(' global');
+        return browsing && current.length > 0 && !current.some((row) => row.includes('prefer ripgrep')) ? current : null;
       }, 'the browser to list the remaining notes');
-      const title = await page.textContent('.quick-input-widget .quick-input-title');
       await page.keyboard.press('Escape');
       return { globalAfter: text, rowsAfter: rows, titleAfter: title };
     });
