@@ -100,7 +100,7 @@ class Analysis:
         info = state.info
         runtime = info.runtime
         scope = info.scope
-        trust, config = self.projects.trust_and_config(runtime)
+        trust, config = runtime.trust(), runtime.config()
         ctx = FileContext(
             scope=scope,
             size=doc.size,

@@ -31,7 +31,7 @@ def hover(ls: MemoryServer, params: lsp.HoverParams) -> lsp.Hover | None:
     cost = utf8_length(f"- {b.note}") + 1
     parts = [f"**{scope or 'not a'} memory** note · {cost} bytes in the recall body"]
     if scope is not None:
-        trust, _ = ls.projects.trust_and_config(state.info.runtime)
+        trust = state.info.runtime.trust()
         plan, _ = ls.projects.plan(state.info.runtime)
         index = sum(1 for x in doc.bullets[: b.line] if x is not None and x.note)
         planned = next((n for n in plan.notes if n.scope == scope and n.index == index), None)

@@ -23,7 +23,7 @@ def lens_title(ls: MemoryServer, uri: str) -> str | None:
         return None
     scope = state.info.scope
     count = len(doc.notes())
-    trust, _ = ls.projects.trust_and_config(state.info.runtime)
+    trust = state.info.runtime.trust()
     if scope == "project" and not trust.trusted:
         return f"{count} notes · untrusted: not recalled"
     plan, _ = ls.projects.plan(state.info.runtime)

@@ -77,7 +77,7 @@ def workspace_symbol(
     ]
     enc = ls.analysis.encoding
     for runtime in runtimes:
-        trusted = ls.projects.trust_and_config(runtime)[0].trusted
+        trusted = runtime.trust().trusted
         for scope in SCOPES:
             path = runtime.paths[scope]
             if str(path) in seen:

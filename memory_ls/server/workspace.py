@@ -14,11 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from memory_ls.core.checks import key_index
-from memory_ls.core.config import EffectiveConfig
 from memory_ls.core.models import Scope, other_scope
 from memory_ls.core.recall import INTRO, MARKER, TAIL_RESERVE, PlannedNote, RecallPlan, recall_plan
 from memory_ls.core.text import utf8_length
-from memory_ls.core.trust import TrustDecision
 from memory_ls.server.documents import MemoryDocument
 from memory_ls.server.settings import Settings
 from memory_ls.store.paths import project_root_for, project_store_path
@@ -146,10 +144,6 @@ class Projects:
 
     # -- cached facts ----------------------------------------------------------------
 
-    def trust_and_config(self, runtime: MemoryRuntime) -> tuple[TrustDecision, EffectiveConfig]:
-        """Trust and configuration (the runtime re-reads them when their files change)."""
-        return runtime.trust(), runtime.config()
-
     def store_notes(self, runtime: MemoryRuntime, scope: Scope) -> list[str]:
         """A store's notes: the editor's buffer when it is open, else the file (recall view)."""
         doc = self.open_store(runtime, scope)
@@ -161,7 +155,7 @@ class Projects:
     def other_keys(self, runtime: MemoryRuntime, scope: Scope) -> dict[str, str]:
         """Key → note of the *other* store (empty for an untrusted project)."""
         other = other_scope(scope)
-        if other == "project" and not self.trust_and_config(runtime)[0].trusted:
+        if other == "project" and not runtime.trust().trusted:
             return {}
         doc = self.open_store(runtime, other)
         cache_key = (str(runtime.paths[other]), other)
@@ -188,7 +182,7 @@ class Projects:
         The decision id changes only when the set of notes left out may have changed,
         so callers can keep what they derived from the plan.
         """
-        trust, config = self.trust_and_config(runtime)
+        trust, config = runtime.trust(), runtime.config()
         project = self.store_notes(runtime, "project") if trust.trusted else []
         global_ = self.store_notes(runtime, "global")
         entry = self._plans.get(runtime.project_root)

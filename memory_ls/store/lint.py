@@ -88,7 +88,7 @@ def lint_file(
         if other == "global" or trust.trusted:
             other_keys = key_index(other_view.parsed.bullets)
         mine = parsed.notes if (scope == "global" or trust.trusted) else []
-        theirs = runtime.recall_notes(other, trust)
+        theirs = runtime.recall_notes(other)
         project, global_ = (mine, theirs) if scope == "project" else (theirs, mine)
         plan = recall_plan(project, global_, config.max_inject_bytes, config.inject)
     ctx = FileContext(**ctx_args)  # type: ignore[arg-type]

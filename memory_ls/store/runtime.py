@@ -185,16 +185,16 @@ class MemoryRuntime:
         parsed = parse(content)
         self._views[scope] = StoreView(file, parsed, parsed.notes)
 
-    def notes(self, scope: Scope, trust: TrustDecision | None = None) -> list[str]:
+    def notes(self, scope: Scope) -> list[str]:
         """The notes of ``scope`` ([] for an untrusted project or an unreadable store)."""
-        if scope == "project" and not (trust or self.trust()).trusted:
+        if scope == "project" and not self.trust().trusted:
             return []
         view = self.view(scope)
         return list(view.parsed.notes) if view.readable else []
 
-    def recall_notes(self, scope: Scope, trust: TrustDecision) -> list[str]:
+    def recall_notes(self, scope: Scope) -> list[str]:
         """The notes recall uses: an unreadable store keeps its last good view."""
-        if scope == "project" and not trust.trusted:
+        if scope == "project" and not self.trust().trusted:
             return []
         view = self.view(scope)
         return list(view.parsed.notes if view.readable else view.last_good)
@@ -210,9 +210,10 @@ class MemoryRuntime:
                 after = view.parsed.notes
                 if before is None:
                     before = after
+                old, new = set(before), set(after)  # a list lookup per note was O(n²)
                 changes[scope] = StoreChange(
-                    added=[n for n in after if n not in before],
-                    removed=[n for n in before if n not in after],
+                    added=[n for n in after if n not in old],
+                    removed=[n for n in before if n not in new],
                 )
         return changes
 
@@ -222,12 +223,11 @@ class MemoryRuntime:
         self, action: str, scope: Scope, changed: bool = False, **extra: str | None
     ) -> MemoryResult:
         """A :data:`MemoryResult` carrying both scopes' notes as they are now."""
-        trust = self.trust()
         out: MemoryResult = {
             "action": action,
             "scope": scope,
-            "project": self.notes("project", trust),
-            "global": self.notes("global", trust),
+            "project": self.notes("project"),
+            "global": self.notes("global"),
             "changed": changed,
         }
         for key in ("entry", "to", "existing", "error"):
@@ -249,13 +249,12 @@ class MemoryRuntime:
             out["error"] = "; ".join(e for e in errors if e)
         return out
 
-    def plan(self, trust: TrustDecision | None = None) -> RecallPlan:
+    def plan(self) -> RecallPlan:
         """The recall plan (SPEC §6) over both stores as they are now."""
-        trust = trust or self.trust()
         config = self.config()
         return recall_plan(
-            self.recall_notes("project", trust),
-            self.recall_notes("global", trust),
+            self.recall_notes("project"),
+            self.recall_notes("global"),
             config.max_inject_bytes,
             config.inject,
         )
@@ -450,7 +449,7 @@ class MemoryRuntime:
                 error=file.error,
                 write_error=file.mutation_error,
             )
-        plan = self.plan(trust)
+        plan = self.plan()
         return doctor_report(
             facts,
             {
