@@ -118,9 +118,9 @@ async def execute(ls: MemoryServer, command: str, args: tuple[Any, ...]) -> Any:
 async def _mutate(
     ls: MemoryServer, runtime: MemoryRuntime, action: str, arg: dict[str, Any]
 ) -> MemoryResult:
-    scope, _ = check_scope(arg.get("scope"))
-    refused_anyway = runtime.read_only or (scope == "project" and not runtime.trust().trusted)
-    if action == "clear" and check_scope(arg.get("scope"))[1] is None and not refused_anyway:
+    scope, scope_error = check_scope(arg.get("scope"))
+    # Ask only when the clear could happen: a bad scope, read-only or untrusted is refused as is.
+    if action == "clear" and scope_error is None and runtime.refusal(scope) is None:
         refusal = await _confirm_clear(ls, runtime, scope)
         if refusal:
             return runtime.result("clear", scope, error=refusal)

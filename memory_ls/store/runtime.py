@@ -315,10 +315,6 @@ class MemoryRuntime:
 
     def refusal(self, scope: Scope) -> str | None:
         """Why no change to ``scope`` is allowed at all (read-only, untrusted), if none is."""
-        return self._refusal(scope)
-
-    def _refusal(self, scope: Scope) -> str | None:
-        """Why no change to ``scope`` is allowed at all, if none is."""
         if self.read_only:
             return READ_ONLY_MESSAGE
         if scope == "project" and not self.trust().trusted:
@@ -365,7 +361,7 @@ class MemoryRuntime:
 
     def add(self, text: str, scope: Scope = "project") -> MemoryResult:
         """Append a (normalised, validated) note unless a near-duplicate is stored."""
-        refusal = self._refusal(scope)
+        refusal = self.refusal(scope)
         if refusal:
             return self.result("add", scope, error=refusal, entry=text)
         change = self._mutate(scope, lambda content: apply_add(content, text))
@@ -373,7 +369,7 @@ class MemoryRuntime:
 
     def update(self, text: str, to: str, scope: Scope = "project") -> MemoryResult:
         """Replace every note equal to ``text`` with ``to``."""
-        refusal = self._refusal(scope)
+        refusal = self.refusal(scope)
         if refusal:
             return self.result("update", scope, error=refusal, entry=text, to=to)
         change = self._mutate(scope, lambda content: apply_update(content, text, to, scope))
@@ -381,7 +377,7 @@ class MemoryRuntime:
 
     def forget(self, text: str, scope: Scope = "project") -> MemoryResult:
         """Remove every note equal to ``text``."""
-        refusal = self._refusal(scope)
+        refusal = self.refusal(scope)
         if refusal:
             return self.result("forget", scope, error=refusal, entry=text)
         change = self._mutate(scope, lambda content: apply_forget(content, text, scope))
@@ -389,7 +385,7 @@ class MemoryRuntime:
 
     def merge(self, text: str, other: str, to: str, scope: Scope = "project") -> MemoryResult:
         """Replace ``text`` with ``to`` and remove ``other``, in one write."""
-        refusal = self._refusal(scope)
+        refusal = self.refusal(scope)
         if refusal:
             return self.result("merge", scope, error=refusal, entry=text, to=to)
         change = self._mutate(scope, lambda content: apply_merge(content, text, other, to, scope))
@@ -398,7 +394,7 @@ class MemoryRuntime:
     def move(self, text: str, scope: Scope = "project") -> MemoryResult:
         """Add to the other scope, then forget from ``scope``: never in neither."""
         target = other_scope(scope)
-        refusal = self._refusal(scope) or self._refusal(target)
+        refusal = self.refusal(scope) or self.refusal(target)
         if refusal:
             return self.result("move", scope, error=refusal, entry=text)
         if _same_store(self.paths[scope], self.paths[target]):
@@ -422,7 +418,7 @@ class MemoryRuntime:
 
     def clear(self, scope: Scope = "project") -> MemoryResult:
         """Remove every bullet of ``scope``; callers must have asked a human first."""
-        refusal = self._refusal(scope)
+        refusal = self.refusal(scope)
         if refusal:
             return self.result("clear", scope, error=refusal)
         change = self._mutate(scope, apply_clear)
