@@ -28,8 +28,10 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy --strict memory_ls
 
+# The JSON Schemas of the shapes that cross a boundary, and the VS Code client's types from them.
 schemas: $(STAMP)
 	$(PY) -m memory_ls.schemas schemas
+	cd vscode-client && npm run --silent generate
 
 test: lint typecheck
 	$(VENV)/bin/pytest -q -p no:cacheprovider

@@ -9,88 +9,21 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import NotRequired
-
-from typing_extensions import TypedDict
 
 from memory_ls.core.checks import duplicate_findings, key_index, line_findings
-from memory_ls.core.models import OmittedNote, Scope
+from memory_ls.core.models import (
+    ConfigReport,
+    CrossScopePair,
+    DoctorReport,
+    DuplicatePair,
+    RecallReport,
+    Scope,
+    ScopeReport,
+    TrustReport,
+)
 from memory_ls.core.notes import ParsedFile
 from memory_ls.core.recall import RecallPlan
 from memory_ls.core.text import MAX_STORE_BYTES
-
-
-class DuplicatePair(TypedDict):
-    """Two notes with the same near-duplicate key."""
-
-    first: str
-    second: str
-    firstLine: int
-    secondLine: int
-
-
-class ScopeReport(TypedDict):
-    """What the doctor found in one store."""
-
-    path: str
-    exists: bool
-    bytes: int
-    cap: int
-    notes: int
-    blankBullets: int
-    tooLong: list[str]
-    controlCharacters: list[str]
-    hiddenUnicode: list[str]
-    duplicates: list[DuplicatePair]
-    error: NotRequired[str]
-    readOnlyReason: NotRequired[str]
-
-
-CrossScopePair = TypedDict("CrossScopePair", {"project": str, "global": str})
-"""A note held by both stores (functional form: ``global`` is a keyword)."""
-
-
-class TrustReport(TypedDict):
-    """The trust decision and the rule that made it."""
-
-    trusted: bool
-    rule: str
-    reason: str
-    problems: list[str]
-
-
-class ConfigReport(TypedDict):
-    """The effective configuration and where it came from."""
-
-    inject: bool
-    maxInjectBytes: int
-    sources: list[dict[str, str | None]]
-    problems: list[str]
-
-
-class RecallReport(TypedDict):
-    """The recall plan's verdict."""
-
-    inject: bool
-    used: int
-    maxInjectBytes: int
-    included: int
-    omitted: list[OmittedNote]
-
-
-DoctorReport = TypedDict(
-    "DoctorReport",
-    {
-        "project": ScopeReport,
-        "global": ScopeReport,
-        "crossScopeDuplicates": list[CrossScopePair],
-        "trust": TrustReport,
-        "config": ConfigReport,
-        "recall": RecallReport,
-        "problems": list[str],
-    },
-)
-"""The whole report, as JSON and as the source of the text form."""
 
 
 @dataclass(frozen=True, slots=True)

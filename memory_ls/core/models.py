@@ -2,14 +2,21 @@
 
 They are ``TypedDict``s rather than pydantic models so that the read-only CLI
 verbs start fast (pydantic's import and model build cost ~200 ms);
-:mod:`memory_ls.schemas` turns them into published JSON Schemas with pydantic.
+:mod:`memory_ls.schemas` turns them into published JSON Schemas with pydantic,
+and the VS Code client's TypeScript types are generated from those schemas.
+Every shape is closed (its schema forbids keys it does not list), so a key
+added to a result without its model fails validation instead of surprising a
+client.
 """
 
 from __future__ import annotations
 
-from typing import Literal, NotRequired
+from typing import Any, Literal, NotRequired
 
 from typing_extensions import TypedDict
+
+from memory_ls.core.config import SourceStatus
+from memory_ls.core.trust import TrustRule
 
 Scope = Literal["project", "global"]
 SCOPES: tuple[Scope, Scope] = ("project", "global")
@@ -65,3 +72,143 @@ PathInfo = TypedDict(
     {"project": str, "global": str, "trusted": bool, "trustReason": str},
 )
 PathInfo.__doc__ = "The ``memory.path`` object: both store paths and the trust decision."
+
+
+class NoteChanges(TypedDict):
+    """The notes one store gained and lost between two reads."""
+
+    added: list[str]
+    removed: list[str]
+
+
+ReloadChanges = TypedDict("ReloadChanges", {"project": NoteChanges, "global": NoteChanges})
+ReloadChanges.__doc__ = "What ``memory.reload`` found changed in each store."
+
+
+class ReloadResult(MemoryResult):
+    """The ``memory.reload`` result: both stores' notes as now read, and what changed.
+
+    ``changed`` says whether either store's notes differ from the previous read;
+    ``reloaded`` gives the notes each store gained and lost.
+    """
+
+    reloaded: ReloadChanges
+
+
+# -- the doctor (SPEC §9) ---------------------------------------------------------
+
+
+class DuplicatePair(TypedDict):
+    """Two notes with the same near-duplicate key."""
+
+    first: str
+    second: str
+    firstLine: int
+    secondLine: int
+
+
+class ScopeReport(TypedDict):
+    """What the doctor found in one store."""
+
+    path: str
+    exists: bool
+    bytes: int
+    cap: int
+    notes: int
+    blankBullets: int
+    tooLong: list[str]
+    controlCharacters: list[str]
+    hiddenUnicode: list[str]
+    duplicates: list[DuplicatePair]
+    error: NotRequired[str]
+    readOnlyReason: NotRequired[str]
+
+
+CrossScopePair = TypedDict("CrossScopePair", {"project": str, "global": str})
+CrossScopePair.__doc__ = "A note held by both stores."
+
+
+class TrustReport(TypedDict):
+    """The trust decision and the rule that made it."""
+
+    trusted: bool
+    rule: TrustRule
+    reason: str
+    problems: list[str]
+
+
+class ConfigSourceReport(TypedDict):
+    """One configuration file and what became of it."""
+
+    path: str
+    status: SourceStatus
+    why: str | None
+
+
+class ConfigReport(TypedDict):
+    """The effective configuration and where it came from."""
+
+    inject: bool
+    maxInjectBytes: int
+    sources: list[ConfigSourceReport]
+    problems: list[str]
+
+
+class RecallReport(TypedDict):
+    """The recall plan's verdict."""
+
+    inject: bool
+    used: int
+    maxInjectBytes: int
+    included: int
+    omitted: list[OmittedNote]
+
+
+DoctorReport = TypedDict(
+    "DoctorReport",
+    {
+        "project": ScopeReport,
+        "global": ScopeReport,
+        "crossScopeDuplicates": list[CrossScopePair],
+        "trust": TrustReport,
+        "config": ConfigReport,
+        "recall": RecallReport,
+        "problems": list[str],
+    },
+)
+DoctorReport.__doc__ = (
+    "The doctor's report (``memory-ls doctor --json``), also the source of its text."
+)
+
+
+class DoctorResult(DoctorReport):
+    """The ``memory.doctor`` result: the report plus its text rendering."""
+
+    text: str
+
+
+def _closed(*shapes: Any) -> None:
+    # pydantic reads ``__pydantic_config__`` from a TypedDict (what ``pydantic.with_config``
+    # sets); set here so the core does not import pydantic.
+    for shape in shapes:
+        shape.__pydantic_config__ = {"extra": "forbid"}
+
+
+_closed(
+    MemoryResult,
+    OmittedNote,
+    InjectResult,
+    PathInfo,
+    NoteChanges,
+    ReloadChanges,
+    ReloadResult,
+    DuplicatePair,
+    ScopeReport,
+    CrossScopePair,
+    TrustReport,
+    ConfigSourceReport,
+    ConfigReport,
+    RecallReport,
+    DoctorReport,
+    DoctorResult,
+)

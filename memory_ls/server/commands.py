@@ -99,19 +99,12 @@ async def execute(ls: MemoryServer, command: str, args: tuple[Any, ...]) -> Any:
     if name == "inject":
         return runtime.inject()
     if name == "doctor":
-        report: dict[str, Any] = dict(runtime.doctor_report())
-        report["text"] = runtime.doctor_text()
-        return report
+        return runtime.doctor_result()
     if name == "reload":
-        changes = runtime.reload()
+        reloaded = runtime.reload_result()
         ls.projects.invalidate()
         ls.refresh_all()
-        # A MemoryResult (both scopes' notes as now read) plus what changed per scope.
-        changed = any(c.added or c.removed for c in changes.values())
-        return {
-            **runtime.result("reload", "project", changed),
-            "reloaded": {s: {"added": c.added, "removed": c.removed} for s, c in changes.items()},
-        }
+        return reloaded
     return await _mutate(ls, runtime, name, arg)
 
 

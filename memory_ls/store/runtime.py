@@ -12,7 +12,6 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from memory_ls.core.actions import (
     READ_ONLY_MESSAGE,
@@ -30,9 +29,12 @@ from memory_ls.core.actions import (
 )
 from memory_ls.core.config import EffectiveConfig
 from memory_ls.core.models import (
+    DoctorReport,
+    DoctorResult,
     InjectResult,
     MemoryResult,
     PathInfo,
+    ReloadResult,
     Scope,
     other_scope,
 )
@@ -56,9 +58,6 @@ from memory_ls.store.paths import (
     project_store_path,
 )
 from memory_ls.store.trust import decide_trust
-
-if TYPE_CHECKING:
-    from memory_ls.core.doctor import DoctorReport
 
 
 def same_file_message(path: Path) -> str:
@@ -216,6 +215,21 @@ class MemoryRuntime:
                     removed=[n for n in before if n not in new],
                 )
         return changes
+
+    def reload_result(self) -> ReloadResult:
+        """Re-read both stores: the ``memory.reload`` result (both scopes' notes, and what changed)."""
+        changes = self.reload()
+        changed = any(c.added or c.removed for c in changes.values())
+        return {
+            **self.result("reload", "project", changed),
+            "reloaded": {
+                "project": {
+                    "added": changes["project"].added,
+                    "removed": changes["project"].removed,
+                },
+                "global": {"added": changes["global"].added, "removed": changes["global"].removed},
+            },
+        }
 
     # -- results ------------------------------------------------------------
 
@@ -470,3 +484,10 @@ class MemoryRuntime:
         from memory_ls.core.doctor import render_doctor_text
 
         return render_doctor_text(self.doctor_report())
+
+    def doctor_result(self) -> DoctorResult:
+        """The ``memory.doctor`` result: the report and its text, from one reading."""
+        from memory_ls.core.doctor import render_doctor_text
+
+        report = self.doctor_report()
+        return {**report, "text": render_doctor_text(report)}

@@ -66,6 +66,40 @@ def build_vsix() -> Path:
     return vsix
 
 
+def test_client_types_are_generated_from_the_published_schemas() -> None:
+    """src/generated/schemas.ts is what the generator makes of schemas/ now, and no result
+    shape is written by hand beside it (a hand copy of the reload result once crashed Reload)."""
+    require(shutil.which("node"), "node is not installed")
+    require(
+        (CLIENT / "node_modules" / "json-schema-to-typescript").exists(),
+        "the extension's npm packages are not installed (run .ci/install-editors.sh)",
+    )
+    check = subprocess.run(
+        ["node", "scripts/generate-types.mjs", "--check"],
+        cwd=CLIENT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        stdin=subprocess.DEVNULL,
+    )
+    assert check.returncode == 0, check.stdout + check.stderr
+    generated = (CLIENT / "src" / "generated" / "schemas.ts").read_text(encoding="utf-8")
+    titles = [
+        json.loads(path.read_text(encoding="utf-8"))["title"]
+        for path in sorted((REPO / "schemas").glob("*.schema.json"))
+    ]
+    assert titles
+    for title in titles:
+        assert f"export interface {title} " in generated, title
+    for source in sorted((CLIENT / "src").glob("*.ts")):
+        text = source.read_text(encoding="utf-8")
+        for title in [*titles, "ReloadResult", "StoreChange", "PathResult"]:
+            assert f"interface {title} " not in text and f"type {title} =" not in text, (
+                f"{source.name} defines {title} by hand: import it from ./generated/schemas"
+            )
+
+
 def wait_http(url: str, proc: subprocess.Popen[bytes], timeout: float = 90) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -226,10 +260,15 @@ def test_vscode_extension_in_code_server(workspace: Workspace, tmp_path: Path) -
     assert any("prefer ripgrep over grep" in row and "global" in row for row in browse["rows"])
     assert any("use pnpm, not npm" in row and "project" in row for row in browse["rows"])
     assert "prefer ripgrep over grep" not in workspace.global_text()
-    assert "write commit messages in the imperative" in workspace.global_text()
+    # (the reload step below rewrites this note on disk: check the file as the forget left it)
+    assert "write commit messages in the imperative" in report["forget"]["globalAfter"]
     assert "4 project, 1 global" in report["forget"]["titleAfter"]
     assert "5 project, 2 global" in report["statusBar"]
     assert "4 project, 1 global" in report["statusBarAfter"]
+    # Memory: Reload after a store changed on disk reports the change (it used to throw).
+    assert "nothing changed" in report["reload"]["first"], report["reload"]
+    assert "reloaded both stores: global +1 −1." in report["reload"]["message"], report["reload"]
+    assert "WRITE COMMIT MESSAGES IN THE IMPERATIVE" in workspace.global_text()
 
     screenshot = artifacts / "vscode-screenshot.png"
     assert screenshot.exists()

@@ -2,7 +2,7 @@
 // Environment: CODE_SERVER_URL, WORKSPACE, PROJECT_STORE, GLOBAL_STORE, RESULT_FILE, ARTIFACTS_DIR.
 // Writes a JSON report (every observation, and the failing step if any) to RESULT_FILE.
 import { chromium } from 'playwright-core';
-import { readFileSync, writeFileSync, mkdirSync } from 'node:fs';
+import { readFileSync, writeFileSync, mkdirSync, utimesSync } from 'node:fs';
 import { join } from 'node:path';
 
 const env = (name) => {
@@ -22,6 +22,8 @@ const STEP_TIMEOUT = 30_000;
 // The fix that removes the later near-duplicate: keep the first wording (or, for an exact
 // duplicate, remove the later one).
 const FIX = /Keep “🎉 ship on fridays is fine”|remove.*duplicate/i;
+// The global note the reload step rewrites behind the editor's back (it survives the forget step).
+const RELOADED_NOTE = 'write commit messages in the imperative';
 let page;
 
 async function step(name, fn) {
@@ -92,6 +94,25 @@ async function runCommand(title) {
     throw new Error(`${error.message}; it offers ${JSON.stringify(labels)}`);
   });
   await page.locator('.quick-input-widget .quick-input-list .monaco-list-row').nth(index - 1).click();
+}
+
+/** Run *Memory: Reload*; its notification, which must be a report and not an error. */
+async function reload() {
+  await runCommand('Notifications: Clear All Notifications');
+  await runCommand('Memory: Reload');
+  const message = await waitFor(
+    async () => (await notifications()).find((text) => text.startsWith('Memory:')) ?? null,
+    'a notification from Memory: Reload',
+  );
+  if (!message.includes('reloaded both stores')) throw new Error(`Memory: Reload failed: ${message}`);
+  return message;
+}
+
+/** The text of every notification toast on screen. */
+async function notifications() {
+  return page
+    .$$eval('.notifications-toasts .notification-list-item-message', (els) => els.map((el) => el.textContent ?? ''))
+    .catch(() => []);
 }
 
 /** Pick the quick-input row whose text contains `text`. */
@@ -254,12 +275,25 @@ async function main() {
       await screenshot('vscode-screenshot');
       await page.keyboard.press('Escape');
     });
+
+    report.reload = await step('Memory: Reload after a store changed on disk', async () => {
+      // A change the store's stamp (mtime, size, inode) does not show, as on a file system with a
+      // coarse clock: only an explicit reload sees it, so the server's file watcher cannot see it
+      // first. The first reload caches the store with that stamp.
+      const stamp = Math.floor(Date.now() / 1000) - 60;
+      utimesSync(globalStore, stamp, stamp);
+      const first = await reload();
+      const before = read(globalStore);
+      if (!before.includes(RELOADED_NOTE)) throw new Error(`no "${RELOADED_NOTE}" in ${before}`);
+      writeFileSync(globalStore, before.replace(RELOADED_NOTE, RELOADED_NOTE.toUpperCase()));
+      utimesSync(globalStore, stamp, stamp);
+      const message = await reload();
+      return { first, message };
+    });
   } catch (error) {
     if (page) {
       await screenshot('vscode-failure').catch(() => undefined);
-      report.notifications = await page
-        .$$eval('.notifications-toasts .notification-list-item-message', (els) => els.map((el) => el.textContent ?? ''))
-        .catch(() => []);
+      report.notifications = await notifications();
     }
     report.failed ??= { step: 'driver', error: String(error && error.stack ? error.stack : error) };
   } finally {

@@ -8,7 +8,7 @@ import {
   type LanguageClientOptions,
   type ServerOptions,
 } from 'vscode-languageclient/node';
-import { ServerCommand, type ServerCommandId } from './protocol';
+import { type CommandResults, ServerCommand, type ServerCommandId } from './protocol';
 import { SECTION, globalStorePath, serverLaunch, serverSettings } from './settings';
 
 export class MemoryClient implements vscode.Disposable {
@@ -120,7 +120,7 @@ export class MemoryClient implements vscode.Disposable {
    * Run one of the server's `memory.*` commands with its single JSON-object argument.
    * The project is the workspace folder of the active editor, else the first folder.
    */
-  async execute<T>(command: ServerCommandId, argument: Record<string, unknown> = {}): Promise<T> {
+  async execute<C extends ServerCommandId>(command: C, argument: Record<string, unknown> = {}): Promise<CommandResults[C]> {
     if (!this.running) {
       await this.start();
     }
@@ -133,7 +133,7 @@ export class MemoryClient implements vscode.Disposable {
     const result = (await client.sendRequest(ExecuteCommandRequest.type, {
       command,
       arguments: [payload],
-    })) as T;
+    })) as CommandResults[C];
     if (command !== ServerCommand.list && command !== ServerCommand.path && command !== ServerCommand.inject && command !== ServerCommand.doctor) {
       this.changed.fire();
     }

@@ -4,7 +4,7 @@ import * as vscode from 'vscode';
 import { browseNotes, pickAndForget } from './browse';
 import { MemoryClient } from './client';
 import { addNote, clearScope } from './notes';
-import { type DoctorResult, type InjectResult, type PathResult, type ReloadResult, ServerCommand } from './protocol';
+import { type InjectResult, type ReloadResult, SCOPES, ServerCommand } from './protocol';
 import { REPORT_SCHEME, ReportDocuments } from './reports';
 import { RESTART_KEYS, SECTION } from './settings';
 import { MemoryStatusBar } from './statusBar';
@@ -45,17 +45,17 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   command('memoryLs.addNote', () => addNote(client));
   command('memoryLs.forgetNote', () => pickAndForget(client));
   command('memoryLs.showDoctor', async () => {
-    const doctor = await client.execute<DoctorResult>(ServerCommand.doctor);
+    const doctor = await client.execute(ServerCommand.doctor);
     await reports.show('Memory doctor', `# Memory doctor\n\n\`\`\`\`text\n${doctor.text}\n\`\`\`\`\n`);
   });
   command('memoryLs.showRecall', async () => {
-    const recall = await client.execute<InjectResult>(ServerCommand.inject);
+    const recall = await client.execute(ServerCommand.inject);
     await reports.show('Memory recall preview', renderRecall(recall));
   });
   command('memoryLs.openProject', async () => openStore(client, 'project'));
   command('memoryLs.openGlobal', async () => openStore(client, 'global'));
   command('memoryLs.reload', async () => {
-    const result = await client.execute<ReloadResult>(ServerCommand.reload);
+    const result = await client.execute(ServerCommand.reload);
     void vscode.window.showInformationMessage(`Memory: ${describeReload(result)}`);
   });
   command('memoryLs.clear', () => clearScope(client));
@@ -91,11 +91,11 @@ export async function deactivate(): Promise<void> {
 }
 
 async function openStore(client: MemoryClient, scope: 'project' | 'global'): Promise<void> {
-  const paths = await client.execute<PathResult>(ServerCommand.path);
+  const paths = await client.execute(ServerCommand.path);
   const file = scope === 'project' ? paths.project : paths.global;
   if (scope === 'project' && !paths.trusted) {
     void vscode.window.showWarningMessage(
-      `Memory: this project is untrusted (${paths.trustReason ?? 'no reason given'}): its notes are not recalled and the tool will not change them.`,
+      `Memory: this project is untrusted (${paths.trustReason}): its notes are not recalled and the tool will not change them.`,
     );
   }
   const uri = vscode.Uri.file(file);
@@ -130,16 +130,17 @@ function renderRecall(recall: InjectResult): string {
   return `${lines.join('\n')}\n`;
 }
 
+/** `reloaded both stores: project +1 −0.` from what `memory.reload` found changed in each store. */
 function describeReload(result: ReloadResult): string {
-  if (!result.changed) {
-    return 'reloaded both stores: nothing changed on disk.';
-  }
   const parts: string[] = [];
-  for (const scope of ['project', 'global'] as const) {
-    const change = result[scope];
-    if (change !== undefined && (change.added.length > 0 || change.removed.length > 0)) {
-      parts.push(`${scope} +${change.added.length} −${change.removed.length}`);
+  for (const scope of SCOPES) {
+    const { added, removed } = result.reloaded[scope];
+    if (added.length > 0 || removed.length > 0) {
+      parts.push(`${scope} +${added.length} −${removed.length}`);
     }
+  }
+  if (parts.length === 0) {
+    return 'reloaded both stores: nothing changed on disk.';
   }
   return `reloaded both stores: ${parts.join(', ')}.`;
 }

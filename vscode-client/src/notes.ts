@@ -9,7 +9,7 @@ export interface Note {
 }
 
 export async function listNotes(client: MemoryClient): Promise<{ result: MemoryResult; notes: Note[] }> {
-  const result = await client.execute<MemoryResult>(ServerCommand.list);
+  const result = await client.execute(ServerCommand.list);
   if (!isMemoryResult(result)) {
     throw new Error('memory.list returned an unexpected result.');
   }
@@ -67,7 +67,7 @@ export async function addNote(client: MemoryClient, presetText?: string): Promis
   if (scope === undefined) {
     return false;
   }
-  const result = await client.execute<MemoryResult>(ServerCommand.add, { text, scope });
+  const result = await client.execute(ServerCommand.add, { text, scope });
   return report(result, `Added to ${scope} memory: ${text.trim()}.`);
 }
 
@@ -81,7 +81,7 @@ export async function editNote(client: MemoryClient, note: Note): Promise<boolea
   if (to === undefined || to === note.text) {
     return false;
   }
-  const result = await client.execute<MemoryResult>(ServerCommand.update, { text: note.text, to, scope: note.scope });
+  const result = await client.execute(ServerCommand.update, { text: note.text, to, scope: note.scope });
   return report(result, `Updated ${note.scope} memory: ${to.trim()}.`);
 }
 
@@ -94,12 +94,12 @@ export async function forgetNote(client: MemoryClient, note: Note): Promise<bool
   if (answer !== 'Forget') {
     return false;
   }
-  const result = await client.execute<MemoryResult>(ServerCommand.forget, { text: note.text, scope: note.scope });
+  const result = await client.execute(ServerCommand.forget, { text: note.text, scope: note.scope });
   return report(result, `Removed from ${note.scope} memory: ${note.text}.`);
 }
 
 export async function moveNote(client: MemoryClient, note: Note): Promise<boolean> {
-  const result = await client.execute<MemoryResult>(ServerCommand.move, { text: note.text, scope: note.scope });
+  const result = await client.execute(ServerCommand.move, { text: note.text, scope: note.scope });
   return report(result, `Moved to ${otherScope(note.scope)} memory: ${note.text}.`);
 }
 
@@ -125,7 +125,7 @@ export async function mergeNote(client: MemoryClient, first: Note, candidates: r
   if (to === undefined) {
     return false;
   }
-  const result = await client.execute<MemoryResult>(ServerCommand.merge, {
+  const result = await client.execute(ServerCommand.merge, {
     text: first.text,
     other: second.note.text,
     to,
@@ -139,7 +139,7 @@ export async function clearScope(client: MemoryClient): Promise<boolean> {
   if (scope === undefined) {
     return false;
   }
-  const result = await client.execute<MemoryResult>(ServerCommand.clear, { scope });
+  const result = await client.execute(ServerCommand.clear, { scope });
   if (result.error) {
     void vscode.window.showErrorMessage(`Memory: ${result.error}`);
     return false;

@@ -1,63 +1,31 @@
-// Shapes of the memory-ls server's `memory.*` command results (SPEC §3, §7, §9).
-// The server is the source of truth; these types only describe what the client reads.
+// The memory-ls server's `memory.*` commands and what each returns (SPEC §3, §7, §9).
+// Every shape is generated from the server's published JSON Schemas (src/generated/schemas.ts,
+// `make schemas`): none is written by hand here, so the client cannot drift from the server.
+import type {
+  DoctorResult,
+  InjectResult,
+  MemoryResult,
+  PathInfo,
+  ReloadResult,
+} from './generated/schemas';
 
-export type Scope = 'project' | 'global';
+export type {
+  DoctorResult,
+  InjectResult,
+  MemoryResult,
+  NoteChanges,
+  OmittedNote,
+  PathInfo,
+  ReloadResult,
+  Settings as ServerSettings,
+} from './generated/schemas';
+
+export type Scope = MemoryResult['scope'];
 
 export const SCOPES: readonly Scope[] = ['project', 'global'];
 
 export function otherScope(scope: Scope): Scope {
   return scope === 'project' ? 'global' : 'project';
-}
-
-export interface MemoryResult {
-  action: string;
-  scope: Scope;
-  project: string[];
-  global: string[];
-  changed: boolean;
-  entry?: string | null;
-  to?: string | null;
-  existing?: string | null;
-  error?: string | null;
-}
-
-export interface OmittedNote {
-  scope: Scope;
-  text: string;
-}
-
-export interface InjectResult {
-  body: string | null;
-  bytes: number;
-  maxInjectBytes: number;
-  included: number;
-  omitted: OmittedNote[];
-  inject: boolean;
-}
-
-export interface PathResult {
-  project: string;
-  global: string;
-  trusted: boolean;
-  trustReason?: string;
-}
-
-/** The doctor report (SPEC §9) with its text rendering in `text`. */
-export interface DoctorResult {
-  text: string;
-  [key: string]: unknown;
-}
-
-export interface StoreChange {
-  added: string[];
-  removed: string[];
-}
-
-/** `memory.reload`: whether anything changed, and per scope the notes added and removed. */
-export interface ReloadResult {
-  changed: boolean;
-  project?: StoreChange;
-  global?: StoreChange;
 }
 
 /** The server-side command ids. They are registered by the language client; never register them here. */
@@ -76,6 +44,21 @@ export const ServerCommand = {
 } as const;
 
 export type ServerCommandId = (typeof ServerCommand)[keyof typeof ServerCommand];
+
+/** What each command returns: `MemoryClient.execute` is typed by it, so no caller picks a type. */
+export interface CommandResults {
+  'memory.add': MemoryResult;
+  'memory.update': MemoryResult;
+  'memory.forget': MemoryResult;
+  'memory.list': MemoryResult;
+  'memory.merge': MemoryResult;
+  'memory.move': MemoryResult;
+  'memory.clear': MemoryResult;
+  'memory.path': PathInfo;
+  'memory.reload': ReloadResult;
+  'memory.doctor': DoctorResult;
+  'memory.inject': InjectResult;
+}
 
 export function isMemoryResult(value: unknown): value is MemoryResult {
   return (

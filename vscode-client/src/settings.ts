@@ -2,11 +2,12 @@
 import * as os from 'node:os';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
+import type { ServerSettings } from './protocol';
 
 export const SECTION = 'memoryLs';
 
 /** Keys forwarded to the server (its `memoryLs` section), camelCase as on the wire. */
-const SERVER_KEYS = ['agentDir', 'readOnly', 'severity', 'similarThreshold'] as const;
+const SERVER_KEYS = ['agentDir', 'readOnly', 'severity', 'similarThreshold'] as const satisfies readonly (keyof ServerSettings)[];
 
 /** Settings that need a new server process (and a new document selector) when they change. */
 export const RESTART_KEYS = ['serverCommand', 'pythonPath', 'agentDir'] as const;
@@ -29,8 +30,11 @@ function explicitValue<T>(key: string): T | undefined {
   return inspected.workspaceFolderValue ?? inspected.workspaceValue ?? inspected.globalValue;
 }
 
-/** The `memoryLs` section as the server sees it, with VS Code's workspace trust as `trusted`. */
-export function serverSettings(): Record<string, unknown> {
+/**
+ * The `memoryLs` section as the server sees it, with VS Code's workspace trust as `trusted`.
+ * Values go as the user wrote them: the server reports an invalid one and keeps its default.
+ */
+export function serverSettings(): ServerSettings {
   const settings: Record<string, unknown> = {};
   for (const key of SERVER_KEYS) {
     const value = explicitValue<unknown>(key);
@@ -43,8 +47,7 @@ export function serverSettings(): Record<string, unknown> {
       settings[key] = value;
     }
   }
-  settings['trusted'] = vscode.workspace.isTrusted;
-  return settings;
+  return { ...(settings as ServerSettings), trusted: vscode.workspace.isTrusted };
 }
 
 export function serverLaunch(): ServerLaunch {

@@ -1,7 +1,7 @@
 // The status-bar item: notes per scope and the recall bytes used / cap, from memory.list + memory.inject.
 import * as vscode from 'vscode';
 import type { MemoryClient } from './client';
-import { type InjectResult, type MemoryResult, type PathResult, ServerCommand, isMemoryResult } from './protocol';
+import { ServerCommand, isMemoryResult } from './protocol';
 import { statusBarEnabled } from './settings';
 
 export class MemoryStatusBar implements vscode.Disposable {
@@ -64,9 +64,9 @@ export class MemoryStatusBar implements vscode.Disposable {
     }
     try {
       const [list, recall, paths] = await Promise.all([
-        this.client.execute<MemoryResult>(ServerCommand.list),
-        this.client.execute<InjectResult>(ServerCommand.inject),
-        this.client.execute<PathResult>(ServerCommand.path).catch(() => undefined),
+        this.client.execute(ServerCommand.list),
+        this.client.execute(ServerCommand.inject),
+        this.client.execute(ServerCommand.path).catch(() => undefined),
       ]);
       if (!isMemoryResult(list)) {
         throw new Error('unexpected memory.list result');

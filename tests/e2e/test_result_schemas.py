@@ -1,0 +1,49 @@
+"""Every ``memory.*`` command's real result, from a real server, matches its published schema.
+
+The VS Code client's result types are generated from the same files (``schemas/``), so a
+result that matches here is one the client reads correctly; a command whose result changed
+shape without its model (as ``memory.reload`` once did) fails here.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from jsonschema import Draft202012Validator
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def validate(name: str, value: Any) -> None:
+    schema = json.loads((ROOT / "schemas" / f"{name}.schema.json").read_text(encoding="utf-8"))
+    Draft202012Validator(schema).validate(value)
+
+
+async def test_every_command_result_matches_its_schema(start, ws):
+    ws.write(ws.project_store, ["use pnpm", "Use pnpm.", "shared"])
+    ws.write(ws.global_store, ["shared"])
+    s = await start("visual-studio-code")
+    for command, arg in (
+        ("memory.add", {"text": "x"}),
+        ("memory.add", {"text": "X."}),
+        ("memory.update", {"text": "x", "to": "y"}),
+        ("memory.merge", {"text": "y", "other": "shared", "to": "y; shared"}),
+        ("memory.move", {"text": "y; shared"}),
+        ("memory.forget", {"text": "absent"}),
+        ("memory.list", {}),
+        ("memory.clear", {"scope": "global"}),
+    ):
+        validate("memory-result", await s.command(command, arg))
+    validate("path-info", await s.command("memory.path"))
+    validate("inject-result", await s.command("memory.inject"))
+    doctor = await s.command("memory.doctor")
+    validate("doctor-result", doctor)
+    assert doctor["project"]["duplicates"] and doctor["text"].startswith("memory-ls doctor")
+
+    ws.global_store.write_text("- changed outside\n", encoding="utf-8")
+    reload = await s.command("memory.reload")
+    validate("reload-result", reload)
+    assert reload["changed"] is True
+    assert reload["reloaded"]["global"] == {"added": ["changed outside"], "removed": []}

@@ -1,0 +1,261 @@
+// GENERATED from schemas/*.schema.json by vscode-client/scripts/generate-types.mjs: do not edit.
+// The schemas come from the server's models (memory_ls/core/models.py, memory_ls/server/settings.py);
+// regenerate both with `make schemas`.
+
+/**
+ * Every shape the server publishes, by its file name in schemas/.
+ */
+export interface ServerShapes {
+  'doctor-report': DoctorReport;
+  'doctor-result': DoctorResult;
+  'inject-result': InjectResult;
+  'memory-result': MemoryResult;
+  'path-info': PathInfo;
+  'reload-result': ReloadResult;
+  settings: Settings;
+}
+/**
+ * The doctor's report (``memory-ls doctor --json``), also the source of its text.
+ *
+ * This interface was referenced by `ServerShapes`'s JSON-Schema
+ * via the `definition` "DoctorReport".
+ */
+export interface DoctorReport {
+  project: ScopeReport;
+  global: ScopeReport;
+  crossScopeDuplicates: CrossScopePair[];
+  trust: TrustReport;
+  config: ConfigReport;
+  recall: RecallReport;
+  problems: string[];
+}
+/**
+ * What the doctor found in one store.
+ *
+ * This interface was referenced by `ServerShapes`'s JSON-Schema
+ * via the `definition` "ScopeReport".
+ */
+export interface ScopeReport {
+  path: string;
+  exists: boolean;
+  bytes: number;
+  cap: number;
+  notes: number;
+  blankBullets: number;
+  tooLong: string[];
+  controlCharacters: string[];
+  hiddenUnicode: string[];
+  duplicates: DuplicatePair[];
+  error?: string;
+  readOnlyReason?: string;
+}
+/**
+ * Two notes with the same near-duplicate key.
+ *
+ * This interface was referenced by `ServerShapes`'s JSON-Schema
+ * via the `definition` "DuplicatePair".
+ */
+export interface DuplicatePair {
+  first: string;
+  second: string;
+  firstLine: number;
+  secondLine: number;
+}
+/**
+ * A note held by both stores.
+ *
+ * This interface was referenced by `ServerShapes`'s JSON-Schema
+ * via the `definition` "CrossScopePair".
+ */
+export interface CrossScopePair {
+  project: string;
+  global: string;
+}
+/**
+ * The trust decision and the rule that made it.
+ *
+ * This interface was referenced by `ServerShapes`'s JSON-Schema
+ * via the `definition` "TrustReport".
+ */
+export interface TrustReport {
+  trusted: boolean;
+  rule: 'explicit' | 'trust.json' | 'resources';
+  reason: string;
+  problems: string[];
+}
+/**
+ * The effective configuration and where it came from.
+ *
+ * This interface was referenced by `ServerShapes`'s JSON-Schema
+ * via the `definition` "ConfigReport".
+ */
+export interface ConfigReport {
+  inject: boolean;
+  maxInjectBytes: number;
+  sources: ConfigSourceReport[];
+  problems: string[];
+}
+/**
+ * One configuration file and what became of it.
+ *
+ * This interface was referenced by `ServerShapes`'s JSON-Schema
+ * via the `definition` "ConfigSourceReport".
+ */
+export interface ConfigSourceReport {
+  path: string;
+  status: 'used' | 'missing' | 'ignored' | 'skipped-untrusted';
+  why: string | null;
+}
+/**
+ * The recall plan's verdict.
+ *
+ * This interface was referenced by `ServerShapes`'s JSON-Schema
+ * via the `definition` "RecallReport".
+ */
+export interface RecallReport {
+  inject: boolean;
+  used: number;
+  maxInjectBytes: number;
+  included: number;
+  omitted: OmittedNote[];
+}
+/**
+ * A note the recall plan leaves out.
+ *
+ * This interface was referenced by `ServerShapes`'s JSON-Schema
+ * via the `definition` "OmittedNote".
+ */
+export interface OmittedNote {
+  scope: 'project' | 'global';
+  text: string;
+}
+/**
+ * The ``memory.doctor`` result: the report plus its text rendering.
+ *
+ * This interface was referenced by `ServerShapes`'s JSON-Schema
+ * via the `definition` "DoctorResult".
+ */
+export interface DoctorResult {
+  project: ScopeReport;
+  global: ScopeReport;
+  crossScopeDuplicates: CrossScopePair[];
+  trust: TrustReport;
+  config: ConfigReport;
+  recall: RecallReport;
+  problems: string[];
+  text: string;
+}
+/**
+ * The ``memory.inject`` object: the recall body and its budget.
+ *
+ * This interface was referenced by `ServerShapes`'s JSON-Schema
+ * via the `definition` "InjectResult".
+ */
+export interface InjectResult {
+  body: string | null;
+  bytes: number;
+  maxInjectBytes: number;
+  included: number;
+  omitted: OmittedNote[];
+  inject: boolean;
+}
+/**
+ * The result of every memory action: the notes of both scopes after it, whether the store changed, and the error that refused it, if any.
+ *
+ * This interface was referenced by `ServerShapes`'s JSON-Schema
+ * via the `definition` "MemoryResult".
+ */
+export interface MemoryResult {
+  action: string;
+  scope: 'project' | 'global';
+  project: string[];
+  global: string[];
+  changed: boolean;
+  entry?: string;
+  to?: string;
+  existing?: string;
+  error?: string;
+}
+/**
+ * The ``memory.path`` object: both store paths and the trust decision.
+ *
+ * This interface was referenced by `ServerShapes`'s JSON-Schema
+ * via the `definition` "PathInfo".
+ */
+export interface PathInfo {
+  project: string;
+  global: string;
+  trusted: boolean;
+  trustReason: string;
+}
+/**
+ * The ``memory.reload`` result: both stores' notes as now read, and what changed.
+ *
+ * ``changed`` says whether either store's notes differ from the previous read;
+ * ``reloaded`` gives the notes each store gained and lost.
+ *
+ * This interface was referenced by `ServerShapes`'s JSON-Schema
+ * via the `definition` "ReloadResult".
+ */
+export interface ReloadResult {
+  action: string;
+  scope: 'project' | 'global';
+  project: string[];
+  global: string[];
+  changed: boolean;
+  entry?: string;
+  to?: string;
+  existing?: string;
+  error?: string;
+  reloaded: ReloadChanges;
+}
+/**
+ * What ``memory.reload`` found changed in each store.
+ *
+ * This interface was referenced by `ServerShapes`'s JSON-Schema
+ * via the `definition` "ReloadChanges".
+ */
+export interface ReloadChanges {
+  project: NoteChanges;
+  global: NoteChanges;
+}
+/**
+ * The notes one store gained and lost between two reads.
+ *
+ * This interface was referenced by `ServerShapes`'s JSON-Schema
+ * via the `definition` "NoteChanges".
+ */
+export interface NoteChanges {
+  added: string[];
+  removed: string[];
+}
+/**
+ * Everything a client can configure.
+ *
+ * This interface was referenced by `ServerShapes`'s JSON-Schema
+ * via the `definition` "Settings".
+ */
+export interface Settings {
+  /**
+   * Pi's agent dir (global store).
+   */
+  agentDir?: string | null;
+  /**
+   * Explicit trust decision for the project.
+   */
+  trusted?: boolean | null;
+  /**
+   * Refuse every change (plan modes).
+   */
+  readOnly?: boolean;
+  /**
+   * Severity per diagnostic code, or off.
+   */
+  severity?: {
+    [k: string]: 'error' | 'warning' | 'information' | 'hint' | 'off' | undefined;
+  };
+  /**
+   * Score (0-100) for `similar` hints.
+   */
+  similarThreshold?: number;
+}
