@@ -24,9 +24,9 @@ from memory_ls.server.documents import MemoryDocument
 from memory_ls.server.settings import Settings
 from memory_ls.store.paths import (
     no_project_message,
-    project_folder_refusal,
     project_root_for,
     project_store_path,
+    refused_project_store,
 )
 from memory_ls.store.runtime import MemoryRuntime
 
@@ -154,19 +154,9 @@ class Projects:
         return self.runtime_for_path(folder if folder is not None else path)
 
     def _refused_project_store(self, path: Path) -> MemoryRuntime | None:
-        """The runtime of the project whose store ``path`` names, when that store is refused.
-
-        Such a path resolves outside its project, so comparing canonical paths
-        would take it for whatever file it leads to; its project is decided
-        from the path as written instead.
-        """
-        if path.name != "memory.md" or path.parent.name != ".pi":
-            return None
-        start = path.parent.parent
-        root = project_root_for(start)
-        if root != Path(os.path.realpath(start)) or project_folder_refusal(root) is None:
-            return None
-        return self.runtime_for_path(root)
+        """The runtime of the project whose store ``path`` names, when that store is refused."""
+        refused = refused_project_store(path)
+        return None if refused is None else self.runtime_for_path(refused[0])
 
     # -- documents -----------------------------------------------------------------
 

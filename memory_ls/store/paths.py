@@ -92,6 +92,23 @@ def project_folder_refusal(project_root: Path, real: str | None = None) -> str |
     return outside_project_message(project_root, real)
 
 
+def refused_project_store(path: Path) -> tuple[Path, str] | None:
+    """The project root and refusal when ``path`` is, as written, a refused project store.
+
+    ``path`` names ``<root>/.pi/memory.md`` of a project whose ``.pi`` leads out
+    of it. Such a path must be judged as written: its canonical form is
+    wherever the link leads (the global store, when it leads to the agent dir).
+    """
+    if path.name != STORE_FILE_NAME or path.parent.name != ".pi":
+        return None
+    start = path.parent.parent
+    root = project_root_for(start)
+    if root != Path(os.path.realpath(start)):
+        return None  # a `.pi/memory.md` below the root is not the store at all
+    refusal = project_folder_refusal(root)
+    return None if refusal is None else (root, refusal)
+
+
 def _is_within(path: str, folder: str) -> bool:
     """Whether the canonical ``path`` is ``folder`` or lies under it."""
     return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)

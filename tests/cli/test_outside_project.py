@@ -137,3 +137,13 @@ def test_a_missing_project_directory_is_never_created(tmp_path: Path) -> None:
         assert r.returncode in (1, 2), verb
         assert str(typo) in r.stderr
         assert not (tmp_path / "typo").exists(), verb
+
+
+def test_check_reports_outside_project_without_reading_the_store(clone: Clone) -> None:
+    store = f"{clone.project}/.pi/memory.md"
+    clone.global_store.write_text(f"{HEADER}\n\n- same\n- same\n")  # a duplicate, if read
+    for args in ([], [store]):
+        r = clone.run("check", *args)
+        assert r.returncode == 1, args
+        project_lines = [line for line in r.stdout.splitlines() if line.startswith(store)]
+        assert project_lines == [f"{store}:1:1: outside-project {clone.message}"], args
