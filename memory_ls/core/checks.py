@@ -40,6 +40,7 @@ CODES: dict[str, Severity] = {
     "untrusted": "information",
     "file-too-large": "error",
     "symlink": "error",
+    "outside-project": "error",
     "invalid-utf8": "error",
     "not-the-store": "warning",
     "similar": "hint",
@@ -234,6 +235,8 @@ class FileContext:
     trust_reason: str = ""
     real_store: str | None = None
     """Set when this ``.pi/memory.md`` is not its project's store."""
+    outside_project: str | None = None
+    """The refusal, when the project's ``.pi`` resolves outside the project (SPEC §1)."""
 
 
 def _first_line(lines: Sequence[str]) -> tuple[int, int]:
@@ -250,6 +253,8 @@ def file_findings(lines: Sequence[str], ctx: FileContext) -> list[Finding]:
 
     if ctx.symlink:
         whole("symlink", "The memory file is a symlink: memory-ls and Pi refuse to use it.")
+    if ctx.outside_project is not None:
+        whole("outside-project", ctx.outside_project)
     if ctx.size > MAX_STORE_BYTES:
         whole(
             "file-too-large",

@@ -77,20 +77,36 @@ def argument(command: str, args: tuple[Any, ...]) -> dict[str, Any]:
     return dict(first)
 
 
-def runtime_for(ls: MemoryServer, arg: Mapping[str, Any]) -> MemoryRuntime:
-    """The project a command's ``uri`` picks (default: the first workspace folder)."""
+def runtime_for(
+    ls: MemoryServer, command: str, arg: Mapping[str, Any]
+) -> MemoryRuntime | MemoryResult:
+    """The project a command's ``uri`` picks (default: the first workspace folder).
+
+    A ``uri`` naming a path that does not exist outside every workspace folder
+    picks nothing: the answer is then the command's ``MemoryResult`` error, so
+    no project is ever created from a typo (SPEC §1).
+    """
     uri = arg.get("uri")
     path: Path | None = None
     if isinstance(uri, str) and uri:
         fs = to_fs_path(uri) if "://" in uri else uri
         path = Path(fs) if fs else None
+    missing = ls.projects.missing_project(path) if path is not None else None
+    if missing is not None:
+        scope, _ = check_scope(arg.get("scope"))
+        result = ls.projects.default_runtime().result(command.removeprefix("memory."), scope)
+        result["project"] = []  # the default project's notes are not this uri's
+        result["error"] = missing
+        return result
     return ls.projects.runtime_for_uri_path(path)
 
 
 async def execute(ls: MemoryServer, command: str, args: tuple[Any, ...]) -> Any:
     """Run one ``memory.*`` command and return its result."""
     arg = argument(command, args)
-    runtime = runtime_for(ls, arg)
+    runtime = runtime_for(ls, command, arg)
+    if not isinstance(runtime, MemoryRuntime):
+        return runtime  # the uri names no project
     name = command.removeprefix("memory.")
     if name == "list":
         return runtime.list()

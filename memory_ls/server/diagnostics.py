@@ -101,6 +101,8 @@ class Analysis:
         runtime = info.runtime
         scope = info.scope
         trust, config = runtime.trust(), runtime.config()
+        # The store layer's one decision; a refused store is neither compared nor recalled.
+        outside = runtime.store_refusal(scope) if scope is not None else None
         ctx = FileContext(
             scope=scope,
             size=doc.size,
@@ -110,13 +112,14 @@ class Analysis:
             trusted=trust.trusted,
             trust_reason=f"{trust.rule}: {trust.reason}",
             real_store=info.real_store,
+            outside_project=outside,
         )
         out = file_findings(doc.lines, ctx)
         for found in doc.found.values():
             out.extend(found)
         if doc.dup_keys:
             out.extend(duplicate_findings(doc.bullets_for(doc.dup_keys)))
-        if scope is not None:
+        if scope is not None and outside is None:
             other = self.projects.other_keys(runtime, scope)
             common = doc.key_lines.keys() & other.keys()
             if common:

@@ -1,8 +1,11 @@
 """Projects, open documents and what each document is (SPEC §7 Documents).
 
 Each workspace folder is its own project with its own :class:`MemoryRuntime`;
-a command's ``uri`` picks one, the first folder is the default. A document is a
-memory document when its path is the global store or ends in ``/.pi/memory.md``.
+a command's ``uri`` picks one, the first folder is the default. The client's
+``trusted`` covers its folders and what lies inside them; any other project is
+decided by ``trust.json`` and its resources, as the CLI decides it (SPEC §4). A
+document is a memory document when its path is the global store or ends in
+``/.pi/memory.md``.
 Trust, configuration, other-scope key indexes and recall plans are cached here
 and keyed on what they depend on, so an edit does not re-read files.
 """
@@ -19,7 +22,12 @@ from memory_ls.core.recall import INTRO, MARKER, TAIL_RESERVE, PlannedNote, Reca
 from memory_ls.core.text import utf8_length
 from memory_ls.server.documents import MemoryDocument
 from memory_ls.server.settings import Settings
-from memory_ls.store.paths import project_root_for, project_store_path
+from memory_ls.store.paths import (
+    no_project_message,
+    project_root_for,
+    project_store_path,
+    refused_project_store,
+)
 from memory_ls.store.runtime import MemoryRuntime
 
 
@@ -86,11 +94,43 @@ class Projects:
         runtime = self.runtimes.get(root)
         if runtime is None:
             s = self.settings
+            trusted = s.trusted if self.covers(root) else None
             runtime = MemoryRuntime(
-                root, agent_dir=s.agent_dir, trusted=s.trusted, read_only=s.read_only
+                root, agent_dir=s.agent_dir, trusted=trusted, read_only=s.read_only
             )
             self.runtimes[root] = runtime
         return runtime
+
+    def covers(self, root: Path) -> bool:
+        """Whether the client's trust decision reaches the project at ``root`` (canonical).
+
+        It does for a workspace folder's own project and for any project inside a
+        folder, and for nothing else (SPEC §4): a cloned repository opened or
+        named from elsewhere is decided by its own ``trust.json`` entry and
+        resources, never by the client's trust in the workspace.
+        """
+        for folder in self.folders:
+            real = Path(os.path.realpath(folder))
+            if root == real or real in root.parents or project_root_for(real) == root:
+                return True
+        return False
+
+    def missing_project(self, path: Path) -> str | None:
+        """Why a command's ``uri`` picks no project: it names nothing, outside every folder.
+
+        A path inside a workspace folder picks the folder, existing or not; any
+        other path must exist, since nothing creates a project (SPEC §1).
+        """
+        if os.path.lexists(path) or self._folder_holding(path) is not None:
+            return None
+        return no_project_message(path)
+
+    def _folder_holding(self, path: Path) -> Path | None:
+        """The innermost workspace folder that is ``path`` or holds it."""
+        for folder in sorted(self.folders, key=lambda f: len(str(f)), reverse=True):
+            if path == folder or folder in path.parents:
+                return folder
+        return None
 
     def default_runtime(self) -> MemoryRuntime:
         """The first workspace folder's runtime (the current directory without folders)."""
@@ -100,20 +140,33 @@ class Projects:
         """The runtime for a command's ``uri`` (a folder or a file), else the default."""
         if path is None:
             return self.default_runtime()
+        refused = self._refused_project_store(path)
+        if refused is not None:
+            # `<root>/.pi/memory.md` of a project whose .pi leads out (maybe to the
+            # agent dir): the uri names that project, whatever file it leads to.
+            return refused
         default = self.default_runtime()
         if canonical(path) == canonical(default.paths["global"]):
             # The global store belongs to no project: it picks the default one, not
             # a "project" rooted in the agent dir.
             return default
-        for folder in sorted(self.folders, key=lambda f: len(str(f)), reverse=True):
-            if path == folder or folder in path.parents:
-                return self.runtime_for_path(folder)
-        return self.runtime_for_path(path)
+        folder = self._folder_holding(path)
+        return self.runtime_for_path(folder if folder is not None else path)
+
+    def _refused_project_store(self, path: Path) -> MemoryRuntime | None:
+        """The runtime of the project whose store ``path`` names, when that store is refused."""
+        refused = refused_project_store(path)
+        return None if refused is None else self.runtime_for_path(refused[0])
 
     # -- documents -----------------------------------------------------------------
 
     def describe(self, path: Path) -> DocumentInfo | None:
         """What the file at ``path`` is, or ``None`` when it is not a memory document."""
+        refused = self._refused_project_store(path)
+        if refused is not None:
+            # The project's store, refused (it gets the `outside-project` error), even
+            # when its .pi leads to the agent dir and so to the global store's file.
+            return DocumentInfo(refused, "project")
         canon = canonical(path)
         runtime = self.default_runtime()
         if canon == canonical(runtime.paths["global"]):
@@ -152,10 +205,15 @@ class Projects:
         view = runtime.view(scope)
         return view.parsed.notes if view.readable else view.last_good
 
+    @staticmethod
+    def project_readable(runtime: MemoryRuntime) -> bool:
+        """Whether the project's notes may be read: trusted, and its .pi inside it."""
+        return runtime.store_refusal("project") is None and runtime.trust().trusted
+
     def other_keys(self, runtime: MemoryRuntime, scope: Scope) -> dict[str, str]:
         """Key → note of the *other* store (empty for an untrusted project)."""
         other = other_scope(scope)
-        if other == "project" and not runtime.trust().trusted:
+        if other == "project" and not self.project_readable(runtime):
             return {}
         doc = self.open_store(runtime, other)
         cache_key = (str(runtime.paths[other]), other)
@@ -182,8 +240,8 @@ class Projects:
         The decision id changes only when the set of notes left out may have changed,
         so callers can keep what they derived from the plan.
         """
-        trust, config = runtime.trust(), runtime.config()
-        project = self.store_notes(runtime, "project") if trust.trusted else []
+        config = runtime.config()
+        project = self.store_notes(runtime, "project") if self.project_readable(runtime) else []
         global_ = self.store_notes(runtime, "global")
         entry = self._plans.get(runtime.project_root)
         if (

@@ -6,6 +6,10 @@ on the store's *directory* (every process on the machine). Locking the
 directory rather than a lock file means nothing but ``memory.md`` is ever left
 in ``.pi/``; locking the store file itself would not work, since each write
 replaces it with a new inode.
+
+Under the lock every read and write goes through the folder's open descriptor
+(``dir_fd``), after the caller has checked where that very folder is: a symlink
+swapped in for the folder's path afterwards cannot redirect the write (SPEC §1).
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ import os
 import stat
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -78,10 +82,37 @@ def stamp_of(path: Path) -> Stamp | None:
     return Stamp(st.st_mtime_ns, st.st_size, st.st_ino)
 
 
-def read_store(path: Path) -> StoreFile:
-    """Read a store, refusing a symlink and a file over the cap; missing reads as empty."""
+@dataclass(frozen=True, slots=True)
+class LockedFolder:
+    """A store's folder, held open and locked by :func:`store_lock`.
+
+    ``fd`` is the open directory (``None`` where the platform has no ``dir_fd``,
+    i.e. Windows): reads and writes under the lock name the store relative to
+    it, so they reach the folder that was checked whatever its path names now.
+    """
+
+    path: Path
+    fd: int | None
+
+
+def _at(path: Path, folder: LockedFolder | None) -> str | Path:
+    """How to name ``path`` for an ``os`` call with ``dir_fd=_dir_fd(folder)``."""
+    return path.name if folder is not None and folder.fd is not None else path
+
+
+def _dir_fd(folder: LockedFolder | None) -> int | None:
+    return folder.fd if folder is not None else None
+
+
+def read_store(path: Path, folder: LockedFolder | None = None) -> StoreFile:
+    """Read a store, refusing a symlink and a file over the cap; missing reads as empty.
+
+    Under :func:`store_lock`, pass the :class:`LockedFolder` so the read goes
+    through the locked folder.
+    """
+    name, dir_fd = _at(path, folder), _dir_fd(folder)
     try:
-        st = os.lstat(path)
+        st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
     except FileNotFoundError:
         return StoreFile(path, False, "", None)
     except OSError as exc:
@@ -94,7 +125,7 @@ def read_store(path: Path) -> StoreFile:
         return StoreFile(path, True, "", None, error=oversize_message(path, st.st_size))
     try:
         # O_NOFOLLOW closes the race between the lstat above and this open.
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        fd = os.open(name, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0), dir_fd=dir_fd)
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             return StoreFile(path, True, "", None, error=symlink_message(path))
@@ -124,10 +155,28 @@ def _thread_lock(path: Path) -> threading.Lock:
 
 
 @contextlib.contextmanager
-def store_lock(path: Path) -> Iterator[None]:
-    """Hold the store's write lock (threads and processes); creates its folder."""
+def store_lock(
+    path: Path,
+    *,
+    make_parents: bool = False,
+    check: Callable[[str], str | None] | None = None,
+) -> Iterator[LockedFolder]:
+    """Hold the store's write lock (threads and processes); creates its folder.
+
+    Only the store's own folder is created (``.pi/``) unless ``make_parents``
+    (the agent dir may need its parents): a missing project root raises
+    ``FileNotFoundError`` instead of being created. ``check`` is asked, once
+    the lock is held, about the real path of the folder actually opened; a
+    message from it is raised as :class:`StoreRefused` before anything in that
+    folder is touched.
+    """
     folder = path.parent
-    folder.mkdir(parents=True, exist_ok=True)
+    if make_parents:
+        folder.mkdir(parents=True, exist_ok=True)
+    else:
+        # mkdir never follows a symlink: a `.pi` link (even dangling) is left as it is.
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(folder)
     with _thread_lock(path):
         if sys.platform == "win32":  # pragma: no cover - no flock on Windows
             import tempfile
@@ -136,7 +185,8 @@ def store_lock(path: Path) -> Iterator[None]:
 
             name = f"memory-ls-{abs(hash(str(path)))}.lock"
             with FileLock(os.path.join(tempfile.gettempdir(), name)):
-                yield
+                _check_folder(check, os.path.realpath(folder))
+                yield LockedFolder(folder, None)
             return
         import fcntl
 
@@ -144,64 +194,107 @@ def store_lock(path: Path) -> Iterator[None]:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             try:
-                _remove_stale_temps(path)
-                yield
+                locked = LockedFolder(folder, fd)
+                _check_folder(check, _real_path_of(locked))
+                _remove_stale_temps(path, locked)
+                yield locked
             finally:
                 fcntl.flock(fd, fcntl.LOCK_UN)
         finally:
             os.close(fd)
 
 
+def _check_folder(check: Callable[[str], str | None] | None, real: str) -> None:
+    refusal = check(real) if check is not None else None
+    if refusal is not None:
+        raise StoreRefused(refusal)
+
+
+def _real_path_of(folder: LockedFolder) -> str:
+    """The real path of the directory held open, not merely of what its path names now.
+
+    The path is resolved and the result must be the very directory held (same
+    device and inode); if the path was re-pointed in between, no name can be
+    trusted and the write is refused.
+    """
+    assert folder.fd is not None
+    real = os.path.realpath(folder.path)
+    held = os.fstat(folder.fd)
+    try:
+        named = os.stat(real)
+    except OSError:
+        named = None
+    if named is None or (named.st_dev, named.st_ino) != (held.st_dev, held.st_ino):
+        raise StoreRefused(f"The memory folder changed while it was being locked: {folder.path}")
+    return real
+
+
 def _temp_prefix(path: Path) -> str:
     return f".{path.name}."
 
 
-def _remove_stale_temps(path: Path) -> None:
+def _remove_stale_temps(path: Path, folder: LockedFolder) -> None:
     """Remove temporaries of writers that died mid-write (safe: we hold the lock)."""
     prefix = _temp_prefix(path)
-    with contextlib.suppress(OSError):
-        for entry in os.scandir(path.parent):
+    listing: int | Path = folder.fd if folder.fd is not None else folder.path
+    with contextlib.suppress(OSError), os.scandir(listing) as entries:
+        for entry in entries:
             if entry.name.startswith(prefix) and entry.name.endswith(".tmp"):
                 with contextlib.suppress(OSError):
-                    os.unlink(entry.path)
+                    os.unlink(_at(path.parent / entry.name, folder), dir_fd=folder.fd)
 
 
-def write_store(path: Path, content: str) -> Stamp:
+def write_store(path: Path, content: str, folder: LockedFolder | None = None) -> Stamp:
     """Replace the store atomically with ``content``; call under :func:`store_lock`.
 
     The text goes to a temporary file in the same folder, is flushed to disk and
     renamed over the store, so a reader or a crash sees the old or the new file.
+    Pass the :class:`LockedFolder` so every step goes through the locked folder.
     """
     data = content.encode("utf-8")
     if len(data) > MAX_STORE_BYTES:
         raise StoreRefused(oversize_message(path, len(data)))
+    name, dir_fd = _at(path, folder), _dir_fd(folder)
     mode: int | None = None
     with contextlib.suppress(FileNotFoundError):
-        mode = stat.S_IMODE(os.lstat(path).st_mode)
-    tmp = path.parent / f"{_temp_prefix(path)}{os.urandom(6).hex()}.tmp"
+        mode = stat.S_IMODE(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode)
+    tmp_path = path.parent / f"{_temp_prefix(path)}{os.urandom(6).hex()}.tmp"
+    tmp = _at(tmp_path, folder)
     # A new store gets the usual 0o666-minus-umask; an existing one keeps its mode.
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666 if mode is None else 0o600)
+    # O_EXCL never follows a symlink, so the temporary is always a new file here.
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    fd = os.open(tmp, flags, 0o666 if mode is None else 0o600, dir_fd=dir_fd)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
-        if mode is not None:
-            os.chmod(tmp, mode)
-        os.replace(tmp, path)
+            if mode is not None:
+                _set_mode(f.fileno(), tmp_path, mode)
+        os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
     except BaseException:
         with contextlib.suppress(OSError):
-            os.unlink(tmp)
+            os.unlink(tmp, dir_fd=dir_fd)
         raise
-    _fsync_dir(path.parent)
-    stamp = stamp_of(path)
-    assert stamp is not None
-    return stamp
+    _fsync_dir(path.parent, folder)
+    st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    return Stamp(st.st_mtime_ns, st.st_size, st.st_ino)
 
 
-def _fsync_dir(folder: Path) -> None:
+def _set_mode(fd: int, path: Path, mode: int) -> None:
+    if hasattr(os, "fchmod"):
+        os.fchmod(fd, mode)
+    else:  # pragma: no cover - Windows before 3.13
+        os.chmod(path, mode)
+
+
+def _fsync_dir(path: Path, folder: LockedFolder | None) -> None:
+    if folder is not None and folder.fd is not None:
+        with contextlib.suppress(OSError):
+            os.fsync(folder.fd)
+        return
     with contextlib.suppress(OSError):
-        fd = os.open(folder, os.O_RDONLY)
+        fd = os.open(path, os.O_RDONLY)
         try:
             os.fsync(fd)
         finally:

@@ -17,7 +17,7 @@ from memory_ls.core.models import Scope, other_scope
 from memory_ls.core.notes import parse_lines
 from memory_ls.core.recall import recall_plan
 from memory_ls.core.text import decode_for_display, first_invalid_utf8, split_text
-from memory_ls.store.paths import project_root_for, project_store_path
+from memory_ls.store.paths import project_root_for, project_store_path, refused_project_store
 from memory_ls.store.runtime import MemoryRuntime
 
 LINT_READ_LIMIT = 16 * 1024 * 1024
@@ -109,6 +109,9 @@ def lint_path(
     The global store is checked against ``project``'s store (default: the
     current directory's), for cross-scope duplicates and the recall budget.
     """
+    refused = refused_project_store(Path(os.path.abspath(path)))
+    if refused is not None:
+        return _outside_project_report(path, refused[1])
     canonical = Path(os.path.realpath(path.parent)) / path.name
     if is_memory_path(canonical):
         runtime = MemoryRuntime(canonical.parent.parent, agent_dir=agent_dir, trusted=trusted)
@@ -126,9 +129,18 @@ def lint_stores(runtime: MemoryRuntime) -> list[FileReport]:
     reports = []
     for scope in ("project", "global"):
         path = runtime.paths[scope]
-        if os.path.lexists(path):
+        refused = runtime.store_refusal(scope)
+        if refused is not None:
+            reports.append(_outside_project_report(path, refused))
+        elif os.path.lexists(path):
             reports.append(lint_file(path, runtime, scope))
     return reports
+
+
+def _outside_project_report(path: Path, refusal: str) -> FileReport:
+    """A project store whose ``.pi`` leads out of the project: reported, never read (SPEC §1)."""
+    ctx = FileContext(scope="project", outside_project=refusal)
+    return FileReport(str(path), [""], check_bullets([""], [], ctx))
 
 
 def _severity_level(severity: str) -> str:

@@ -45,7 +45,73 @@ def global_store_path(agent_dir: Path) -> Path:
 
 def project_store_path(project_root: Path) -> Path:
     """Return the project store, ``<project-root>/.pi/memory.md``."""
-    return project_root / ".pi" / STORE_FILE_NAME
+    return project_folder(project_root) / STORE_FILE_NAME
+
+
+def project_folder(project_root: Path) -> Path:
+    """Return the project's ``.pi`` folder, ``<project-root>/.pi``."""
+    return project_root / ".pi"
+
+
+def outside_project_message(project_root: Path, real: str) -> str:
+    """Refusal for a project whose ``.pi`` resolves outside it (``real`` is where it leads)."""
+    return (
+        f"Refusing to use {project_folder(project_root)}: it resolves outside the project ({real})."
+    )
+
+
+def no_project_message(path: Path | str) -> str:
+    """Refusal for a project directory that does not exist (it is never created)."""
+    return f"No such project directory: {path}"
+
+
+def project_folder_refusal(project_root: Path, real: str | None = None) -> str | None:
+    """Why the project store may not be used at all, or ``None`` when it may (SPEC §1).
+
+    A cloned repository can ship ``.pi`` as a symlink (git keeps symlinks). When
+    the real path of ``<project-root>/.pi`` is not inside the real path of the
+    root, the project store is not read, recalled or written: otherwise a
+    clone could make the tool write anywhere, or make the project and global
+    scopes one file. A symlink that stays inside the project is fine, and so is
+    a dangling one that would; a dangling one leading out is refused.
+
+    ``real`` is the folder's real path when the caller resolved it itself (the
+    write path does, for the folder it holds open and locked); by default it
+    is resolved here. This is the one place the rule is decided.
+    """
+    if real is None:
+        folder = project_folder(project_root)
+        try:
+            if not stat.S_ISLNK(os.lstat(folder).st_mode):
+                return None  # a real folder in the root is inside it (one lstat: hot path)
+        except OSError:
+            return None  # missing: nothing leads anywhere, and a write creates it in place
+        real = os.path.realpath(folder)
+    if _is_within(real, os.path.realpath(project_root)):
+        return None
+    return outside_project_message(project_root, real)
+
+
+def refused_project_store(path: Path) -> tuple[Path, str] | None:
+    """The project root and refusal when ``path`` is, as written, a refused project store.
+
+    ``path`` names ``<root>/.pi/memory.md`` of a project whose ``.pi`` leads out
+    of it. Such a path must be judged as written: its canonical form is
+    wherever the link leads (the global store, when it leads to the agent dir).
+    """
+    if path.name != STORE_FILE_NAME or path.parent.name != ".pi":
+        return None
+    start = path.parent.parent
+    root = project_root_for(start)
+    if root != Path(os.path.realpath(start)):
+        return None  # a `.pi/memory.md` below the root is not the store at all
+    refusal = project_folder_refusal(root)
+    return None if refusal is None else (root, refusal)
+
+
+def _is_within(path: str, folder: str) -> bool:
+    """Whether the canonical ``path`` is ``folder`` or lies under it."""
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
 
 
 def project_root_for(start: Path) -> Path:

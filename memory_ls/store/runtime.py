@@ -54,6 +54,8 @@ from memory_ls.store.files import (
 from memory_ls.store.paths import (
     agent_dir_for,
     global_store_path,
+    no_project_message,
+    project_folder_refusal,
     project_root_for,
     project_store_path,
 )
@@ -156,16 +158,43 @@ class MemoryRuntime:
 
     # -- reading ------------------------------------------------------------
 
+    def store_refusal(self, scope: Scope, real: str | None = None) -> str | None:
+        """Why ``scope``'s store may not be used at all: its folder leads out of the project.
+
+        Only the project store can be refused this way (SPEC §1); the agent dir
+        may be a symlink, as the user's own choice. ``real`` is the folder's real
+        path when the caller resolved it (the write path, under the lock).
+        """
+        if scope != "project":
+            return None
+        return project_folder_refusal(self.project_root, real)
+
     def view(self, scope: Scope) -> StoreView:
-        """The store as it is on disk now, re-read only when its stamp changed."""
+        """The store as it is on disk now, re-read only when its stamp changed.
+
+        A project store whose folder leads out of the project is not read at all:
+        its view is empty, with the refusal as its error, and has no last good notes.
+        """
         path = self.paths[scope]
         with self._lock:
             cached = self._views.get(scope)
-            if cached is not None and cached.readable and cached.file.stamp == stamp_of(path):
+            if (
+                cached is not None
+                and cached.readable
+                # Before the stamp: a refused folder is not even looked into.
+                and self.store_refusal(scope) is None
+                and cached.file.stamp == stamp_of(path)
+            ):
                 return cached
             return self._reread(scope)
 
     def _reread(self, scope: Scope) -> StoreView:
+        refusal = self.store_refusal(scope)
+        if refusal is not None:
+            # Not read, and nothing kept from earlier reads: recall leaves it out.
+            file = StoreFile(self.paths[scope], False, "", None, error=refusal)
+            self._views[scope] = StoreView(file, parse(""), [])
+            return self._views[scope]
         file = read_store(self.paths[scope])
         previous = self._views.get(scope)
         parsed = parse(file.content)
@@ -254,10 +283,13 @@ class MemoryRuntime:
         """Both stores; an unreadable one is listed empty with ``error`` set."""
         out = self.result("list", scope)
         trust = self.trust()
+        # An untrusted project's read errors stay private, but a folder leading out of
+        # the project is reported whatever the trust: it names no note.
         errors = [
             v.file.error
             for s in ("project", "global")
-            if (s == "global" or trust.trusted) and (v := self.view(s)).file.error
+            if (s == "global" or trust.trusted or self.store_refusal(s))
+            and (v := self.view(s)).file.error
         ]
         if errors:
             out["error"] = "; ".join(e for e in errors if e)
@@ -328,39 +360,71 @@ class MemoryRuntime:
         return self.clear(scope)
 
     def refusal(self, scope: Scope) -> str | None:
-        """Why no change to ``scope`` is allowed at all (read-only, untrusted), if none is."""
+        """Why no change to ``scope`` is allowed at all, if none is.
+
+        In order: the project's folder leads out of the project, the project
+        directory does not exist (it is never created), read-only, untrusted.
+        """
+        refused = self._place_refusal(scope)
+        if refused is not None:
+            return refused
         if self.read_only:
             return READ_ONLY_MESSAGE
         if scope == "project" and not self.trust().trusted:
             return UNTRUSTED_MESSAGE
         return None
 
+    def _place_refusal(self, scope: Scope) -> str | None:
+        """Why ``scope``'s store cannot be written where it is: outside, or no project."""
+        refused = self.store_refusal(scope)
+        if refused is None and scope == "project" and not os.path.isdir(self.project_root):
+            # Defence in depth: the front ends refuse a missing project first.
+            refused = no_project_message(self.project_root)
+        return refused
+
     def _mutate(self, scope: Scope, transform: Callable[[str], Change]) -> Change:
         """One read-modify-write of ``scope``; an I/O failure is a refusal, not a crash."""
         try:
             return self._mutate_locked(scope, transform)
+        except StoreRefused as exc:
+            return Change("", False, error=str(exc))
         except OSError as exc:
             path = self.paths[scope]
             why = exc.strerror or str(exc)
             return Change("", False, error=f"Cannot write the memory file {path}: {why}")
 
     def _mutate_locked(self, scope: Scope, transform: Callable[[str], Change]) -> Change:
-        """One read-modify-write of ``scope`` under both locks."""
+        """One read-modify-write of ``scope`` under both locks.
+
+        The folder is checked again once locked, at the real path of the folder
+        actually held, and read and written through it: a ``.pi`` symlink planted
+        since the caller's check cannot lead the write out of the project.
+        """
         path = self.paths[scope]
+        refused = self._place_refusal(scope)
+        if refused is not None:
+            return Change("", False, error=refused)
         if not path.parent.exists():
             # Nothing to lock yet: only create folders when the change writes.
             first = transform("")
             if not first.changed:
                 return first
-        with self._lock, store_lock(path):
-            file = read_store(path)
+        with (
+            self._lock,
+            store_lock(
+                path,
+                make_parents=scope == "global",
+                check=lambda real: self.store_refusal(scope, real),
+            ) as folder,
+        ):
+            file = read_store(path, folder)
             refusal = file.mutation_error
             if refusal:
                 return Change(file.content, False, error=refusal)
             change = transform(file.content)
             if change.changed and change.error is None:
                 try:
-                    stamp = write_store(path, change.content)
+                    stamp = write_store(path, change.content, folder)
                 except StoreRefused as exc:
                     return Change(file.content, False, error=str(exc))
                 self._adopt(scope, change.content, stamp)
@@ -450,7 +514,9 @@ class MemoryRuntime:
         for scope in ("project", "global"):
             view = self.view(scope)
             file = view.file
-            size = stamp.size if (stamp := stamp_of(file.path)) is not None else 0
+            # A refused project store is not looked at, not even for its size.
+            unread = self.store_refusal(scope) is not None
+            size = 0 if unread or (stamp := stamp_of(file.path)) is None else stamp.size
             facts[scope] = StoreFacts(
                 path=str(file.path),
                 exists=file.exists,

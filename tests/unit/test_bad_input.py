@@ -242,7 +242,7 @@ def test_failed_rename_is_an_error_and_leaves_no_temporary(
 ) -> None:
     path = workspace.write("project", "- a\n")
 
-    def broken(src: object, dst: object) -> None:
+    def broken(src: object, dst: object, **dir_fds: object) -> None:
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(os, "replace", broken)

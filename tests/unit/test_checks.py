@@ -37,6 +37,7 @@ def test_every_spec_code_and_default_severity() -> None:
         "untrusted": "information",
         "file-too-large": "error",
         "symlink": "error",
+        "outside-project": "error",
         "invalid-utf8": "error",
         "not-the-store": "warning",
         "similar": "hint",

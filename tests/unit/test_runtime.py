@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from memory_ls.core.text import BOM, HEADER
-from memory_ls.store.files import Stamp, write_store
+from memory_ls.store.files import LockedFolder, Stamp, write_store
 from tests.conftest import Workspace
 
 NEW = f"{HEADER}\n\n"
@@ -450,9 +450,9 @@ def record_writes(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Patch the runtime's ``write_store`` to record the path of every write."""
     writes: list[str] = []
 
-    def spy(path: Path, content: str) -> Stamp:
+    def spy(path: Path, content: str, folder: LockedFolder | None = None) -> Stamp:
         writes.append(str(path))
-        return write_store(path, content)
+        return write_store(path, content, folder)
 
     monkeypatch.setattr("memory_ls.store.runtime.write_store", spy)
     return writes

@@ -1,0 +1,149 @@
+"""A hostile clone's ``.pi`` symlink and a typo'd project, through a real CLI process (SPEC §1)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+HEADER = "<!-- Pi memory: one note per bullet; written by the memory tool and /memory -->"
+
+
+class Clone:
+    """A repository whose ``.pi`` is a symlink, an agent dir holding a global note."""
+
+    def __init__(self, tmp_path: Path, target: str) -> None:
+        self.project = (tmp_path / "clone").resolve()
+        (self.project / ".git").mkdir(parents=True)
+        self.agent = (tmp_path / "agent").resolve()
+        self.agent.mkdir()
+        self.global_store = self.agent / "memory.md"
+        self.global_text = f"{HEADER}\n\n- global note\n"
+        self.global_store.write_text(self.global_text)
+        self.elsewhere = (tmp_path / "elsewhere").resolve()
+        self.elsewhere.mkdir()
+        self.target = self.agent if target == "agent" else self.elsewhere
+        (self.project / ".pi").symlink_to(self.target)
+        self.message = (
+            f"Refusing to use {self.project}/.pi: it resolves outside the project ({self.target})."
+        )
+
+    def run(self, *args: str) -> subprocess.CompletedProcess[str]:
+        env = {**os.environ, "PI_CODING_AGENT_DIR": str(self.agent)}
+        return subprocess.run(
+            [sys.executable, "-m", "memory_ls", *args],
+            cwd=self.project,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+
+    def outside_untouched(self) -> None:
+        assert self.global_store.read_text() == self.global_text
+        assert sorted(p.name for p in self.agent.iterdir()) == ["memory.md"]
+        assert list(self.elsewhere.iterdir()) == []
+
+
+@pytest.fixture(params=["agent", "elsewhere"])
+def clone(request: pytest.FixtureRequest, tmp_path: Path) -> Clone:
+    return Clone(tmp_path, request.param)
+
+
+@pytest.mark.parametrize("trust", [[], ["--trusted"], ["--untrusted"]])
+def test_add_is_refused_with_the_exact_message(clone: Clone, trust: list[str]) -> None:
+    r = clone.run("add", *trust, "planted note")
+    assert r.returncode == 1
+    assert r.stdout == ""
+    assert r.stderr == f"Error: {clone.message}\n"
+    clone.outside_untouched()
+
+
+def test_a_project_forget_cannot_delete_the_global_note(clone: Clone) -> None:
+    r = clone.run("forget", "--trusted", "global note")
+    assert (r.returncode, r.stderr) == (1, f"Error: {clone.message}\n")
+    r = clone.run("clear", "--trusted", "--yes")
+    assert (r.returncode, r.stderr) == (1, f"Error: {clone.message}\n")
+    clone.outside_untouched()
+
+
+def test_every_verb_refuses_or_leaves_the_project_out(clone: Clone) -> None:
+    for args in (
+        ["update", "global note", "--to", "changed"],
+        ["merge", "global note", "other", "--to", "both"],
+        ["move", "global note"],
+        ["move", "--scope", "global", "global note"],
+    ):
+        r = clone.run(*args, "--trusted", "--json")
+        assert r.returncode == 1, args
+        data = json.loads(r.stdout)
+        assert data["error"] == clone.message, args
+        assert (data["project"], data["global"]) == ([], ["global note"])
+    r = clone.run("list", "--trusted", "--json")
+    assert r.returncode == 1
+    data = json.loads(r.stdout)
+    assert (data["project"], data["global"], data["error"]) == ([], ["global note"], clone.message)
+    r = clone.run("inject", "--trusted")
+    assert r.returncode == 0
+    assert "project:" not in r.stdout and r.stdout.count("- global note") == 1
+    r = clone.run("doctor", "--trusted", "--json")
+    assert f"project: {clone.message}" in json.loads(r.stdout)["problems"]
+    clone.outside_untouched()
+
+
+def test_the_global_scope_still_works(clone: Clone) -> None:
+    r = clone.run("add", "--scope", "global", "another global note")
+    assert r.returncode == 0, r.stderr
+    assert clone.global_store.read_text() == f"{clone.global_text}- another global note\n"
+
+
+def test_a_pi_symlink_inside_the_project_is_used(tmp_path: Path) -> None:
+    project = tmp_path / "repo"
+    (project / ".git").mkdir(parents=True)
+    (project / "tools" / "pi").mkdir(parents=True)
+    (project / ".pi").symlink_to("tools/pi")
+    agent = tmp_path / "agent"
+    agent.mkdir()
+    r = subprocess.run(
+        [sys.executable, "-m", "memory_ls", "add", "kept inside"],
+        cwd=project,
+        env={**os.environ, "PI_CODING_AGENT_DIR": str(agent)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert r.returncode == 0, r.stderr
+    assert (project / "tools" / "pi" / "memory.md").read_text() == f"{HEADER}\n\n- kept inside\n"
+
+
+def test_a_missing_project_directory_is_never_created(tmp_path: Path) -> None:
+    """Whatever the exit code (the CLI refuses the option itself), no tree appears."""
+    agent = tmp_path / "agent"
+    agent.mkdir()
+    typo = tmp_path / "typo" / "deep" / "dir"
+    for verb in (["add", "x"], ["clear", "--yes"], ["add", "--trusted", "x"]):
+        r = subprocess.run(
+            [sys.executable, "-m", "memory_ls", *verb, "--project", str(typo)],
+            cwd=tmp_path,
+            env={**os.environ, "PI_CODING_AGENT_DIR": str(agent)},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert r.returncode in (1, 2), verb
+        assert str(typo) in r.stderr
+        assert not (tmp_path / "typo").exists(), verb
+
+
+def test_check_reports_outside_project_without_reading_the_store(clone: Clone) -> None:
+    store = f"{clone.project}/.pi/memory.md"
+    clone.global_store.write_text(f"{HEADER}\n\n- same\n- same\n")  # a duplicate, if read
+    for args in ([], [store]):
+        r = clone.run("check", *args)
+        assert r.returncode == 1, args
+        project_lines = [line for line in r.stdout.splitlines() if line.startswith(store)]
+        assert project_lines == [f"{store}:1:1: outside-project {clone.message}"], args

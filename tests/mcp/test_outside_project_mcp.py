@@ -1,0 +1,51 @@
+"""The MCP server refuses a project whose ``.pi`` resolves outside it (SPEC §1, §11)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from memory_ls.core.text import HEADER
+from tests.mcp.conftest import Stores, text_of
+
+GLOBAL_TEXT = f"{HEADER}\n\n- global note\n"
+
+
+def message_for(stores: Stores) -> str:
+    return (
+        f"Refusing to use {stores.project}/.pi: it resolves outside the project "
+        f"({stores.agent_dir})."
+    )
+
+
+@pytest.mark.parametrize("trust", [[], ["--trusted"]])
+async def test_a_pi_symlinked_to_the_agent_dir_is_refused(
+    memory: Any, stores: Stores, trust: list[str]
+) -> None:
+    stores.global_file.write_text(GLOBAL_TEXT, encoding="utf-8")
+    (stores.project / ".pi").symlink_to(stores.agent_dir)
+    message = message_for(stores)
+    async with memory(*trust) as m:
+        for arguments in (
+            {"action": "add", "text": "planted"},
+            {"action": "forget", "text": "global note"},
+            {"action": "update", "text": "global note", "to": "changed"},
+        ):
+            result = await m.call(arguments)
+            assert result.is_error, arguments
+            assert text_of(result) == f"Error: {message}"
+            content = result.structured_content
+            assert content is not None
+            assert content["error"] == message
+            assert (content["project"], content["global"]) == ([], ["global note"])
+        listed = await m.call({"action": "list"})
+        assert listed.structured_content is not None
+        assert listed.structured_content["error"] == message
+        assert listed.structured_content["project"] == []
+        assert (await m.read("memory://project")).text == ""
+        recall = (await m.read("memory://recall")).text
+        assert "project:" not in recall and recall.count("- global note") == 1
+        assert f"project: {message}" in (await m.read("memory://doctor")).text
+    assert stores.global_file.read_text(encoding="utf-8") == GLOBAL_TEXT
+    assert sorted(p.name for p in stores.agent_dir.iterdir()) == ["memory.md"]
