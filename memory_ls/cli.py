@@ -6,11 +6,10 @@ every run; ``serve`` and ``mcp`` import their stacks only when chosen.
 
 Parsing is argparse, one parser per verb built from one table of options, so
 each verb offers exactly the options it uses and its help and the top-level
-help cannot drift from what is parsed. :func:`_arrange` does the two things
-argparse gets wrong or does differently from one Python version to the next:
-a bare ``--`` (argparse refuses it when a verb has no argument after it) and an
-option value that begins with ``-`` (``--to -b``, which argparse takes for an
-option).
+help cannot drift from what is parsed. :func:`_arrange` does the three things
+argparse gets wrong: a bare ``--`` (refused when a verb has no argument after
+it), a literal ``--`` argument after the first (dropped), and an option value
+that begins with ``-`` (``--to -b``, taken for an option).
 """
 
 from __future__ import annotations
@@ -268,7 +267,23 @@ def _arrange(tokens: Sequence[str], verb: Verb) -> list[str]:
             continue
         out.append(token)
         i += 1
-    return [*out, "--", *rest] if rest else out
+    # argparse drops every later "--" from arguments too; a NUL cannot be in argv,
+    # so this stand-in for a literal "--" argument is safe (see _restore).
+    return [*out, "--", *(DASHES if a == "--" else a for a in rest)] if rest else out
+
+
+DASHES = "\0--"
+"""A literal ``--`` argument while argparse reads the arguments."""
+
+
+def _restore(args: argparse.Namespace) -> argparse.Namespace:
+    """Put back the literal ``--`` arguments that :func:`_arrange` stood in for."""
+    for name, value in vars(args).items():
+        if value == DASHES:
+            setattr(args, name, "--")
+        elif isinstance(value, list):
+            setattr(args, name, ["--" if v == DASHES else v for v in value])
+    return args
 
 
 def _usage_error(message: str) -> int:
@@ -311,7 +326,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return mcp_main(rest)
     parser = _verb_parser(verb)
-    args = parser.parse_args(_arrange(rest, verb))
+    args = _restore(parser.parse_args(_arrange(rest, verb)))
     if verb.name == "serve":
         from memory_ls.server.server import serve  # type: ignore[import-not-found,unused-ignore]
 

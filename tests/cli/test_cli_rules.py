@@ -172,6 +172,13 @@ def test_a_note_after_double_dash_may_look_like_an_option(ws: dict[str, Path]) -
     assert run(ws, "forget", "--", "--help").returncode == 0
 
 
+def test_a_note_may_be_a_double_dash_itself(ws: dict[str, Path]) -> None:
+    write_store(ws, "a", "--")
+    r = run(ws, "merge", "--to", "a and --", "--", "a", "--")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(run(ws, "list", "--json").stdout)["project"] == ["a and --"]
+
+
 # -- SPEC §8: help ----------------------------------------------------------------------------
 
 
