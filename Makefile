@@ -20,6 +20,8 @@ demo: $(STAMP)
 	cd examples/demo/project && PI_CODING_AGENT_DIR=../agent ../../../$(VENV)/bin/memory-ls doctor
 	@echo; echo '$$ memory-ls inject   (the recall body, under the 8 KiB budget)'
 	cd examples/demo/project && PI_CODING_AGENT_DIR=../agent ../../../$(VENV)/bin/memory-ls inject
+	@echo; echo 'memory-ls is installed in $(VENV), not on PATH: run $(VENV)/bin/memory-ls --help,'
+	@echo 'or `. $(VENV)/bin/activate` first to call it as memory-ls.'
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check memory_ls tests bench examples

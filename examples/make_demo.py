@@ -1,8 +1,9 @@
 """Build the sample workspace that `make demo` checks: a project and an agent dir.
 
-The project store has an exact duplicate, a near-duplicate, an over-long note,
-hidden characters, a blank bullet, a note also in the global store, and enough
-notes to overflow the 8 KiB recall budget.
+The project store has an exact duplicate, a near-duplicate, a paraphrase, an
+over-long note, a zero-width character, a blank bullet, a note also in the global
+store, and enough notes to overflow the 8 KiB recall budget: every one of them
+shows in `memory-ls check` (tests/cli/test_demo.py holds the README to that).
 """
 
 from __future__ import annotations
@@ -80,9 +81,11 @@ def build(root: Path) -> None:
     rng = random.Random(7)
     notes = [
         "use pnpm, not npm",
-        "tests need DATABASE_URL set",
-        "Use pnpm, not npm.",
-        "the tests need DATABASE_URL to be set",
+        "the integration tests need DATABASE_URL set",
+        "use pnpm, not npm",  # an exact duplicate
+        "Use pnpm, not npm.",  # a near-duplicate: same key
+        # A paraphrase the key does not catch; it scores 93.5, over the 85 of `similar`.
+        "the integration tests need DATABASE_URL to be set",
         "run `make fmt` before committing",
         "config lives in \u200bconfig/local.yaml",
         "long: " + "this note keeps going with detail nobody will read " * 11,

@@ -3,6 +3,13 @@
 Read-only verbs (``list``, ``path``, ``inject``, ``doctor``, ``check``) import
 neither pygls nor lsprotocol nor pydantic, so an agent can call them before
 every run; ``serve`` and ``mcp`` import their stacks only when chosen.
+
+Parsing is argparse, one parser per verb built from one table of options, so
+each verb offers exactly the options it uses and its help and the top-level
+help cannot drift from what is parsed. :func:`_arrange` does the three things
+argparse gets wrong: a bare ``--`` (refused when a verb has no argument after
+it), a literal ``--`` argument after the first (dropped), and an option value
+that begins with ``-`` (``--to -b``, taken for an option).
 """
 
 from __future__ import annotations
@@ -12,6 +19,7 @@ import json
 import os
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,69 +27,269 @@ from memory_ls import __version__
 
 EXIT_OK, EXIT_REFUSED, EXIT_USAGE = 0, 1, 2
 
-VERBS = (
-    "list",
-    "add",
-    "update",
-    "forget",
-    "merge",
-    "move",
-    "clear",
-    "path",
-    "inject",
-    "doctor",
-    "check",
-    "serve",
-    "mcp",
-)
+PROG = "memory-ls"
 
 
-def _parser() -> argparse.ArgumentParser:
+@dataclass(frozen=True, slots=True)
+class Option:
+    """One option: its flag, the value it takes (``None`` for a switch) and its help."""
+
+    flag: str
+    metavar: str | None
+    help: str
+    """Says the default, as SPEC §8 asks of every verb's help."""
+
+
+OPTIONS: dict[str, Option] = {
+    o.flag: o
+    for o in (
+        Option("--scope", "project|global", "the store to act on (default: project)"),
+        Option(
+            "--project",
+            "DIR",
+            "any folder of the project, or of one of its worktrees "
+            "(default: the current directory)",
+        ),
+        Option(
+            "--agent-dir",
+            "DIR",
+            "the folder of the global store (default: $PI_CODING_AGENT_DIR, else ~/.pi/agent)",
+        ),
+        Option(
+            "--trusted",
+            None,
+            "trust the project: its notes are read, recalled and written (default: decided "
+            "by Pi's trust.json, then by the project's trust-requiring files)",
+        ),
+        Option(
+            "--untrusted",
+            None,
+            "do not trust the project: its notes are neither recalled nor changed "
+            "(default: decided as without --trusted)",
+        ),
+        Option("--json", None, "print JSON (default: text)"),
+        Option("--to", "NEW", "the new text (required; no default)"),
+        Option("--yes", None, "clear without asking (default: ask on a terminal, else refuse)"),
+        Option("--format", "text|json|sarif", "how to print findings (default: text)"),
+        Option("--tcp", "HOST:PORT", "serve over TCP (default: stdio)"),
+        Option("--ws", "HOST:PORT", "serve over WebSocket (default: stdio)"),
+    )
+}
+
+EXCLUSIVE = (("--trusted", "--untrusted"), ("--tcp", "--ws"))
+"""Options that cannot be given together."""
+
+COMMON = ("--project", "--agent-dir", "--trusted", "--untrusted", "--json")
+"""The options of every verb that reads the stores."""
+
+
+@dataclass(frozen=True, slots=True)
+class Verb:
+    """One verb: what it does, its arguments and exactly the options it uses."""
+
+    name: str
+    summary: str
+    args: tuple[tuple[str, str], ...] = ()
+    """``(name, help)`` of each positional argument."""
+    options: tuple[str, ...] = COMMON
+    required: tuple[str, ...] = ()
+    helps: tuple[tuple[str, str], ...] = ()
+    """Option help that differs for this verb: ``(flag, help)``."""
+
+
+VERBS: dict[str, Verb] = {
+    v.name: v
+    for v in (
+        # `list` echoes --scope in its result (SPEC §3: every result names a scope).
+        Verb("list", "List the notes of both scopes.", options=("--scope", *COMMON)),
+        Verb("add", "Add a note.", (("TEXT", "the note"),), ("--scope", *COMMON)),
+        Verb(
+            "update",
+            "Replace every note equal to TEXT with NEW.",
+            (("TEXT", "the note as stored"),),
+            ("--scope", "--to", *COMMON),
+            ("--to",),
+        ),
+        Verb(
+            "forget",
+            "Remove every note equal to TEXT (exact, case-sensitive).",
+            (("TEXT", "the note as stored"),),
+            ("--scope", *COMMON),
+        ),
+        Verb(
+            "merge",
+            "Replace TEXT with NEW and remove OTHER, in one write.",
+            (("TEXT", "the first note"), ("OTHER", "the second note")),
+            ("--scope", "--to", *COMMON),
+            ("--to",),
+        ),
+        Verb(
+            "move",
+            "Move a note from --scope to the other scope.",
+            (("TEXT", "the note"),),
+            ("--scope", *COMMON),
+        ),
+        Verb(
+            "clear",
+            "Remove every note of --scope (asks first).",
+            options=("--scope", "--yes", *COMMON),
+        ),
+        Verb("path", "Print both store paths and the trust decision."),
+        Verb("inject", "Print the recall body the agent injects."),
+        Verb("doctor", "Report on both stores, trust, config and recall."),
+        Verb(
+            "check",
+            "Lint memory files like a linter (default: both stores of --project).",
+            (("FILE", "a memory file to check"),),
+            ("--format", *COMMON),
+            helps=(
+                ("--json", "the same as --format json (default: text)"),
+                (
+                    "--project",
+                    "the project whose stores are checked, or that a global store given as "
+                    "FILE is checked against (default: the current directory)",
+                ),
+            ),
+        ),
+        Verb(
+            "serve",
+            "Run the language server (stdio by default).",
+            options=("--tcp", "--ws"),
+        ),
+        Verb("mcp", "Run the MCP server over stdio (see: memory-ls mcp --help).", options=()),
+    )
+}
+
+
+def _top_help() -> str:
+    """The top-level help: every verb, the common options, and where options go."""
+    import textwrap
+
+    def rows(pairs: list[tuple[str, str]]) -> str:
+        width = max(len(label) for label, _ in pairs) + 2
+        return "\n".join(
+            textwrap.fill(
+                text,
+                width=100,
+                initial_indent=f"  {label:<{width}}",
+                subsequent_indent=" " * (width + 2),
+            )
+            for label, text in pairs
+        )
+
+    shown = ("--scope", *COMMON)
+    options = [
+        (f"{f} {OPTIONS[f].metavar}" if OPTIONS[f].metavar else f, OPTIONS[f].help) for f in shown
+    ]
+    return (
+        f"usage: {PROG} VERB [options] [--] [args]\n\n"
+        "Language server, command line and MCP server for an AI coding agent's memory files.\n\n"
+        f"verbs:\n{rows([(name, v.summary) for name, v in VERBS.items()])}\n\n"
+        "options go after the verb; each verb takes the ones it uses "
+        f"({PROG} VERB --help lists them):\n"
+        + rows(
+            [
+                *options,
+                ("--", "ends the options, so a note may begin with -"),
+                ("-h, --help", "show this help (after a verb: that verb's)"),
+                ("--version", "print the version"),
+            ]
+        )
+        + "\n"
+    )
+
+
+def _verb_parser(verb: Verb) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="memory-ls",
-        description="Language server and tools for an AI coding agent's memory files.",
+        prog=f"{PROG} {verb.name}",
+        description=verb.summary,
+        epilog="-- ends the options, so a note may begin with -." if verb.args else None,
+        allow_abbrev=False,  # `--proj` would slip past _arrange's value joining
     )
-    parser.add_argument("--version", action="version", version=f"memory-ls {__version__}")
-    verbs = parser.add_subparsers(dest="verb", metavar="VERB", required=True)
-
-    def verb(name: str, help_: str, *args: tuple[str, str]) -> argparse.ArgumentParser:
-        p = verbs.add_parser(name, help=help_, description=help_)
-        p.add_argument("--scope", default="project", choices=("project", "global"))
-        p.add_argument("--project", default=None, metavar="DIR", help="project directory")
-        p.add_argument("--agent-dir", default=None, metavar="DIR")
-        trust = p.add_mutually_exclusive_group()
-        trust.add_argument("--trusted", dest="trusted", action="store_const", const=True)
-        trust.add_argument("--untrusted", dest="trusted", action="store_const", const=False)
-        p.add_argument("--json", action="store_true", help="print JSON")
-        for arg, arg_help in args:
-            p.add_argument(arg, help=arg_help)
-        return p
-
-    verb("list", "List the notes of both scopes.")
-    verb("add", "Add a note.", ("text", "the note"))
-    verb("update", "Replace a note.", ("text", "the note as stored")).add_argument(
-        "--to", required=True, help="the new text"
-    )
-    verb("forget", "Remove a note (exact text).", ("text", "the note as stored"))
-    verb(
-        "merge", "Merge two notes into one.", ("text", "the first note"), ("other", "the second")
-    ).add_argument("--to", required=True, help="the merged text")
-    verb("move", "Move a note from --scope to the other scope.", ("text", "the note"))
-    verb("clear", "Remove every note of --scope (asks first).").add_argument(
-        "--yes", action="store_true", help="do not ask"
-    )
-    verb("path", "Print both store paths and the trust decision.")
-    verb("inject", "Print the recall body the agent injects.")
-    verb("doctor", "Report on both stores, trust, config and recall.")
-    check = verb("check", "Lint memory files like a linter.")
-    check.add_argument("files", nargs="*", metavar="FILE")
-    check.add_argument("--format", default="text", choices=("text", "json", "sarif"))
-    serve = verb("serve", "Run the language server (stdio by default).")
-    transport = serve.add_mutually_exclusive_group()
-    transport.add_argument("--tcp", metavar="HOST:PORT")
-    transport.add_argument("--ws", metavar="HOST:PORT")
-    verbs.add_parser("mcp", help="Run the MCP server over stdio.", add_help=False)
+    helps = dict(verb.helps)
+    for name, help_ in verb.args:
+        nargs = "*" if verb.name == "check" else None
+        parser.add_argument(name.lower(), metavar=name, nargs=nargs, help=help_)
+    groups: dict[str, Any] = {}
+    for flag in verb.options:
+        option = OPTIONS[flag]
+        help_ = helps.get(flag, option.help)
+        # --trusted/--untrusted and --tcp/--ws are either-or.
+        pair = next((p for p in EXCLUSIVE if flag in p), None)
+        target: Any = parser
+        if pair is not None:
+            if pair[0] not in groups:
+                groups[pair[0]] = parser.add_mutually_exclusive_group()
+            target = groups[pair[0]]
+        if flag in ("--trusted", "--untrusted"):
+            target.add_argument(
+                flag,
+                dest="trusted",
+                action="store_const",
+                const=flag == "--trusted",
+                default=None,
+                help=help_,
+            )
+        elif option.metavar is None:
+            target.add_argument(flag, action="store_true", help=help_)
+        else:
+            choices = option.metavar.split("|") if "|" in option.metavar else None
+            target.add_argument(
+                flag,
+                metavar=option.metavar if choices is None else None,
+                choices=choices,
+                default=choices[0] if choices else None,
+                required=flag in verb.required,
+                help=help_,
+            )
     return parser
+
+
+def _arrange(tokens: Sequence[str], verb: Verb) -> list[str]:
+    """The verb's arguments as argparse must see them to read them as SPEC §8 says.
+
+    ``--opt VALUE`` becomes ``--opt=VALUE``, so a value may begin with ``-``;
+    a ``--`` with nothing after it is dropped; any other ``--`` is kept once,
+    before the arguments that follow it.
+    """
+    takes_value = {f for f in verb.options if OPTIONS[f].metavar is not None}
+    out: list[str] = []
+    rest: list[str] = []
+    i = 0
+    while i < len(tokens):
+        token = tokens[i]
+        if token == "--":
+            rest = list(tokens[i + 1 :])
+            break
+        if token in takes_value and i + 1 < len(tokens):
+            out.append(f"{token}={tokens[i + 1]}")
+            i += 2
+            continue
+        out.append(token)
+        i += 1
+    # argparse drops every later "--" from arguments too; a NUL cannot be in argv,
+    # so this stand-in for a literal "--" argument is safe (see _restore).
+    return [*out, "--", *(DASHES if a == "--" else a for a in rest)] if rest else out
+
+
+DASHES = "\0--"
+"""A literal ``--`` argument while argparse reads the arguments."""
+
+
+def _restore(args: argparse.Namespace) -> argparse.Namespace:
+    """Put back the literal ``--`` arguments that :func:`_arrange` stood in for."""
+    for name, value in vars(args).items():
+        if value == DASHES:
+            setattr(args, name, "--")
+        elif isinstance(value, list):
+            setattr(args, name, ["--" if v == DASHES else v for v in value])
+    return args
+
+
+def _usage_error(message: str) -> int:
+    print(f"usage: {PROG} VERB [options] [--] [args]", file=sys.stderr)
+    print(f"{PROG}: error: {message}", file=sys.stderr)
+    return EXIT_USAGE
 
 
 def _print_json(value: Any) -> None:
@@ -97,14 +305,29 @@ def _host_port(value: str, parser: argparse.ArgumentParser) -> tuple[str, int]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code."""
-    args_list = list(sys.argv[1:] if argv is None else argv)
-    if args_list[:1] == ["mcp"]:
+    tokens = list(sys.argv[1:] if argv is None else argv)
+    if not tokens:
+        print(_top_help(), file=sys.stderr, end="")
+        return EXIT_USAGE
+    first, rest = tokens[0], tokens[1:]
+    if first in ("-h", "--help"):
+        print(_top_help(), end="")
+        return EXIT_OK
+    if first == "--version":
+        print(f"{PROG} {__version__}")
+        return EXIT_OK
+    if first.startswith("-"):
+        return _usage_error(f"options go after the verb ({PROG} VERB {first} ...)")
+    verb = VERBS.get(first)
+    if verb is None:
+        return _usage_error(f"unknown verb {first!r} (choose from {', '.join(VERBS)})")
+    if verb.name == "mcp":
         from memory_ls.mcp_server import main as mcp_main
 
-        return mcp_main(args_list[1:])
-    parser = _parser()
-    args = parser.parse_args(args_list)
-    if args.verb == "serve":
+        return mcp_main(rest)
+    parser = _verb_parser(verb)
+    args = _restore(parser.parse_args(_arrange(rest, verb)))
+    if verb.name == "serve":
         from memory_ls.server.server import serve  # type: ignore[import-not-found,unused-ignore]
 
         if args.tcp:
@@ -112,8 +335,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.ws:
             return int(serve("ws", *_host_port(args.ws, parser)))
         return int(serve("stdio", None, None))
+    if getattr(args, "project", None) is not None:
+        if not os.path.isdir(os.path.expanduser(args.project)):
+            # SPEC §1: nothing creates a project, and a typo must not pick another one.
+            parser.error(f"--project is not a directory: {args.project}")
+    else:
+        try:
+            os.getcwd()
+        except OSError:
+            parser.error("the current directory is gone; give --project DIR")
     try:
-        return _run(args)
+        return _run(verb.name, args)
     except BrokenPipeError:  # e.g. `memory-ls list | head`
         return EXIT_OK
 
@@ -121,57 +353,84 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _runtime(args: argparse.Namespace) -> Any:
     from memory_ls.store.runtime import MemoryRuntime
 
-    start = Path(os.path.realpath(args.project or os.getcwd()))
+    start = Path(os.path.realpath(os.path.expanduser(args.project or os.getcwd())))
     return MemoryRuntime(start, agent_dir=args.agent_dir, trusted=args.trusted)
 
 
-def _run(args: argparse.Namespace) -> int:
-    if args.verb == "check":
+def _trust_line(runtime: Any) -> str:
+    from memory_ls.core.render import trust_summary
+
+    trust = runtime.trust()
+    return trust_summary(trust.trusted, trust.rule, trust.reason)
+
+
+def _say_if_untrusted(runtime: Any) -> None:
+    """SPEC §8: name the rule that left the project's notes out, off standard output."""
+    if not runtime.trust().trusted:
+        print(
+            f"Project memory is left out: the project is {_trust_line(runtime)}.",
+            file=sys.stderr,
+        )
+
+
+def _store_errors(runtime: Any) -> list[str]:
+    """Why a store the verb would read cannot be read (an untrusted project's is not read)."""
+    scopes = ("project", "global") if runtime.trust().trusted else ("global",)
+    return [error for s in scopes if (error := runtime.view(s).file.error)]
+
+
+def _run(verb: str, args: argparse.Namespace) -> int:
+    if verb == "check":
         return _check(args)
     runtime = _runtime(args)
-    if args.verb == "path":
-        info = runtime.path_info()
-        if args.json:
-            _print_json(info)
+    if verb in ("path", "inject"):
+        if verb == "path":
+            info = runtime.path_info()
+            if args.json:
+                _print_json(info)
+            else:
+                print(f"project: {info['project']}\nglobal: {info['global']}")
+                print(f"trust: {_trust_line(runtime)}")
         else:
-            trust = "trusted" if info["trusted"] else "untrusted"
-            print(f"project: {info['project']}\nglobal: {info['global']}")
-            print(f"trust: {trust} ({info['trustReason']})")
-        return EXIT_OK
-    if args.verb == "inject":
-        result = runtime.inject()
-        if args.json:
-            _print_json(result)
-        elif result["body"] is not None:
-            print(result["body"])
-        return EXIT_OK
-    if args.verb == "doctor":
+            _say_if_untrusted(runtime)
+            result = runtime.inject()
+            if args.json:
+                _print_json(result)
+            elif result["body"] is not None:
+                print(result["body"])
+        errors = _store_errors(runtime)
+        for error in errors:
+            print(f"Error: {error}", file=sys.stderr)
+        return EXIT_REFUSED if errors else EXIT_OK
+    if verb == "doctor":
         if args.json:
             _print_json(runtime.doctor_report())
         else:
             print(runtime.doctor_text(), end="")
         return EXIT_OK
-    if args.verb == "clear" and not args.yes:
+    if verb == "list":
+        _say_if_untrusted(runtime)
+    if verb == "clear" and not args.yes:
         # A store that may not be changed at all is refused before anyone is asked.
         refused = runtime.refusal(args.scope)
         if refused is not None:
-            return _print_result(runtime.result("clear", args.scope, error=refused), args)
+            return _print_result(verb, runtime.result("clear", args.scope, error=refused), args)
         if not _confirm_clear(runtime, args.scope, args.json):
             return EXIT_REFUSED
     fields = {"scope": args.scope}
     for name in ("text", "other", "to"):
         if getattr(args, name, None) is not None:
             fields[name] = getattr(args, name)
-    return _print_result(runtime.run(args.verb, fields), args)
+    return _print_result(verb, runtime.run(verb, fields), args)
 
 
-def _print_result(result: Any, args: argparse.Namespace) -> int:
+def _print_result(verb: str, result: Any, args: argparse.Namespace) -> int:
     """Print a ``MemoryResult`` (JSON or text); its exit code."""
     from memory_ls.core.render import result_text
 
     if args.json:
         _print_json(result)
-    elif args.verb == "list":
+    elif verb == "list":
         print(result_text({k: v for k, v in result.items() if k != "error"}))  # type: ignore[arg-type]
         if "error" in result:
             print(f"Error: {result['error']}", file=sys.stderr)
@@ -205,9 +464,9 @@ def _confirm_clear(runtime: Any, scope: str, as_json: bool = False) -> bool:
 def _check(args: argparse.Namespace) -> int:
     from memory_ls.store.lint import lint_path, lint_stores, render_reports
 
-    if args.files:
-        project = Path(os.path.realpath(args.project)) if args.project else None
-        reports = [lint_path(Path(f), args.agent_dir, args.trusted, project) for f in args.files]
+    if args.file:
+        project = Path(os.path.realpath(os.path.expanduser(args.project))) if args.project else None
+        reports = [lint_path(Path(f), args.agent_dir, args.trusted, project) for f in args.file]
     else:
         reports = lint_stores(_runtime(args))
     output, failing = render_reports(reports, "json" if args.json else args.format)
@@ -216,6 +475,17 @@ def _check(args: argparse.Namespace) -> int:
     errors = [r.error for r in reports if r.error]
     for error in errors:
         print(f"Error: {error}", file=sys.stderr)
+    counts = {"error": len(errors), "warning": 0, "other": 0}
+    for finding in (f for r in reports for f in r.findings):
+        kind = finding.severity if finding.severity in ("error", "warning") else "other"
+        counts[kind] += 1
+    # SPEC §8: one line on standard error, also when clean; a file that could
+    # not be read counts as an error.
+    print(
+        f"{len(reports)} files checked: {counts['error']} errors, "
+        f"{counts['warning']} warnings, {counts['other']} other",
+        file=sys.stderr,
+    )
     return EXIT_REFUSED if failing or errors else EXIT_OK
 
 

@@ -136,30 +136,48 @@ def line_findings(b: Bullet) -> list[Finding]:
     return out
 
 
-def duplicate_findings(bullets: Sequence[Bullet]) -> list[Finding]:
-    """A ``duplicate`` finding for each note whose key an earlier note already has."""
+def duplicate_pairs(bullets: Sequence[Bullet]) -> list[tuple[Bullet, Bullet]]:
+    """Each note whose key an earlier note already has, paired with that first note.
+
+    The one decision of what a duplicate pair is: the editor, ``check`` and the
+    doctor all report these pairs (SPEC §9).
+    """
     first: dict[str, Bullet] = {}
-    out: list[Finding] = []
+    out: list[tuple[Bullet, Bullet]] = []
     for b in bullets:
         if b.blank:
             continue
         earlier = first.setdefault(b.key, b)
-        if earlier is b:
-            continue
-        exact = earlier.note == b.note
-        out.append(
-            Finding(
-                "duplicate",
-                b.line,
-                b.start,
-                b.line,
-                b.end,
-                f"Duplicate of the note on line {earlier.line + 1}: {earlier.note}",
-                {"note": b.note, "first": earlier.note, "firstLine": earlier.line, "exact": exact},
-                (Related(earlier.line, earlier.start, earlier.end, "First written here"),),
-            )
-        )
+        if earlier is not b:
+            out.append((earlier, b))
     return out
+
+
+def duplicate_message(first_line: int, first_note: str) -> str:
+    """How a duplicate is reported everywhere: the first note's line (1-based) and its text."""
+    return f"Duplicate of the note on line {first_line}: {first_note}"
+
+
+def duplicate_findings(bullets: Sequence[Bullet]) -> list[Finding]:
+    """A ``duplicate`` finding on the later note of each :func:`duplicate_pairs` pair."""
+    return [
+        Finding(
+            "duplicate",
+            b.line,
+            b.start,
+            b.line,
+            b.end,
+            duplicate_message(earlier.line + 1, earlier.note),
+            {
+                "note": b.note,
+                "first": earlier.note,
+                "firstLine": earlier.line,
+                "exact": earlier.note == b.note,
+            },
+            (Related(earlier.line, earlier.start, earlier.end, "First written here"),),
+        )
+        for earlier, b in duplicate_pairs(bullets)
+    ]
 
 
 def cross_scope_findings(

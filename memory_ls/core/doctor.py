@@ -3,6 +3,10 @@
 :func:`doctor_report` builds the JSON-able report from plain data and the same
 findings and recall plan the editor shows; :func:`render_doctor_text` is its
 readable form. Both come from one model, so they cannot disagree.
+
+For an untrusted project the report keeps the project store's counts and line
+numbers but never its text (SPEC §4): the doctor's output reaches the model
+(``memory://doctor``), and the notes are whatever the repository's author wrote.
 """
 
 from __future__ import annotations
@@ -10,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from memory_ls.core.checks import duplicate_findings, key_index, line_findings
+from memory_ls.core.checks import duplicate_message, duplicate_pairs, key_index, line_findings
 from memory_ls.core.models import (
     ConfigReport,
     CrossScopePair,
@@ -23,7 +27,11 @@ from memory_ls.core.models import (
 )
 from memory_ls.core.notes import ParsedFile
 from memory_ls.core.recall import RecallPlan
+from memory_ls.core.render import trust_summary
 from memory_ls.core.text import MAX_STORE_BYTES
+
+WITHHELD = "(text withheld: the project is untrusted)"
+"""What the doctor shows in place of an untrusted project's note (SPEC §4)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,7 +48,12 @@ class StoreFacts:
     """Why the store cannot be changed (e.g. invalid UTF-8)."""
 
 
-def _scope_report(facts: StoreFacts) -> ScopeReport:
+def _scope_report(facts: StoreFacts, withhold: bool) -> ScopeReport:
+    """One store's report; ``withhold`` puts :data:`WITHHELD` wherever a note would be quoted."""
+
+    def quote(note: str) -> str:
+        return WITHHELD if withhold else note
+
     by_code: dict[str, list[str]] = {"too-long": [], "control-characters": [], "hidden-unicode": []}
     blank = 0
     for b in facts.parsed.bullets:
@@ -48,15 +61,15 @@ def _scope_report(facts: StoreFacts) -> ScopeReport:
             if f.code == "blank-note":
                 blank += 1
             else:
-                by_code[f.code].append(b.note)
+                by_code[f.code].append(quote(b.note))
     pairs: list[DuplicatePair] = [
         {
-            "first": str(f.data["first"]),
-            "second": str(f.data["note"]),
-            "firstLine": int(str(f.data["firstLine"])) + 1,
-            "secondLine": f.line + 1,
+            "first": quote(first.note),
+            "second": quote(later.note),
+            "firstLine": first.line + 1,
+            "secondLine": later.line + 1,
         }
-        for f in duplicate_findings(facts.parsed.bullets)
+        for first, later in duplicate_pairs(facts.parsed.bullets)
     ]
     report: ScopeReport = {
         "path": facts.path,
@@ -83,11 +96,18 @@ def doctor_report(
     config: ConfigReport,
     plan: RecallPlan,
 ) -> DoctorReport:
-    """Build the report from both stores' facts, trust, config and the recall plan."""
-    project, global_ = _scope_report(stores["project"]), _scope_report(stores["global"])
+    """Build the report from both stores' facts, trust, config and the recall plan.
+
+    When ``trust`` says the project is untrusted, no project note's text is in the
+    report, whatever the facts and the plan hold: only counts and line numbers.
+    """
+    withhold = not trust["trusted"]
+    project = _scope_report(stores["project"], withhold)
+    global_ = _scope_report(stores["global"], False)
     global_keys = key_index(stores["global"].parsed.bullets)
     cross: list[CrossScopePair] = [
-        {"project": note, "global": global_keys[key]}
+        # The global side is the user's own note, already recalled: it may be shown.
+        {"project": WITHHELD if withhold else note, "global": global_keys[key]}
         for key, note in key_index(stores["project"].parsed.bullets).items()
         if key in global_keys
     ]
@@ -97,7 +117,10 @@ def doctor_report(
         "used": inject["bytes"],
         "maxInjectBytes": inject["maxInjectBytes"],
         "included": inject["included"],
-        "omitted": inject["omitted"],
+        "omitted": [
+            {"scope": n["scope"], "text": WITHHELD} if withhold and n["scope"] == "project" else n
+            for n in inject["omitted"]
+        ],
     }
     problems: list[str] = []
     for scope, rep in (("project", project), ("global", global_)):
@@ -152,11 +175,14 @@ def _scope_lines(name: str, rep: ScopeReport) -> list[str]:
         notes: list[str] = rep[key]  # type: ignore[literal-required]
         if notes:
             lines.append(f"  {label}: {len(notes)}")
-            lines.extend(f"    - {_clip(n)}" for n in notes)
+            if all(n == WITHHELD for n in notes):
+                lines.append(f"    {WITHHELD}")  # once, not once per note
+            else:
+                lines.extend(f"    - {_clip(n)}" for n in notes)
     for p in rep["duplicates"]:
-        lines.append(
-            f"  duplicate: line {p['secondLine']} repeats line {p['firstLine']}: {_clip(p['second'])}"
-        )
+        # Word for word what `check` says on the later line (SPEC §9).
+        message = duplicate_message(p["firstLine"], _clip(p["first"]))
+        lines.append(f"  line {p['secondLine']}: {message}")
     return lines
 
 
@@ -173,8 +199,7 @@ def render_doctor_text(report: DoctorReport) -> str:
     lines.append("")
     for pair in report["crossScopeDuplicates"]:
         lines.append(f"in both scopes: {_clip(pair['project'])}")
-    verdict = "trusted" if trust["trusted"] else "untrusted"
-    lines.append(f"trust: {verdict} (rule: {trust['rule']}) - {trust['reason']}")
+    lines.append(f"trust: {trust_summary(trust['trusted'], trust['rule'], trust['reason'])}")
     lines.append(
         f"config: inject={'true' if config['inject'] else 'false'}, "
         f"maxInjectBytes={config['maxInjectBytes']}"

@@ -9,7 +9,6 @@ objects for every diagnostic costs more than the analysis itself).
 from __future__ import annotations
 
 import dataclasses
-import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -26,10 +25,11 @@ from memory_ls.core.checks import (
     sort_findings,
 )
 from memory_ls.core.similar import pair_finding, similar_pairs, similar_to
-from memory_ls.core.text import MAX_STORE_BYTES, first_invalid_utf8
+from memory_ls.core.text import MAX_STORE_BYTES
 from memory_ls.server.documents import MemoryDocument
 from memory_ls.server.positions import to_client
 from memory_ls.server.workspace import DocumentInfo, Projects
+from memory_ls.store.facts import invalid_utf8_position, read_disk_bytes
 
 SOURCE = "memory"
 SIMILAR_LIMIT = 2000
@@ -37,6 +37,9 @@ SIMILAR_LIMIT = 2000
 SEVERITY_NUMBER = {"error": 1, "warning": 2, "information": 3, "hint": 4}
 
 Json = dict[str, Any]
+
+DISK_READ_LIMIT = 4 * MAX_STORE_BYTES
+"""The most of an open document's file read for its disk facts."""
 
 
 @dataclasses.dataclass(slots=True)
@@ -48,23 +51,17 @@ class DiskFacts:
 
 
 def disk_facts(doc: MemoryDocument) -> DiskFacts:
-    """Whether the document's file is a symlink or holds invalid UTF-8 (never raises)."""
-    path = doc.path
-    try:
-        if os.path.islink(path):
-            return DiskFacts(symlink=True)
-        if os.path.getsize(path) > 4 * MAX_STORE_BYTES:
-            return DiskFacts()
-        data = path.read_bytes()
-    except OSError:
+    """Whether the document's file is a symlink or holds invalid UTF-8 (never raises or blocks).
+
+    The store layer decides both, for ``check`` too, so the two report the same
+    column; a FIFO or device is never opened for reading.
+    """
+    read = read_disk_bytes(doc.path, DISK_READ_LIMIT)
+    if read.symlink:
+        return DiskFacts(symlink=True)
+    if read.error is not None:
         return DiskFacts()
-    offset = first_invalid_utf8(data)
-    if offset is None:
-        return DiskFacts()
-    prefix = data[:offset].decode("utf-8")
-    line = prefix.count("\n")
-    col = len(prefix) - (prefix.rfind("\n") + 1)
-    return DiskFacts(invalid_utf8_at=(offset, line, col))
+    return DiskFacts(invalid_utf8_at=invalid_utf8_position(read.data, read.complete))
 
 
 @dataclasses.dataclass(slots=True)

@@ -8,7 +8,6 @@ any other file with the file-only checks.
 from __future__ import annotations
 
 import os
-import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -16,7 +15,8 @@ from memory_ls.core.checks import FileContext, Finding, check_bullets, key_index
 from memory_ls.core.models import Scope, other_scope
 from memory_ls.core.notes import parse_lines
 from memory_ls.core.recall import recall_plan
-from memory_ls.core.text import decode_for_display, first_invalid_utf8, split_text
+from memory_ls.core.text import decode_for_display, split_text
+from memory_ls.store.facts import invalid_utf8_position, read_disk_bytes
 from memory_ls.store.paths import project_root_for, project_store_path, refused_project_store
 from memory_ls.store.runtime import MemoryRuntime
 
@@ -35,15 +35,6 @@ class FileReport:
     """Why the file could not be checked at all (missing, unreadable)."""
 
 
-def _utf8_location(data: bytes, offset: int) -> tuple[int, int, int]:
-    prefix = data[:offset].decode("utf-8")
-    if prefix.startswith("\ufeff"):
-        prefix = prefix[1:]
-    line = prefix.count("\n")
-    col = len(prefix) - (prefix.rfind("\n") + 1)
-    return offset, line, col
-
-
 def is_memory_path(path: Path) -> bool:
     """True for a path that ends in ``.pi/memory.md``."""
     return path.name == "memory.md" and path.parent.name == ".pi"
@@ -53,26 +44,20 @@ def lint_file(
     path: Path, runtime: MemoryRuntime | None, scope: Scope | None, real_store: str | None = None
 ) -> FileReport:
     """Check one file; ``runtime``/``scope`` give it a store's context (else file-only)."""
-    try:
-        st = os.lstat(path)
-    except OSError as exc:
-        return FileReport(str(path), error=f"Cannot read {path}: {exc.strerror}")
-    if stat.S_ISLNK(st.st_mode):
+    read = read_disk_bytes(path, LINT_READ_LIMIT)
+    if read.symlink:
         ctx = FileContext(scope=scope, symlink=True)
         return FileReport(str(path), [""], check_bullets([""], [], ctx))
-    try:
-        with open(path, "rb") as f:
-            data = f.read(LINT_READ_LIMIT)
-    except OSError as exc:
-        return FileReport(str(path), error=f"Cannot read {path}: {exc.strerror}")
+    if read.error is not None:
+        return FileReport(str(path), error=read.error)
+    data = read.data
     text = decode_for_display(data)
     lines = split_text(text).lines
     parsed = parse_lines(lines)
-    bad = first_invalid_utf8(data)
     ctx_args: dict[str, object] = {
         "scope": scope,
-        "size": st.st_size,
-        "invalid_utf8_at": _utf8_location(data, bad) if bad is not None else None,
+        "size": read.size,
+        "invalid_utf8_at": invalid_utf8_position(data, read.complete),
         "real_store": real_store,
     }
     plan = None
