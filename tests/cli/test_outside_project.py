@@ -88,7 +88,8 @@ def test_every_verb_refuses_or_leaves_the_project_out(clone: Clone) -> None:
     data = json.loads(r.stdout)
     assert (data["project"], data["global"], data["error"]) == ([], ["global note"], clone.message)
     r = clone.run("inject", "--trusted")
-    assert r.returncode == 0
+    # Like `list`, an unreadable store is an error (exit 1) while the body still prints.
+    assert r.returncode == 1 and f"Error: {clone.message}" in r.stderr
     assert "project:" not in r.stdout and r.stdout.count("- global note") == 1
     r = clone.run("doctor", "--trusted", "--json")
     assert f"project: {clone.message}" in json.loads(r.stdout)["problems"]
