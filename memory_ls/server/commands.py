@@ -32,9 +32,8 @@ from memory_ls.core.actions import (
     check_text,
 )
 from memory_ls.core.models import MemoryResult, Scope, other_scope
-from memory_ls.core.text import split_text
 from memory_ls.server.documents import MemoryDocument
-from memory_ls.server.positions import to_client
+from memory_ls.server.edits import replacing_edit
 from memory_ls.store.runtime import MemoryRuntime
 
 if TYPE_CHECKING:
@@ -192,32 +191,8 @@ async def sync_buffer(
 
 def buffer_edit(ls: MemoryServer, doc: MemoryDocument, new: str) -> lsp.WorkspaceEdit:
     """One text edit turning ``doc``'s text into ``new`` (only the lines that differ)."""
-    old_lines = doc.lines
-    new_split = split_text(new)
-    new_lines = new_split.lines
-    eol = doc.eol
-    limit = min(len(old_lines), len(new_lines))
-    p = 0
-    while p < limit and old_lines[p] == new_lines[p]:
-        p += 1
-    s = 0
-    while s < limit - p and old_lines[-1 - s] == new_lines[-1 - s]:
-        s += 1
-    enc = ls.analysis.encoding
-    if s > 0:
-        start = lsp.Position(p, 0)
-        end = lsp.Position(len(old_lines) - s, 0)
-        text = "".join(line + eol for line in new_lines[p : len(new_lines) - s])
-    elif p == len(old_lines):
-        last = old_lines[p - 1]
-        start = end = lsp.Position(p - 1, to_client(last, len(last), enc))
-        text = "".join(eol + line for line in new_lines[p:])
-    else:
-        last = old_lines[-1]
-        start = lsp.Position(p, 0)
-        end = lsp.Position(len(old_lines) - 1, to_client(last, len(last), enc))
-        text = eol.join(new_lines[p:])
-    return ls.workspace_edit(doc, [lsp.TextEdit(lsp.Range(start, end), text)])
+    edit = replacing_edit(doc.lines, new, doc.eol, ls.analysis.encoding)
+    return ls.workspace_edit(doc, [] if edit is None else [edit])
 
 
 async def _confirm_clear(ls: MemoryServer, runtime: MemoryRuntime, scope: Scope) -> str | None:
