@@ -39,6 +39,7 @@ CODES: dict[str, Severity] = {
     "recall-off": "hint",
     "untrusted": "information",
     "file-too-large": "error",
+    "buffer-behind-file": "error",
     "symlink": "error",
     "outside-project": "error",
     "invalid-utf8": "error",

@@ -7,13 +7,21 @@ store that is open in the editor, the buffer is brought up to date with a
 ``workspace/applyEdit``: a buffer that matched the file takes the file's new
 text, and a buffer with unsaved edits gets the command's change applied to
 *its* text, so neither the user's edits nor the command's change are lost.
+
+Commands that change the same store take turns, and each waits for the client
+to apply its edit before the next computes one, so any number of commands in
+flight see the buffer as the one before left it. A buffer the client will not
+update is marked ``buffer-behind-file`` until it holds the change.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import functools
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -32,9 +40,9 @@ from memory_ls.core.actions import (
     check_text,
 )
 from memory_ls.core.models import MemoryResult, Scope, other_scope
-from memory_ls.core.text import split_text
 from memory_ls.server.documents import MemoryDocument
-from memory_ls.server.positions import to_client
+from memory_ls.server.edits import replacing_edit
+from memory_ls.server.workspace import canonical
 from memory_ls.store.runtime import MemoryRuntime
 
 if TYPE_CHECKING:
@@ -57,6 +65,15 @@ COMMANDS = (
     "memory.inject",
 )
 APPLY_TIMEOUT = 5.0
+"""Seconds to wait for the client's answer to ``workspace/applyEdit``."""
+CHANGE_TIMEOUT = 3.0
+"""Seconds to wait, once the client applied an edit, for the ``didChange`` showing it."""
+REFUSED_SETTLE = 0.5
+"""Seconds to wait, after a refusal, for the ``didChange`` that may explain it."""
+BEHIND_MESSAGE = (
+    "this buffer lacks a change that memory.{command} wrote to the file; saving it "
+    "would undo that change — revert the buffer to reload it"
+)
 CONFIRM_TIMEOUT = 600.0
 CLEAR_CANNOT_ASK = (
     "memory.clear needs a client that can ask for confirmation "
@@ -129,23 +146,35 @@ async def _mutate(
 ) -> MemoryResult:
     scope, scope_error = check_scope(arg.get("scope"))
     # Ask only when the clear could happen: a bad scope, read-only or untrusted is refused as is.
+    # Asked before taking the store's turn: the user may take minutes to answer.
     if action == "clear" and scope_error is None and runtime.refusal(scope) is None:
         refusal = await _confirm_clear(ls, runtime, scope)
         if refusal:
             return runtime.result("clear", scope, error=refusal)
     scopes: tuple[Scope, ...] = (scope, other_scope(scope)) if action == "move" else (scope,)
-    before = {s: runtime.view(s).file.content for s in scopes}
-    result = runtime.run(action, arg)
-    ls.projects.invalidate()
-    if "error" not in result:
-        for s in scopes:
-            after = runtime.view(s).file.content
-            doc = ls.projects.open_store(runtime, s)
-            if doc is not None and after != before[s]:
-                transform = _transform(action, s, scope, result, arg)
-                await sync_buffer(ls, doc, before[s], after, transform)
+    async with ls.open_buffers.turn(runtime.paths[s] for s in scopes):
+        before = {s: runtime.view(s).file.content for s in scopes}
+        result = runtime.run(action, arg)
+        ls.projects.invalidate()
+        if "error" not in result:
+            for s in scopes:
+                after = runtime.view(s).file.content
+                doc = ls.projects.open_store(runtime, s)
+                if doc is not None and after != before[s]:
+                    change = BufferChange(
+                        action,
+                        before[s],
+                        after,
+                        _transform(action, s, scope, result, arg),
+                        functools.partial(_file_text, runtime, s),
+                    )
+                    await sync_buffer(ls, doc, change)
     ls.refresh_all()
     return result
+
+
+def _file_text(runtime: MemoryRuntime, scope: Scope) -> str:
+    return runtime.view(scope).file.content
 
 
 def _transform(
@@ -166,67 +195,194 @@ def _transform(
     return apply_clear
 
 
-async def sync_buffer(
-    ls: MemoryServer,
-    doc: MemoryDocument,
-    before: str,
-    after: str,
-    transform: Callable[[str], Change],
-) -> None:
-    """Show a command's change in an open buffer without losing unsaved edits."""
-    buffer = doc.text()
-    if buffer == before:
-        new = after
+@dataclass(frozen=True, slots=True)
+class BufferChange:
+    """What one command wrote to one store, to be shown in that store's open buffer."""
+
+    action: str
+    before: str
+    """The file's text before the command."""
+    after: str
+    """The file's text the command wrote."""
+    transform: Callable[[str], Change]
+    """The command's change applied to any text (a buffer with unsaved edits)."""
+    file_text: Callable[[], str]
+    """The file's text now."""
+
+    @property
+    def behind_message(self) -> str:
+        """The ``buffer-behind-file`` message for a buffer that lacks this change."""
+        return BEHIND_MESSAGE.format(command=self.action)
+
+    def target(self, buffer: str) -> str | None:
+        """``buffer`` with the change, or ``None`` when it holds the change already.
+
+        A buffer that matched the file takes the file's new text; one with unsaved
+        edits gets the change applied to its own text. A change that no longer
+        applies there (e.g. the user deleted that note) counts as held.
+        """
+        if buffer == self.before:
+            return self.after
+        if buffer == self.after or buffer == self.file_text():
+            return None
+        change = self.transform(buffer)
+        if change.error or not change.changed or change.content == buffer:
+            return None
+        return change.content
+
+    def held_by(self, buffer: str) -> bool:
+        """Whether ``buffer`` holds the change (saving it would not undo it)."""
+        return self.target(buffer) is None
+
+
+class OpenBuffers:
+    """The order of commands per store, and what each open buffer lacks (SPEC §7).
+
+    Commands that change the same store take turns (one store lock each), so each
+    computes its buffer edit against the buffer as the previous command left it.
+    """
+
+    def __init__(self) -> None:
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._changed: dict[str, asyncio.Event] = {}
+        self.missing: dict[str, list[BufferChange]] = {}
+        """Per document uri: changes written to its file that the buffer lacks."""
+
+    @contextlib.asynccontextmanager
+    async def turn(self, paths: Iterable[Path]) -> AsyncIterator[None]:
+        """Wait for the turn of every store in ``paths``, and hold it.
+
+        The locks are taken in one fixed order (by path), so a ``move``, which
+        holds two, cannot deadlock with a command holding the other one.
+        """
+        async with contextlib.AsyncExitStack() as stack:
+            for key in sorted({canonical(p) for p in paths}):
+                await stack.enter_async_context(self._locks.setdefault(key, asyncio.Lock()))
+            yield
+
+    def changed(self, uri: str) -> None:
+        """The buffer changed (or closed): wake whoever waits on it."""
+        event = self._changed.pop(uri, None)
+        if event is not None:
+            event.set()
+
+    async def wait(self, uri: str, done: Callable[[], bool], timeout: float) -> bool:
+        """Wait (at most ``timeout`` s) until ``done()``, checked on each change of the buffer."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while not done():
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                return False
+            event = self._changed.setdefault(uri, asyncio.Event())
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(event.wait(), remaining)
+        return True
+
+
+def buffer_changed(ls: MemoryServer, doc: MemoryDocument) -> None:
+    """After a ``didChange``: wake waiting commands; drop the changes the buffer now holds."""
+    ls.open_buffers.changed(doc.uri)
+    missing = ls.open_buffers.missing.get(doc.uri)
+    if not missing:
+        return
+    text = doc.text()
+    still = [c for c in missing if not c.held_by(text)]
+    if len(still) != len(missing):
+        _set_missing(ls, doc, still)
+
+
+def buffer_closed(ls: MemoryServer, uri: str) -> None:
+    """After a ``didClose``: a reopened buffer is read from the file again."""
+    ls.open_buffers.changed(uri)
+    ls.open_buffers.missing.pop(uri, None)
+
+
+def _set_missing(ls: MemoryServer, doc: MemoryDocument, changes: list[BufferChange]) -> None:
+    if changes:
+        ls.open_buffers.missing[doc.uri] = changes
     else:
-        change = transform(buffer)
-        if change.error or not change.changed:
-            return
-        new = change.content
-    if new == buffer:
-        return
-    if not ls.can_apply_edit():
-        log.info("the client cannot apply edits; %s is out of date in the editor", doc.path)
-        return
-    edit = buffer_edit(ls, doc, new)
-    try:
-        await asyncio.wait_for(
-            ls.workspace_apply_edit_async(
-                lsp.ApplyWorkspaceEditParams(edit=edit, label="memory-ls")
-            ),
-            APPLY_TIMEOUT,
-        )
-    except Exception as exc:  # the client may refuse or never answer
-        ls.log(f"Could not update the open buffer of {doc.path}: {exc!r}", lsp.MessageType.Warning)
+        ls.open_buffers.missing.pop(doc.uri, None)
+    state = ls.analysis.states.get(doc.uri)
+    if state is not None:
+        state.behind = list(dict.fromkeys(c.behind_message for c in changes))
 
 
-def buffer_edit(ls: MemoryServer, doc: MemoryDocument, new: str) -> lsp.WorkspaceEdit:
-    """One text edit turning ``doc``'s text into ``new`` (only the lines that differ)."""
-    old_lines = doc.lines
-    new_split = split_text(new)
-    new_lines = new_split.lines
-    eol = doc.eol
-    limit = min(len(old_lines), len(new_lines))
-    p = 0
-    while p < limit and old_lines[p] == new_lines[p]:
-        p += 1
-    s = 0
-    while s < limit - p and old_lines[-1 - s] == new_lines[-1 - s]:
-        s += 1
+async def sync_buffer(ls: MemoryServer, doc: MemoryDocument, change: BufferChange) -> None:
+    """Show a command's change in an open buffer without losing unsaved edits.
+
+    The edit is computed against the buffer's latest text and carries its
+    version (where the client has versioned edits); the command waits for the
+    client's answer and the ``didChange`` that shows the change. A refused edit
+    is tried once more against the buffer's text then; a buffer that still
+    lacks the change gets ``buffer-behind-file`` and a warning.
+    """
+
+    def closed() -> bool:
+        return ls.projects.documents.get(doc.uri) is not doc
+
+    def held() -> bool:
+        return closed() or change.held_by(doc.text())
+
     enc = ls.analysis.encoding
-    if s > 0:
-        start = lsp.Position(p, 0)
-        end = lsp.Position(len(old_lines) - s, 0)
-        text = "".join(line + eol for line in new_lines[p : len(new_lines) - s])
-    elif p == len(old_lines):
-        last = old_lines[p - 1]
-        start = end = lsp.Position(p - 1, to_client(last, len(last), enc))
-        text = "".join(eol + line for line in new_lines[p:])
-    else:
-        last = old_lines[-1]
-        start = lsp.Position(p, 0)
-        end = lsp.Position(len(old_lines) - 1, to_client(last, len(last), enc))
-        text = eol.join(new_lines[p:])
-    return ls.workspace_edit(doc, [lsp.TextEdit(lsp.Range(start, end), text)])
+    for attempt in (1, 2):
+        if held():
+            return
+        if not ls.can_apply_edit():
+            break
+        new = change.target(doc.text())
+        edit = None if new is None else replacing_edit(doc.lines, new, doc.eol, enc)
+        if edit is None:
+            return
+        version = doc.version
+        answer = await _apply(ls, doc, edit, change.action)
+        if answer == "applied":
+            # Wait for the didChange that shows it; a late one still clears the diagnostic.
+            if await ls.open_buffers.wait(doc.uri, held, CHANGE_TIMEOUT):
+                return
+            break
+        if answer == "no answer" or attempt == 2:
+            break
+        # A refusal is most often a buffer that moved on: let its didChange arrive.
+        await ls.open_buffers.wait(
+            doc.uri, functools.partial(_moved_on, doc, version), REFUSED_SETTLE
+        )
+    _behind(ls, doc, change)
+
+
+def _moved_on(doc: MemoryDocument, version: int | None) -> bool:
+    return doc.version != version
+
+
+async def _apply(ls: MemoryServer, doc: MemoryDocument, edit: lsp.TextEdit, action: str) -> str:
+    """Send one edit: ``applied``, ``refused`` or ``no answer``."""
+    params = lsp.ApplyWorkspaceEditParams(
+        edit=ls.workspace_edit(doc, [edit]), label=f"memory.{action}"
+    )
+    try:
+        answer = await asyncio.wait_for(ls.workspace_apply_edit_async(params), APPLY_TIMEOUT)
+    except TimeoutError:
+        ls.log(f"memory.{action}: no answer to the edit of {doc.path}", lsp.MessageType.Warning)
+        return "no answer"
+    except Exception as exc:  # an error response is a refusal too
+        ls.log(f"memory.{action}: the edit of {doc.path} failed: {exc!r}", lsp.MessageType.Warning)
+        return "refused"
+    if answer is None or not answer.applied:
+        reason = getattr(answer, "failure_reason", None) or "no reason given"
+        ls.log(f"memory.{action}: the client refused the edit of {doc.path} ({reason})")
+        return "refused"
+    return "applied"
+
+
+def _behind(ls: MemoryServer, doc: MemoryDocument, change: BufferChange) -> None:
+    """The buffer lacks the change: say so on the document and in a warning."""
+    _set_missing(ls, doc, [*ls.open_buffers.missing.get(doc.uri, []), change])
+    ls.publish(doc)
+    message = f"{doc.path}: {change.behind_message}"
+    try:
+        ls.window_show_message(lsp.ShowMessageParams(type=lsp.MessageType.Warning, message=message))
+    except Exception:  # no transport: the diagnostic still says it
+        log.warning("%s", message)
 
 
 async def _confirm_clear(ls: MemoryServer, runtime: MemoryRuntime, scope: Scope) -> str | None:

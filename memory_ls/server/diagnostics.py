@@ -78,6 +78,8 @@ class DocState:
     built: dict[tuple[object, ...], Json] = dataclasses.field(default_factory=dict)
     """LSP form of the last findings, by value: most survive a keystroke unchanged."""
     result_id: int = 0
+    behind: list[str] = dataclasses.field(default_factory=list)
+    """``buffer-behind-file`` messages: changes commands wrote that the buffer lacks."""
 
 
 class Analysis:
@@ -112,6 +114,10 @@ class Analysis:
             outside_project=outside,
         )
         out = file_findings(doc.lines, ctx)
+        out.extend(
+            Finding("buffer-behind-file", 0, 0, 0, len(doc.lines[0]), message)
+            for message in state.behind
+        )
         for found in doc.found.values():
             out.extend(found)
         if doc.dup_keys:

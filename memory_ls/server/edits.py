@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from lsprotocol import types as lsp
 
 from memory_ls.core.fixes import Edit
+from memory_ls.core.text import split_text
 from memory_ls.server.documents import MemoryDocument
 from memory_ls.server.positions import to_client
 
@@ -35,3 +36,47 @@ def text_edits(doc: MemoryDocument, edits: Sequence[Edit], encoding: str) -> lis
         )
         for e in edits
     ]
+
+
+def replacing_edit(
+    old_lines: Sequence[str], new: str, eol: str, encoding: str
+) -> lsp.TextEdit | None:
+    """One text edit turning the text of ``old_lines`` into ``new`` (``None``: no change).
+
+    ``old_lines`` are a text's lines without their endings, as :func:`split_text`
+    cuts them (the last is ``""`` when the text ends with a line ending); the
+    edit writes line endings as ``eol`` and replaces only the lines between the
+    ones both texts begin and end with. A BOM in front of ``new`` is ignored:
+    positions never count it.
+    """
+    old = list(old_lines) or [""]
+    lines = split_text(new).lines
+    limit = min(len(old), len(lines))
+    p = 0
+    while p < limit and old[p] == lines[p]:
+        p += 1
+    if p == len(old) == len(lines):
+        return None
+    s = 0
+    while s < limit - p and old[-1 - s] == lines[-1 - s]:
+        s += 1
+    if s > 0:
+        # Both end with the same lines: replace the whole lines in between.
+        start = lsp.Position(line=p, character=0)
+        end = lsp.Position(line=len(old) - s, character=0)
+        text = "".join(line + eol for line in lines[p : len(lines) - s])
+    elif p == 0:
+        start = lsp.Position(line=0, character=0)
+        end = _end_of(old, len(old) - 1, encoding)
+        text = eol.join(lines)
+    else:
+        # The last lines differ: replace from the end of the last common line, so
+        # that a shorter text (a prefix of the old one) drops the line break too.
+        start = _end_of(old, p - 1, encoding)
+        end = _end_of(old, len(old) - 1, encoding)
+        text = "".join(eol + line for line in lines[p:])
+    return lsp.TextEdit(range=lsp.Range(start=start, end=end), new_text=text)
+
+
+def _end_of(lines: Sequence[str], line: int, encoding: str) -> lsp.Position:
+    return lsp.Position(line=line, character=to_client(lines[line], len(lines[line]), encoding))

@@ -128,6 +128,7 @@ class MemoryServer(LanguageServer):
         )
         self.projects = Projects()
         self.analysis = Analysis(self.projects)
+        self.open_buffers = commands.OpenBuffers()
         self.pull = False
         self.init_settings = Settings()
         self.reported: set[str] = set()
@@ -494,6 +495,7 @@ def did_change(ls: MemoryServer, params: lsp.DidChangeTextDocumentParams) -> Non
         else:
             doc.apply_change(None, change.text, encoding)
     doc.version = params.text_document.version
+    commands.buffer_changed(ls, doc)
     ls.publish(doc, always=True)
     if doc.notes_version != notes_before:
         ls.similar_after_edit(doc)
@@ -506,6 +508,7 @@ def did_close(ls: MemoryServer, params: lsp.DidCloseTextDocumentParams) -> None:
     doc = ls.projects.close(params.text_document.uri)
     if doc is None:
         return
+    commands.buffer_closed(ls, doc.uri)
     ls.analysis.states.pop(doc.uri, None)
     if not ls.pull:
         ls.send_raw(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS, {"uri": doc.uri, "diagnostics": []})
@@ -519,6 +522,7 @@ def did_save(ls: MemoryServer, params: lsp.DidSaveTextDocumentParams) -> None:
     doc = ls.projects.documents.get(params.text_document.uri)
     if doc is not None and (state := ls.analysis.states.get(doc.uri)) is not None:
         state.disk = disk_facts(doc)
+        commands.buffer_changed(ls, doc)  # saved: the buffer is the file now
     ls.projects.invalidate()
     ls.refresh_all()
 

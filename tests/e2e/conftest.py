@@ -114,6 +114,10 @@ class Session:
     applied: list[lsp.WorkspaceEdit] = field(default_factory=list)
     registrations: list[lsp.Registration] = field(default_factory=list)
     server_capabilities: lsp.ServerCapabilities | None = None
+    refuse: Callable[[Session, lsp.WorkspaceEdit], str | None] | None = None
+    """Asked before applying an edit: a reason makes the client answer ``applied: false``."""
+    change_delay: float = 0.0
+    """Seconds between answering ``workspace/applyEdit`` and sending its ``didChange``."""
 
     # -- documents -------------------------------------------------------------------
 
@@ -132,8 +136,8 @@ class Session:
         )
         return uri
 
-    def edit(self, uri: str, edits: list[lsp.TextEdit]) -> None:
-        """Apply edits locally and send them as one incremental didChange."""
+    def edit(self, uri: str, edits: list[lsp.TextEdit], delay: float = 0.0) -> None:
+        """Apply edits locally and send them as one incremental didChange (``delay`` s later)."""
         self.versions[uri] += 1
         self.buffers[uri] = apply_text_edits(self.buffers[uri], edits, self.encoding)
         changes: list[lsp.TextDocumentContentChangeEvent] = [
@@ -142,14 +146,16 @@ class Session:
                 edits, key=lambda e: (e.range.start.line, e.range.start.character), reverse=True
             )
         ]
-        self.client.text_document_did_change(
-            lsp.DidChangeTextDocumentParams(
-                text_document=lsp.VersionedTextDocumentIdentifier(
-                    uri=uri, version=self.versions[uri]
-                ),
-                content_changes=changes,
-            )
+        params = lsp.DidChangeTextDocumentParams(
+            text_document=lsp.VersionedTextDocumentIdentifier(uri=uri, version=self.versions[uri]),
+            content_changes=changes,
         )
+        if delay:
+            asyncio.get_running_loop().call_later(
+                delay, self.client.text_document_did_change, params
+            )
+        else:
+            self.client.text_document_did_change(params)
 
     def replace_all(self, uri: str, text: str) -> None:
         self.versions[uri] += 1
@@ -214,10 +220,13 @@ def _install_handlers(session: Session) -> None:
     @client.feature(lsp.WORKSPACE_APPLY_EDIT)
     def apply_edit(params: lsp.ApplyWorkspaceEditParams) -> lsp.ApplyWorkspaceEditResult:
         session.applied.append(params.edit)
+        reason = session.refuse(session, params.edit) if session.refuse else None
+        if reason is not None:
+            return lsp.ApplyWorkspaceEditResult(applied=False, failure_reason=reason)
         for uri in list(session.buffers):
             edits = edits_for(params.edit, uri)
             if edits:
-                session.edit(uri, edits)
+                session.edit(uri, edits, session.change_delay)
         return lsp.ApplyWorkspaceEditResult(applied=True)
 
     @client.feature(lsp.CLIENT_REGISTER_CAPABILITY)

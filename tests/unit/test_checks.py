@@ -36,6 +36,7 @@ def test_every_spec_code_and_default_severity() -> None:
         "recall-off": "hint",
         "untrusted": "information",
         "file-too-large": "error",
+        "buffer-behind-file": "error",
         "symlink": "error",
         "outside-project": "error",
         "invalid-utf8": "error",

@@ -1,0 +1,113 @@
+"""The edit that brings an open buffer to a command's new text (issue 9 item 9).
+
+:func:`replacing_edit` is pure: old lines, new text, line ending and position
+encoding in, one LSP text edit out. Applied the way an editor applies it, the
+edit must turn the old text into the new one exactly, whatever the two share.
+"""
+
+from __future__ import annotations
+
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+from lsprotocol import types as lsp
+
+from memory_ls.core.actions import apply_add, apply_clear, apply_forget
+from memory_ls.core.text import BOM, HEADER, split_text
+from memory_ls.server.edits import replacing_edit
+from memory_ls.server.positions import UTF8, UTF16, UTF32, from_client
+
+ENCODINGS = st.sampled_from([UTF8, UTF16, UTF32])
+EOLS = st.sampled_from(["\n", "\r\n"])
+LINE = st.one_of(
+    st.sampled_from(["", "- a", "- b", "a", "😀 x", "日本語", "é", "  - 中", "\t", HEADER]),
+    st.text(st.characters(blacklist_characters="\r\n"), max_size=5),
+)
+LINES = st.lists(LINE, max_size=5)
+
+
+def apply(old: str, eol: str, edit: lsp.TextEdit | None, encoding: str) -> str:
+    """Apply ``edit`` to ``old`` as an editor does (positions in ``encoding`` units)."""
+    if edit is None:
+        return old
+    lines = old.split(eol)
+
+    def offset(pos: lsp.Position) -> int:
+        assert 0 <= pos.line < len(lines), "the edit points past the text"
+        line = lines[pos.line]
+        col = from_client(line, pos.character, encoding)
+        assert pos.character == 0 or col > 0, "the column is not in the line"
+        return sum(len(x) + len(eol) for x in lines[: pos.line]) + col
+
+    start, end = offset(edit.range.start), offset(edit.range.end)
+    assert start <= end
+    return old[:start] + edit.new_text + old[end:]
+
+
+def check(old: str, new: str, eol: str, encoding: str) -> lsp.TextEdit | None:
+    edit = replacing_edit(split_text(old).lines, new, eol, encoding)
+    assert apply(old, eol, edit, encoding) == new.removeprefix(BOM)
+    return edit
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    first=LINES,
+    old_middle=LINES,
+    new_middle=LINES,
+    last=LINES,
+    eol=EOLS,
+    encoding=ENCODINGS,
+    bom=st.booleans(),
+)
+@example(  # the issue: clear leaves "HEADER\n" and the buffer kept a blank line
+    first=[HEADER, ""], old_middle=["- one", "- two", ""], new_middle=[], last=[],
+    eol="\n", encoding=UTF16, bom=False,
+)  # fmt: skip
+@example(first=[], old_middle=["a"], new_middle=[], last=[], eol="\r\n", encoding=UTF8, bom=False)
+@example(first=[], old_middle=[], new_middle=["a", ""], last=[], eol="\n", encoding=UTF8, bom=True)
+def test_the_edit_turns_the_old_text_into_the_new(
+    first: list[str],
+    old_middle: list[str],
+    new_middle: list[str],
+    last: list[str],
+    eol: str,
+    encoding: str,
+    bom: bool,
+) -> None:
+    """Shared beginnings and ends (prefixes, suffixes, empty texts), LF and CRLF."""
+    old = eol.join(first + old_middle + last)
+    new = eol.join(first + new_middle + last)
+    check(old, (BOM if bom else "") + new, eol, encoding)
+
+
+@settings(max_examples=200, deadline=None)
+@given(old=LINES, new=LINES, eol=EOLS, encoding=ENCODINGS)
+def test_any_two_texts(old: list[str], new: list[str], eol: str, encoding: str) -> None:
+    check(eol.join(old), eol.join(new), eol, encoding)
+
+
+def test_the_same_text_needs_no_edit() -> None:
+    assert replacing_edit(["a", ""], "a\n", "\n", UTF16) is None
+    assert replacing_edit([""], "", "\n", UTF16) is None
+
+
+def test_clear_drops_the_trailing_lines() -> None:
+    """The bug: the new text is a prefix of the old one, so no line is shared at the end."""
+    old = f"{HEADER}\n\n- one\n- two\n"
+    new = apply_clear(old).content
+    assert new == f"{HEADER}\n"
+    edit = check(old, new, "\n", UTF16)
+    assert edit is not None and edit.new_text == ""
+    assert edit.range.start == lsp.Position(line=1, character=0)
+
+
+def test_add_inserts_one_line_and_forget_removes_one() -> None:
+    old = f"{HEADER}\r\n\r\n- 😀 one\r\n- two\r\n"
+    added = apply_add(old, "three").content
+    edit = check(old, added, "\r\n", UTF16)
+    assert edit is not None and edit.new_text == "- three\r\n"
+    assert edit.range.start == edit.range.end == lsp.Position(line=4, character=0)
+    forgot = apply_forget(old, "😀 one", "project").content
+    edit = check(old, forgot, "\r\n", UTF16)
+    assert edit is not None and edit.new_text == ""
+    assert (edit.range.start.line, edit.range.end.line) == (2, 3)
