@@ -47,7 +47,7 @@ from pygls.protocol.json_rpc import MsgId
 from pygls.uris import from_fs_path, to_fs_path
 
 from memory_ls import __version__
-from memory_ls.core.text import MAX_STORE_BYTES
+from memory_ls.core.text import MAX_STORE_BYTES, without_lone_surrogates
 from memory_ls.server import code_actions, commands, formatting, hover, lens, symbols
 from memory_ls.server.diagnostics import Analysis, DocState, disk_facts
 from memory_ls.server.documents import MemoryDocument, Span
@@ -103,9 +103,6 @@ class FramedStdin:
         return self.stream.read(size)
 
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
 def _valid_id(value: object) -> bool:
     # JSON-RPC allows null and fractions too, but an LSP id is an integer or a string.
     return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
@@ -120,21 +117,6 @@ def _describe(exc: BaseException, expected: type | None) -> str:
     if isinstance(exc, ValueError) and expected is None:
         return str(exc).rstrip(".")
     return cattrs.v.format_exception(exc, expected)
-
-
-def without_lone_surrogates(value: Any) -> Any:
-    """``value`` with every lone surrogate in its strings read as U+FFFD (SPEC §11).
-
-    JSON may escape half a surrogate pair (``"\\ud800"``); Python's decoder keeps it,
-    but it cannot be written as UTF-8, so it is read as U+FFFD, as JavaScript writes it.
-    """
-    if isinstance(value, str):
-        return _SURROGATE.sub("\ufffd", value) if _SURROGATE.search(value) else value
-    if isinstance(value, dict):
-        return {without_lone_surrogates(k): without_lone_surrogates(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [without_lone_surrogates(v) for v in value]
-    return value
 
 
 def unreadable_params(method: str, exc: Exception) -> str:
