@@ -119,11 +119,10 @@ def _describe(exc: BaseException, expected: type | None) -> str:
     return cattrs.v.format_exception(exc, expected)
 
 
-def unreadable_params(method: str, exc: Exception) -> str:
-    """Why the params of ``method`` could not be read, naming each field (camelCase, as sent)."""
+def unreadable(exc: BaseException) -> str:
+    """Why a message could not be read into its type, naming each field (camelCase, as sent)."""
     problems = cattrs.transform_error(exc, path="", format_exception=_describe)
-    described = "; ".join(_camel(p).replace(" @ .", " at ", 1) for p in problems)
-    return f"Invalid params for {method}: {described or exc}"
+    return "; ".join(_camel(p).replace(" @ .", " at ", 1) for p in problems) or str(exc)
 
 
 class MemoryProtocol(LanguageServerProtocol):
@@ -155,11 +154,20 @@ class MemoryProtocol(LanguageServerProtocol):
 
         This is the object hook of pygls' ``json.loads``: it runs on every object,
         innermost first, so it cannot tell a message from an object inside one.
-        Responses from the client still go to pygls.
+        Responses from the client still go to pygls; one it cannot read fails the
+        request that waits for it at once, instead of leaving it to time out.
         """
         if "method" in data:
             return data
-        return super().structure_message(data)
+        try:
+            return super().structure_message(data)
+        except JsonRpcException as exc:
+            if not ("result" in data and _valid_id(data.get("id"))):
+                raise
+            problem = unreadable(exc.__cause__ or exc)
+            message = f"the client's answer to request {data['id']} could not be read: {problem}"
+            error = lsp.ResponseError(code=JsonRpcInvalidParams.CODE, message=message)
+            return lsp.ResponseErrorMessage(id=data["id"], error=error)
 
     def handle_message(self, message: Any) -> None:
         """Read a request or notification and pass it on; answer or log one that cannot be served."""
@@ -191,7 +199,7 @@ class MemoryProtocol(LanguageServerProtocol):
         except RecursionError:
             problem = JsonRpcInvalidRequest("the message is nested too deeply")
         except Exception as exc:
-            problem = JsonRpcInvalidParams(unreadable_params(method, exc))
+            problem = JsonRpcInvalidParams(f"Invalid params for {method}: {unreadable(exc)}")
         if is_request:
             self._answer(msg_id if _valid_id(msg_id) else None, problem)
         else:

@@ -61,6 +61,8 @@ class RawClient:
             cwd=root,
         )
         self.root = root
+        self.replies: dict[str, Any] = {}
+        """Results to give the server's requests, by method, instead of the plain ones."""
         self.responses: dict[Any, queue.Queue[dict[str, Any]]] = {}
         self.notifications: list[dict[str, Any]] = []
         self.lock = threading.Lock()
@@ -151,8 +153,9 @@ class RawClient:
             else:  # a response must carry its id, null included (JSON-RPC 2.0)
                 self._queue(message.get("id", "no id")).put(message)
 
-    @staticmethod
-    def _answer(request: dict[str, Any]) -> Any:
+    def _answer(self, request: dict[str, Any]) -> Any:
+        if request["method"] in self.replies:
+            return self.replies[request["method"]]
         if request["method"] == "workspace/configuration":
             return [None for _ in request["params"]["items"]]
         if request["method"] == "workspace/applyEdit":
@@ -474,6 +477,28 @@ def test_change_before_open_and_stale_versions_do_not_break_the_server(
     client.open(store, HEADER + "\n\n- use pnpm\n- run make test\n", version=5)
     client.wait_published(uri, 5)
     assert_still_works(client, uri, 6)
+
+
+def test_an_unreadable_answer_from_the_client_fails_fast(client: RawClient) -> None:
+    """The server does not wait out its timeout for an answer it cannot read."""
+    client.replies = {"workspace/applyEdit": 5, "workspace/configuration": "x"}
+    client.initialize()
+    uri = client.open(
+        client.root / ".pi" / "memory.md", HEADER + "\n\n- use pnpm\n- run make test\n"
+    )
+    started = time.monotonic()
+    added = client.request(
+        "workspace/executeCommand", {"command": "memory.add", "arguments": [{"text": "new"}]}
+    )
+    assert added["result"]["project"] == ["use pnpm", "run make test", "new"]
+    assert time.monotonic() - started < ANSWER_TIMEOUT
+    client.replies = {}
+    client.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
+    client.request(
+        "workspace/executeCommand", {"command": "memory.forget", "arguments": [{"text": "new"}]}
+    )
+    client.open(client.root / ".pi" / "memory.md", HEADER + "\n\n- use pnpm\n- run make test\n", 3)
+    assert_still_works(client, uri, 4)
 
 
 # -- framing ---------------------------------------------------------------------------
