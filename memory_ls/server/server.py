@@ -122,7 +122,8 @@ def _describe(exc: BaseException, expected: type | None) -> str:
 def unreadable(exc: BaseException) -> str:
     """Why a message could not be read into its type, naming each field (camelCase, as sent)."""
     problems = cattrs.transform_error(exc, path="", format_exception=_describe)
-    return "; ".join(_camel(p).replace(" @ .", " at ", 1) for p in problems) or str(exc)
+    described = (_camel(p).replace(" @ .", " at ", 1).removesuffix(" @ ") for p in problems)
+    return "; ".join(described) or str(exc)
 
 
 class MemoryProtocol(LanguageServerProtocol):
