@@ -7,6 +7,7 @@ or a result where the message can be read), and the server must keep working.
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import queue
@@ -17,8 +18,11 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from mcp.server.stdio import stdio_server
 
 from memory_ls.core.text import HEADER
+from memory_ls.mcp_server import build_server
+from memory_ls.store.runtime import MemoryRuntime
 from tests.mcp.conftest import Stores
 
 ANSWER_TIMEOUT = 3.0
@@ -267,3 +271,14 @@ def test_fuzz_tools_and_resources(mcp: RawMcp, stores: Stores) -> None:
     assert stores.project_file.read_text(encoding="utf-8").startswith(HEADER)
     assert_still_works(mcp, *mcp.call({"action": "list"})["result"]["structuredContent"]["project"])
     assert mcp.call({"action": "add", "text": "still works"})["result"]["isError"] is False
+
+
+def test_the_sdk_hooks_memory_ls_relies_on_still_exist(stores: Stores) -> None:
+    """serve_stdio repeats ``MCPServer.run_stdio_async`` with its own input: fail here first
+    if the SDK renames what that needs (every test above would hang or fail too)."""
+    server = build_server(MemoryRuntime(stores.project, agent_dir=str(stores.agent_dir)))
+    lowlevel = server._lowlevel_server
+    assert callable(lowlevel.run) and callable(lowlevel.create_initialization_options)
+    assert "stdin" in inspect.signature(stdio_server).parameters
+    source = inspect.getsource(type(server).run_stdio_async)
+    assert "stdio_server()" in source and "self._lowlevel_server.run(" in source
