@@ -10,21 +10,39 @@ protocol is written to stdout; logs go to stderr. The language-server stack
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
+import json
 import logging
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Annotated, Any
 
+import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.tools import Tool
-from mcp.types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import PlainValidator, WithJsonSchema
+from mcp.server.stdio import stdio_server
+from mcp.shared.message import SessionMessage
+from mcp.types import (
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    PARSE_ERROR,
+    CallToolResult,
+    ErrorData,
+    JSONRPCError,
+    JSONRPCNotification,
+    TextContent,
+    ToolAnnotations,
+    jsonrpc_message_adapter,
+)
+from pydantic import PlainValidator, ValidationError, WithJsonSchema
 
 from memory_ls import __version__
 from memory_ls.core.actions import ACTION_MESSAGE, check_scope
 from memory_ls.core.models import MemoryResult, Scope
 from memory_ls.core.render import result_text
+from memory_ls.core.text import without_lone_surrogates
 from memory_ls.schemas import memory_result_schema
 from memory_ls.store.runtime import MemoryRuntime
 
@@ -203,6 +221,114 @@ def notes_text(runtime: MemoryRuntime, scope: Scope) -> str:
     return "\n".join(f"- {note}" for note in runtime.notes(scope))
 
 
+# -- stdio: every line answered ------------------------------------------------
+
+
+def _refuse_constant(name: str) -> None:
+    raise ValueError(f"{name} is not JSON")
+
+
+def read_line(line: str) -> tuple[str | None, JSONRPCError | None]:
+    """What the SDK should read for one line from the client, or the error that answers it.
+
+    The SDK's stdio transport drops, without a word, a line it cannot parse or
+    validate. Read here first: a lone surrogate escape (``"\\ud800"``) is read as
+    U+FFFD, as the language server does; a line that is not JSON gets a
+    ``ParseError`` and a request that is not valid JSON-RPC an ``InvalidRequest``
+    (``InvalidParams`` when only its params are wrong), with its id, or ``null``
+    when the id itself is unusable (SPEC §11). A blank line, a bad notification
+    and a bad response get neither.
+    """
+    if not line.strip():
+        return None, None
+    try:
+        data = without_lone_surrogates(json.loads(line, parse_constant=_refuse_constant))
+        text = json.dumps(data, ensure_ascii=False, allow_nan=False)
+    except (ValueError, RecursionError) as exc:
+        return None, _error(None, PARSE_ERROR, f"Parse error: {exc}")
+    if not isinstance(data, dict):
+        return None, _error(None, INVALID_REQUEST, "Invalid request: not a JSON-RPC 2.0 message")
+    is_request = "id" in data and "method" in data
+    try:
+        message = jsonrpc_message_adapter.validate_python(data, by_name=False)
+    except ValidationError:
+        message = None
+    # A request whose id is not usable validates as a notification: it must not pass.
+    if message is not None and not (is_request and isinstance(message, JSONRPCNotification)):
+        return text, None
+    if not is_request:
+        if "method" in data or "result" in data or "error" in data:
+            log.warning("ignored an invalid notification or response: %.200r", data)
+            return None, None
+        return None, _error(None, INVALID_REQUEST, "Invalid request: not a JSON-RPC 2.0 message")
+    msg_id = data["id"]
+    if isinstance(msg_id, bool) or not isinstance(msg_id, (str, int)):  # MCP: never null
+        return None, _error(
+            None, INVALID_REQUEST, "Invalid request: the id must be a string or an integer"
+        )
+    if data.get("jsonrpc") != "2.0" or not isinstance(data["method"], str):
+        return None, _error(
+            msg_id,
+            INVALID_REQUEST,
+            'Invalid request: "jsonrpc" must be "2.0" and "method" a string',
+        )
+    # The envelope is right, so what failed is the params: an MCP request's params are an object.
+    return None, _error(msg_id, INVALID_PARAMS, "Invalid params: params must be an object")
+
+
+def _error(msg_id: str | int | None, code: int, message: str) -> JSONRPCError:
+    return JSONRPCError(jsonrpc="2.0", id=msg_id, error=ErrorData(code=code, message=message))
+
+
+class AnsweredLines:
+    """The client's lines as the SDK's stdio transport reads them, each through :func:`read_line`.
+
+    Errors go to the transport's write stream, which exists only once the
+    transport runs: :meth:`attach` hands it over.
+    """
+
+    def __init__(self, source: AsyncIterator[str]) -> None:
+        self.source = source
+        self.ready = anyio.Event()
+        self.send: Callable[[SessionMessage], Awaitable[None]] | None = None
+
+    def attach(self, send: Callable[[SessionMessage], Awaitable[None]]) -> None:
+        """Send errors with ``send`` from now on."""
+        self.send = send
+        self.ready.set()
+
+    def __aiter__(self) -> AnsweredLines:
+        return self
+
+    async def __anext__(self) -> str:
+        while True:
+            line, error = read_line(await self.source.__anext__())
+            if line is not None:
+                return line
+            if error is not None:
+                await self.ready.wait()
+                assert self.send is not None
+                # The session may have ended (stdin closed) with the error still to send.
+                with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+                    await self.send(SessionMessage(error))
+
+
+async def serve_stdio(server: MCPServer[Any]) -> None:
+    """``MCPServer.run_stdio_async``, with every line from the client read by :func:`read_line`.
+
+    The SDK offers no public way to run an ``MCPServer`` on other streams, so this
+    repeats its three lines, through its low-level server. Given its input, the SDK
+    no longer points fd 0 at the null device while serving: nothing in memory-ls
+    reads stdin or starts a process that could.
+    """
+    stdin = anyio.wrap_file(io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace"))
+    lines = AnsweredLines(aiter(stdin))
+    lowlevel = server._lowlevel_server
+    async with stdio_server(stdin=lines) as (read_stream, write_stream):  # type: ignore[arg-type]
+        lines.attach(write_stream.send)
+        await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
+
+
 # -- entry point --------------------------------------------------------------
 
 
@@ -256,7 +382,7 @@ def main(argv: list[str] | None = None) -> int:
         read_only=args.read_only,
     )
     log.info("project store %s, global store %s", runtime.paths["project"], runtime.paths["global"])
-    build_server(runtime).run("stdio")
+    anyio.run(serve_stdio, build_server(runtime))
     return 0
 
 

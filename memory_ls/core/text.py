@@ -55,6 +55,23 @@ def key_of_normalised(note: str) -> str:
     return note.lower().rstrip(_TRAILING_PUNCT).strip()
 
 
+def without_lone_surrogates(value: object) -> object:
+    """``value`` (decoded JSON) with every lone surrogate in its strings read as U+FFFD.
+
+    JSON may escape half a surrogate pair (``"\\ud800"``). Python's decoder keeps
+    it, but it cannot be written as UTF-8; both servers read it as U+FFFD (SPEC §11).
+    """
+    if isinstance(value, str):
+        if value.isascii() or not _SURROGATE_RE.search(value):
+            return value
+        return _SURROGATE_RE.sub("\ufffd", value)
+    if isinstance(value, dict):
+        return {without_lone_surrogates(k): without_lone_surrogates(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [without_lone_surrogates(v) for v in value]
+    return value
+
+
 def utf16_length(text: str) -> int:
     """Length in UTF-16 code units, as JavaScript's ``String.length`` counts it."""
     if text.isascii():

@@ -19,6 +19,7 @@ from memory_ls.core.text import (
     split_text,
     utf8_length,
     utf16_length,
+    without_lone_surrogates,
 )
 
 
@@ -95,6 +96,16 @@ def test_lone_surrogate_is_made_writable() -> None:
     note = normalise("a\ud800b")
     note.encode("utf-8")  # must not raise
     assert note == "a\ufffdb"
+
+
+def test_lone_surrogates_in_decoded_json_are_read_as_replacement_characters() -> None:
+    message = {"k\udc00": ["a\ud800", {"t": "\ud800\U0001f680"}, 5, None], "ok": "caf\u00e9"}
+    assert without_lone_surrogates(message) == {
+        "k\ufffd": ["a\ufffd", {"t": "\ufffd\U0001f680"}, 5, None],
+        "ok": "caf\u00e9",
+    }
+    plain = "x" * 1000
+    assert without_lone_surrogates(plain) is plain  # nothing to replace: no copy
 
 
 # -- near-duplicate key --------------------------------------------------------
