@@ -2,15 +2,22 @@
 
 Nothing here touches a file: the runtime reads the store under its lock, calls
 one of these, and writes ``Change.content`` when ``Change.changed``.
+
+:data:`ACTION_TABLE` holds every action once: the fields it requires, the
+stores it writes and its change as a function of a store's text. The runtime
+validates and runs actions from it (:func:`read_request`), and the language
+server replays a command's change on a buffer with unsaved edits from it
+(:meth:`Request.change`).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import TypedDict
 
-from memory_ls.core.models import ACTIONS, SCOPES, Scope
+from memory_ls.core.models import SCOPES, Scope, other_scope
 from memory_ls.core.notes import parse, parse_bullet
 from memory_ls.core.text import (
     HEADER,
@@ -26,6 +33,7 @@ READ_ONLY_MESSAGE = "memory-ls is read-only: changes are refused."
 UNTRUSTED_MESSAGE = 'Project memory is unavailable for an untrusted project; use scope "global".'
 ACTION_MESSAGE = "action must be one of add, update, forget, list."
 SCOPE_MESSAGE = "scope must be one of project, global."
+DISTINCT_MESSAGE = "text and other must be different notes."
 _BLANK_RUNS = re.compile(r"\n{3,}")
 
 
@@ -48,7 +56,7 @@ def no_match(scope: Scope, text: str) -> str:
 
 def check_action(value: object) -> str | None:
     """The error for an action name that the ``memory`` tool does not know."""
-    return None if isinstance(value, str) and value in ACTIONS else ACTION_MESSAGE
+    return None if isinstance(value, str) and value in ACTION_TABLE else ACTION_MESSAGE
 
 
 def check_scope(value: object) -> tuple[Scope, str | None]:
@@ -186,3 +194,152 @@ def apply_clear(content: str) -> Change:
         body = "\n".join(first)
     new_body = f"{body}\n" if body else f"{HEADER}\n"
     return Change(split.render(new_body.split("\n")), True)
+
+
+# -- the action table -------------------------------------------------------------
+
+
+class Echoed(TypedDict, total=False):
+    """What a :data:`MemoryResult` repeats of its request."""
+
+    entry: str
+    to: str
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """One action with its fields validated and normalised."""
+
+    action: str
+    scope: Scope = "project"
+    text: str = ""
+    to: str = ""
+    other: str = ""
+
+    @property
+    def spec(self) -> Action:
+        """The action's row of :data:`ACTION_TABLE`."""
+        return ACTION_TABLE[self.action]
+
+    def stores(self) -> tuple[Scope, ...]:
+        """The stores this request writes, in the order it writes them."""
+        return self.spec.stores(self.scope)
+
+    def change(self, store: Scope) -> Callable[[str], Change]:
+        """This request's change to ``store`` as a function of the store's text.
+
+        The runtime applies it to the file under its lock; the language server
+        applies it again to a buffer with unsaved edits.
+        """
+        transform = self.spec.transform
+        if transform is None:
+            raise ValueError(f"{self.action} changes no store")
+
+        def apply(content: str) -> Change:
+            return transform(content, self, store)
+
+        return apply
+
+    def echoed(self) -> Echoed:
+        """The fields the result repeats: ``entry`` (the note) and ``to``, where required."""
+        fields = self.spec.fields
+        out: Echoed = {}
+        if "text" in fields:
+            out["entry"] = self.text
+        if "to" in fields:
+            out["to"] = self.to
+        return out
+
+
+Transform = Callable[[str, Request, Scope], Change]
+"""An action's new text of one store it writes: ``(content, request, store) -> Change``."""
+
+
+@dataclass(frozen=True, slots=True)
+class Action:
+    """One action: the note fields it requires, the stores it writes, and its change."""
+
+    name: str
+    fields: tuple[str, ...]
+    """The note fields it requires, validated in this order (``check_text``)."""
+    transform: Transform | None
+    """Its change to a store's text (``None``: it only reads)."""
+    both_scopes: bool = False
+    """It writes the other scope's store first, then its own (``move``)."""
+    check: Callable[[Request], str | None] | None = None
+    """A rule across fields, checked once each field is valid."""
+
+    def stores(self, scope: Scope) -> tuple[Scope, ...]:
+        """The stores it writes for ``scope``, in order."""
+        if self.transform is None:
+            return ()
+        return (other_scope(scope), scope) if self.both_scopes else (scope,)
+
+
+def _add(content: str, request: Request, store: Scope) -> Change:
+    return apply_add(content, request.text)
+
+
+def _update(content: str, request: Request, store: Scope) -> Change:
+    return apply_update(content, request.text, request.to, store)
+
+
+def _forget(content: str, request: Request, store: Scope) -> Change:
+    return apply_forget(content, request.text, store)
+
+
+def _merge(content: str, request: Request, store: Scope) -> Change:
+    return apply_merge(content, request.text, request.other, request.to, store)
+
+
+def _move(content: str, request: Request, store: Scope) -> Change:
+    """Added to the other scope's store, forgotten from its own."""
+    if store == request.scope:
+        return apply_forget(content, request.text, store)
+    return apply_add(content, request.text)
+
+
+def _clear(content: str, request: Request, store: Scope) -> Change:
+    return apply_clear(content)
+
+
+def _distinct(request: Request) -> str | None:
+    return DISTINCT_MESSAGE if request.text == request.other else None
+
+
+ACTION_TABLE: dict[str, Action] = {
+    a.name: a
+    for a in (
+        Action("add", ("text",), _add),
+        Action("update", ("text", "to"), _update),
+        Action("forget", ("text",), _forget),
+        Action("list", (), None),
+        Action("merge", ("text", "other", "to"), _merge, check=_distinct),
+        Action("move", ("text",), _move, both_scopes=True),
+        Action("clear", (), _clear),
+    )
+}
+"""Every action (SPEC §3), by name."""
+
+
+def read_request(action: object, args: Mapping[str, object]) -> tuple[Request, str | None]:
+    """Validate an action's raw arguments: the request, and the first refusal if any (SPEC §3).
+
+    Checked in order: the action, the scope, each required field, then a rule
+    across fields. A refused request still names the action (``""`` when it is
+    not a string) and the scope (``project`` when not valid), for the error result.
+    """
+    scope, scope_error = check_scope(args.get("scope"))
+    spec = ACTION_TABLE.get(action) if isinstance(action, str) else None
+    if spec is None:
+        return Request(action if isinstance(action, str) else "", scope), ACTION_MESSAGE
+    if scope_error:
+        return Request(spec.name, scope), scope_error
+    values: dict[str, str] = {}
+    for name in spec.fields:
+        value, error = check_text(args.get(name), name)
+        if error:
+            return Request(spec.name, scope), error
+        values[name] = value
+    request = Request(spec.name, scope, **values)
+    return request, spec.check(request) if spec.check else None

@@ -7,15 +7,20 @@ prints them; neither decides anything itself. Columns are ``str`` indices
 The work is split so an editor can recompute only what an edit touched:
 :func:`line_findings` depends on one line alone, :func:`duplicate_findings` on
 the key index, and :func:`file_findings` on the file-wide context.
+
+Each code's ``data`` has a ``TypedDict`` of its own (ruff-lsp's ``DiagnosticData``
+idea): built here where the finding is made, sent to the client after the
+:class:`DiagnosticData` header (:func:`wire_data`), and read back with the same
+types when the client asks for the code's quick fixes (:mod:`memory_ls.core.fixes`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, TypedDict
 
-from memory_ls.core.models import Scope
+from memory_ls.core.models import Scope, other_scope
 from memory_ls.core.notes import Bullet
 from memory_ls.core.recall import RecallPlan
 from memory_ls.core.text import (
@@ -49,6 +54,105 @@ CODES: dict[str, Severity] = {
 """Every diagnostic code and its default severity."""
 
 
+class DiagnosticData(TypedDict):
+    """What every diagnostic's ``data`` begins with on the wire: its code and line."""
+
+    code: str
+    line: int
+
+
+class NoteData(TypedDict):
+    """``blank-note``, ``control-characters``: the note the finding is on."""
+
+    note: str
+
+
+class TooLongData(NoteData):
+    """``too-long``: the note's length in UTF-16 units."""
+
+    length: int
+
+
+class HiddenUnicodeData(NoteData):
+    """``hidden-unicode``: how many hidden characters the note holds."""
+
+    count: int
+
+
+class PairData(NoteData):
+    """A later note and the earlier one it repeats (``duplicate``, ``similar``)."""
+
+    first: str
+    firstLine: int
+
+
+class DuplicateData(PairData):
+    """``duplicate``: the first note with the same key, and whether it is worded the same."""
+
+    exact: bool
+
+
+class SimilarData(PairData):
+    """``similar``: the earlier note it is close to, and how close (0-100)."""
+
+    score: float
+
+
+class CrossScopeData(NoteData):
+    """``cross-scope-duplicate``: the note with the same key in the other scope's store."""
+
+    scope: Scope
+    otherScope: Scope
+    other: str
+    otherPath: str
+
+
+class NotInjectedData(TypedDict):
+    """``not-injected``: the notes in this run, and the bytes recall uses of its cap."""
+
+    count: int
+    used: int
+    cap: int
+
+
+class FileTooLargeData(TypedDict):
+    """``file-too-large``: the file's size in bytes."""
+
+    size: int
+
+
+class InvalidUtf8Data(TypedDict):
+    """``invalid-utf8``: the byte offset of the first bad byte."""
+
+    offset: int
+
+
+class NotTheStoreData(TypedDict):
+    """``not-the-store``: the project's real store."""
+
+    store: str
+
+
+class NoData(TypedDict):
+    """The codes whose message says it all (``symlink``, ``untrusted``, ...)."""
+
+
+FindingData = (
+    NoteData
+    | TooLongData
+    | HiddenUnicodeData
+    | DuplicateData
+    | SimilarData
+    | CrossScopeData
+    | NotInjectedData
+    | FileTooLargeData
+    | InvalidUtf8Data
+    | NotTheStoreData
+    | NoData
+)
+"""The ``data`` of a finding: its code's own fields."""
+
+
 @dataclass(frozen=True, slots=True)
 class Related:
     """Another place a finding points at."""
@@ -71,7 +175,7 @@ class Finding:
     end_line: int
     end: int
     message: str
-    data: dict[str, object] = field(default_factory=dict)
+    data: FindingData = field(default_factory=NoData)
     related: tuple[Related, ...] = ()
 
     @property
@@ -80,8 +184,17 @@ class Finding:
         return CODES[self.code]
 
 
-def _at(b: Bullet, code: str, message: str, **data: object) -> Finding:
-    return Finding(code, b.line, b.start, b.line, b.end, message, {"note": b.note, **data})
+def wire_data(f: Finding) -> dict[str, object]:
+    """A finding's ``data`` as the language server sends it: the header, then its fields.
+
+    Clients send it back in ``textDocument/codeAction``, so its JSON is a contract.
+    """
+    header: DiagnosticData = {"code": f.code, "line": f.line}
+    return {**header, **f.data}
+
+
+def _at(b: Bullet, code: str, message: str, data: FindingData) -> Finding:
+    return Finding(code, b.line, b.start, b.line, b.end, message, data)
 
 
 def line_findings(b: Bullet) -> list[Finding]:
@@ -95,7 +208,7 @@ def line_findings(b: Bullet) -> list[Finding]:
                 b.line,
                 b.end,
                 "Blank bullet: it holds no note and is silently dropped.",
-                {"note": ""},
+                NoteData(note=""),
             )
         ]
     if len(b.raw) <= MAX_NOTE_UTF16 and b.raw.isascii() and b.raw.isprintable():
@@ -111,7 +224,7 @@ def line_findings(b: Bullet) -> list[Finding]:
                 "too-long",
                 f"Note is {units} characters, longer than {MAX_NOTE_UTF16}: "
                 "the memory tool would refuse it.",
-                length=units,
+                TooLongData(note=b.note, length=units),
             )
         )
     visible = b.raw.strip()
@@ -121,6 +234,7 @@ def line_findings(b: Bullet) -> list[Finding]:
                 b,
                 "control-characters",
                 "Note holds control characters; they are read as spaces.",
+                NoteData(note=b.note),
             )
         )
     hidden = hidden_characters(visible)
@@ -131,7 +245,7 @@ def line_findings(b: Bullet) -> list[Finding]:
                 "hidden-unicode",
                 f"Note holds {len(hidden)} hidden character(s) (zero-width, bidirectional "
                 "or tag) that a reader cannot see but the model reads.",
-                count=len(hidden),
+                HiddenUnicodeData(note=b.note, count=len(hidden)),
             )
         )
     return out
@@ -169,12 +283,12 @@ def duplicate_findings(bullets: Sequence[Bullet]) -> list[Finding]:
             b.line,
             b.end,
             duplicate_message(earlier.line + 1, earlier.note),
-            {
-                "note": b.note,
-                "first": earlier.note,
-                "firstLine": earlier.line,
-                "exact": earlier.note == b.note,
-            },
+            DuplicateData(
+                note=b.note,
+                first=earlier.note,
+                firstLine=earlier.line,
+                exact=earlier.note == b.note,
+            ),
             (Related(earlier.line, earlier.start, earlier.end, "First written here"),),
         )
         for earlier, b in duplicate_pairs(bullets)
@@ -185,16 +299,19 @@ def cross_scope_findings(
     bullets: Sequence[Bullet], scope: Scope, other_keys: Mapping[str, str], other_path: str
 ) -> list[Finding]:
     """Notes whose key the other scope's store also holds."""
-    other = "global" if scope == "project" else "project"
+    other = other_scope(scope)
     return [
         _at(
             b,
             "cross-scope-duplicate",
             f"Also in {other} memory: {other_keys[b.key]}",
-            scope=scope,
-            otherScope=other,
-            other=other_keys[b.key],
-            otherPath=other_path,
+            CrossScopeData(
+                note=b.note,
+                scope=scope,
+                otherScope=other,
+                other=other_keys[b.key],
+                otherPath=other_path,
+            ),
         )
         for b in bullets
         if not b.blank and b.key in other_keys
@@ -232,7 +349,7 @@ def not_injected_findings(
                 run[-1].end,
                 f"{what} left out of recall: it uses {plan.used} of {plan.max_bytes} bytes "
                 f"(maxInjectBytes); {total} {scope} note(s) left out in all.",
-                {"count": n, "used": plan.used, "cap": plan.max_bytes},
+                NotInjectedData(count=n, used=plan.used, cap=plan.max_bytes),
             )
         )
     return out
@@ -267,8 +384,8 @@ def file_findings(lines: Sequence[str], ctx: FileContext) -> list[Finding]:
     _, end = _first_line(lines)
     out: list[Finding] = []
 
-    def whole(code: str, message: str, **data: object) -> None:
-        out.append(Finding(code, 0, 0, 0, end, message, dict(data)))
+    def whole(code: str, message: str, data: FindingData | None = None, *related: Related) -> None:
+        out.append(Finding(code, 0, 0, 0, end, message, data or NoData(), related))
 
     if ctx.symlink:
         whole("symlink", "The memory file is a symlink: memory-ls and Pi refuse to use it.")
@@ -279,7 +396,7 @@ def file_findings(lines: Sequence[str], ctx: FileContext) -> list[Finding]:
             "file-too-large",
             f"The file is {ctx.size} bytes, larger than the {MAX_STORE_BYTES}-byte limit: "
             "the agent refuses the whole store.",
-            size=ctx.size,
+            FileTooLargeData(size=ctx.size),
         )
     if ctx.invalid_utf8_at is not None:
         offset, line, col = ctx.invalid_utf8_at
@@ -292,14 +409,16 @@ def file_findings(lines: Sequence[str], ctx: FileContext) -> list[Finding]:
                 col + 1,
                 f"The file is not valid UTF-8 (first bad byte at offset {offset}): "
                 "changes to it are refused.",
-                {"offset": offset},
+                InvalidUtf8Data(offset=offset),
             )
         )
     if ctx.real_store is not None:
         whole(
             "not-the-store",
             f"This is not the project's memory store; the agent reads {ctx.real_store}",
-            store=ctx.real_store,
+            NotTheStoreData(store=ctx.real_store),
+            # Point at the real store, so a client can jump there.
+            Related(0, 0, 0, "The project's memory store", path=ctx.real_store),
         )
     if ctx.scope is not None and not ctx.inject:
         whole(
@@ -323,7 +442,9 @@ def check_bullets(
     other_keys: Mapping[str, str] | None = None,
     other_path: str = "",
 ) -> list[Finding]:
-    """Every finding for one file, in line order (the CLI's and a first open's path)."""
+    """Every finding for one file, in line order: what ``memory-ls check`` reports
+    (through :func:`memory_ls.store.lint.lint_file`). The language server builds
+    the same findings from these parts, recomputing only what an edit touched."""
     found: list[Finding] = file_findings(lines, ctx)
     for b in bullets:
         found.extend(line_findings(b))

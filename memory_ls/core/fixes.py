@@ -4,15 +4,34 @@ Pure: every function takes the document's lines (without line endings) and
 returns plain :class:`Edit` values whose columns are ``str`` indices; the
 language server converts them to the negotiated position encoding. Nothing
 here re-analyses the file beyond parsing the lines it is told about.
+
+:func:`quick_fixes` reads the ``data`` a client sends back as its code's
+``TypedDict`` (:mod:`memory_ls.core.checks`), checking every field's type, and
+builds each fix from it: one table, :data:`QUICK_FIXES`, says which codes have
+fixes and what each reads.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any, Generic, Literal, TypeVar, cast, get_args, get_origin, get_type_hints
 
+from memory_ls.core.checks import (
+    CrossScopeData,
+    DiagnosticData,
+    DuplicateData,
+    HiddenUnicodeData,
+    NoteData,
+    PairData,
+    SimilarData,
+)
 from memory_ls.core.notes import Bullet, parse_bullet
 from memory_ls.core.text import has_controls, hidden_characters, normalise, remove_hidden
+
+T = TypeVar("T")
+D = TypeVar("D")
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,6 +43,20 @@ class Edit:
     end_line: int
     end: int
     new_text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Fix:
+    """One code action's change: its title, its edits, and whether to prefer it."""
+
+    title: str
+    edits: list[Edit]
+    preferred: bool = False
+
+
+def shorten(text: str, limit: int = 60) -> str:
+    """``text`` cut to ``limit`` characters for a title."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _bullet(lines: Sequence[str], line: int) -> Bullet | None:
@@ -57,17 +90,6 @@ def expected_note(lines: Sequence[str], line: int, note: str) -> Bullet | None:
     if b is None or b.note != note:
         return None
     return b
-
-
-def find_note(lines: Sequence[str], note: str, hint: int = -1) -> int | None:
-    """The line holding ``note``: ``hint`` when it still does, else the first one that does."""
-    if expected_note(lines, hint, note) is not None:
-        return hint
-    for i, text in enumerate(lines):
-        b = parse_bullet(text, i)
-        if b is not None and b.note == note:
-            return i
-    return None
 
 
 def remove_duplicate(lines: Sequence[str], line: int, note: str) -> list[Edit]:
@@ -176,6 +198,186 @@ def fix_all(lines: Sequence[str]) -> list[Edit]:
         if cleaned != visible and (has_controls(visible) or hidden_characters(visible)):
             rewritten.append(Edit(i, b.start, i, b.end, cleaned))
     return _join(lines, removed, rewritten)
+
+
+# -- reading data back ------------------------------------------------------------
+
+
+def read_data(shape: type[T], raw: object) -> T | None:
+    """``raw`` read as the ``TypedDict`` ``shape`` (its keys only), or ``None`` if it is not one.
+
+    The data comes back from a client, which may drop or mangle it: every key
+    must be there with a value of its declared type. An ``int`` is read as a
+    ``float`` too (a JavaScript client writes ``86.0`` back as ``86``); a
+    ``bool`` is not an ``int``.
+    """
+    if not isinstance(raw, Mapping):
+        return None
+    out: dict[str, object] = {}
+    for name, read in _readers(shape):
+        value = read(raw.get(name, _MISSING))
+        if value is _MISSING:
+            return None
+        out[name] = value
+    return cast(T, out)
+
+
+_MISSING: Any = object()
+"""A key that is not there, or a value of the wrong type."""
+
+
+def _read_str(value: object) -> object:
+    return value if isinstance(value, str) else _MISSING
+
+
+def _read_int(value: object) -> object:
+    return value if isinstance(value, int) and not isinstance(value, bool) else _MISSING
+
+
+def _read_float(value: object) -> object:
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    return _MISSING
+
+
+def _read_bool(value: object) -> object:
+    return value if isinstance(value, bool) else _MISSING
+
+
+_READERS: dict[object, Callable[[object], object]] = {
+    str: _read_str,
+    int: _read_int,
+    float: _read_float,
+    bool: _read_bool,
+}
+
+
+_Readers = tuple[tuple[str, Callable[[object], object]], ...]
+_READERS_OF: dict[object, _Readers] = {}
+
+
+def _readers(shape: object) -> _Readers:
+    """How to read each field of the ``TypedDict`` ``shape`` from JSON (built once per shape)."""
+    readers = _READERS_OF.get(shape)
+    if readers is None:
+        out: list[tuple[str, Callable[[object], object]]] = []
+        for name, kind in get_type_hints(shape).items():
+            if get_origin(kind) is Literal:
+                out.append((name, functools.partial(_read_choice, get_args(kind))))
+            elif kind in _READERS:
+                out.append((name, _READERS[kind]))
+            else:
+                raise TypeError(f"{shape!r}.{name}: {kind!r} is not read from JSON")
+        readers = _READERS_OF[shape] = tuple(out)
+    return readers
+
+
+def _read_choice(allowed: tuple[object, ...], value: object) -> object:
+    return value if isinstance(value, str) and value in allowed else _MISSING
+
+
+# -- quick fixes -------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _QuickFixes(Generic[D]):
+    """One code's quick fixes: the shape of its data, and the fixes made from it."""
+
+    shape: type[D]
+    make: Callable[[Sequence[str], int, D], list[Fix]]
+
+    def __call__(self, lines: Sequence[str], line: int, raw: object) -> list[Fix] | None:
+        data = read_data(self.shape, raw)
+        return None if data is None else self.make(lines, line, data)
+
+
+def _duplicate(lines: Sequence[str], line: int, data: DuplicateData) -> list[Fix]:
+    if data["exact"]:
+        return [Fix("Remove the duplicate note", remove_duplicate(lines, line, data["note"]), True)]
+    return _wordings(lines, line, data)
+
+
+def _wordings(lines: Sequence[str], line: int, data: PairData) -> list[Fix]:
+    """Keep either wording of two near-duplicates, or merge them."""
+    note, first, first_line = data["note"], data["first"], data["firstLine"]
+    return [
+        Fix(f"Keep “{shorten(first)}”", remove_duplicate(lines, line, note)),
+        Fix(f"Keep “{shorten(note)}”", keep_later_wording(lines, line, note, first_line, first)),
+        Fix(
+            f"Merge into “{shorten(merged_text(first, note))}”",
+            merge_pair(lines, line, note, first_line, first),
+        ),
+    ]
+
+
+def _cross_scope(lines: Sequence[str], line: int, data: CrossScopeData) -> list[Fix]:
+    title = f"Forget here (it stays in {data['otherScope']} memory)"
+    return [Fix(title, remove_duplicate(lines, line, data["note"]))]
+
+
+def _blank(lines: Sequence[str], line: int, _: NoteData) -> list[Fix]:
+    return [Fix("Remove the blank bullet", remove_blank(lines, line), True)]
+
+
+def _controls(lines: Sequence[str], line: int, _: NoteData) -> list[Fix]:
+    return [Fix("Normalise the note", normalise_line(lines, line), True)]
+
+
+def _hidden(lines: Sequence[str], line: int, _: HiddenUnicodeData) -> list[Fix]:
+    return [Fix("Remove the hidden characters", remove_hidden_line(lines, line), True)]
+
+
+QUICK_FIXES: dict[str, _QuickFixes[Any]] = {
+    "duplicate": _QuickFixes(DuplicateData, _duplicate),
+    "similar": _QuickFixes(SimilarData, _wordings),
+    "cross-scope-duplicate": _QuickFixes(CrossScopeData, _cross_scope),
+    "blank-note": _QuickFixes(NoteData, _blank),
+    "control-characters": _QuickFixes(NoteData, _controls),
+    "hidden-unicode": _QuickFixes(HiddenUnicodeData, _hidden),
+}
+"""Every code that has quick fixes: the data it reads, and how it makes them."""
+
+
+def quick_fixes(lines: Sequence[str], code: str, data: object) -> list[Fix] | None:
+    """The quick fixes for one diagnostic, from its ``data`` alone (SPEC §7).
+
+    ``None`` when ``data`` cannot be read as the code's data (the client dropped
+    or mangled it, or it belongs to another code): the caller may look up the
+    diagnostic's current data instead. A fix that no longer applies (the note
+    moved or changed since: stale data) is left out.
+    """
+    make = QUICK_FIXES.get(code)
+    if make is None:
+        return []
+    header = read_data(DiagnosticData, data)
+    if header is None or header["code"] != code:
+        return None
+    found = make(lines, header["line"], data)
+    return None if found is None else [f for f in found if f.edits]
+
+
+def forget_fix(lines: Sequence[str], line: int) -> Fix | None:
+    """Forget the note on ``line`` (its whole line goes)."""
+    b = _bullet(lines, line)
+    edit = remove_line(lines, line) if b is not None and b.note else None
+    if b is None or edit is None:
+        return None
+    return Fix(f"Forget “{shorten(b.note)}”", [edit])
+
+
+def merge_fix(lines: Sequence[str], targets: Sequence[int]) -> Fix | None:
+    """Merge the notes on ``targets`` into the first one (:func:`merge_lines`)."""
+    edits = merge_lines(lines, targets)
+    if not edits:
+        return None
+    count = sum(1 for t in set(targets) if (b := _bullet(lines, t)) and b.note)
+    return Fix(f"Merge the {count} selected notes", edits)
+
+
+def fix_all_fix(lines: Sequence[str]) -> Fix | None:
+    """Every safe fix at once (:func:`fix_all`), or ``None`` when there is none."""
+    edits = fix_all(lines)
+    return Fix("Fix all safe memory problems", edits) if edits else None
 
 
 def _join(lines: Sequence[str], removed: list[int], rewritten: list[Edit]) -> list[Edit]:

@@ -20,7 +20,6 @@ from memory_ls.core.trust import TrustRule
 
 Scope = Literal["project", "global"]
 SCOPES: tuple[Scope, Scope] = ("project", "global")
-ACTIONS = ("add", "update", "forget", "list", "merge", "move", "clear")
 
 
 def other_scope(scope: Scope) -> Scope:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from memory_ls.core.checks import Finding, Related
+from memory_ls.core.checks import Finding, Related, SimilarData
 from memory_ls.core.notes import Bullet
 
 DEFAULT_THRESHOLD = 85.0
@@ -109,6 +109,6 @@ def pair_finding(first: Bullet, later: Bullet, score: float) -> Finding:
         later.line,
         later.end,
         f"Similar to the note on line {first.line + 1} ({score:.0f}% alike): {first.note}",
-        {"note": later.note, "first": first.note, "firstLine": first.line, "score": score},
+        SimilarData(note=later.note, first=first.note, firstLine=first.line, score=score),
         (Related(first.line, first.start, first.end, "Similar note"),),
     )

@@ -1,19 +1,19 @@
 """Code actions: quick fixes from diagnostics' ``data``, note actions, ``source.fixAll.memory``.
 
-The edits come from :mod:`memory_ls.core.fixes`; this module only decides which
-actions to offer, honours ``context.only``, and wraps the edits for the client.
-Moving a note runs the ``memory.move`` command so its two writes stay ordered.
+The fixes and their edits come from :mod:`memory_ls.core.fixes`; this module
+only decides which actions a range gets, honours ``context.only``, and converts
+the core's fixes to LSP code actions. Moving a note runs the ``memory.move``
+command so its two writes stay ordered.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types as lsp
 
 from memory_ls.core import fixes
-from memory_ls.core.fixes import Edit
+from memory_ls.core.fixes import Fix
 from memory_ls.core.models import other_scope
 from memory_ls.server.documents import MemoryDocument
 from memory_ls.server.edits import text_edits
@@ -43,97 +43,44 @@ def _wanted(kind: str, only: list[str] | None) -> bool:
     return any(kind == o or kind.startswith(o + ".") for o in only)
 
 
-def _short(text: str, limit: int = 60) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def quick_fixes(
-    code: str, data: Mapping[str, Any], lines: list[str]
-) -> list[tuple[str, list[Edit], bool]]:
-    """``(title, edits, preferred)`` for one diagnostic, from its ``data`` alone."""
-    line = data.get("line")
-    note = data.get("note")
-    if not isinstance(line, int) or not isinstance(note, str):
-        return []
-    out: list[tuple[str, list[Edit], bool]] = []
-    if code in ("duplicate", "similar"):
-        first, first_line = data.get("first"), data.get("firstLine")
-        if not isinstance(first, str) or not isinstance(first_line, int):
-            return []
-        if code == "duplicate" and data.get("exact"):
-            out.append(
-                ("Remove the duplicate note", fixes.remove_duplicate(lines, line, note), True)
-            )
-            return out
-        out.append((f"Keep “{_short(first)}”", fixes.remove_duplicate(lines, line, note), False))
-        out.append(
-            (
-                f"Keep “{_short(note)}”",
-                fixes.keep_later_wording(lines, line, note, first_line, first),
-                False,
-            )
-        )
-        out.append(
-            (
-                f"Merge into “{_short(fixes.merged_text(first, note))}”",
-                fixes.merge_pair(lines, line, note, first_line, first),
-                False,
-            )
-        )
-    elif code == "cross-scope-duplicate":
-        other = data.get("otherScope", "the other scope")
-        out.append(
-            (
-                f"Forget here (it stays in {other} memory)",
-                fixes.remove_duplicate(lines, line, note),
-                False,
-            )
-        )
-    elif code == "blank-note":
-        out.append(("Remove the blank bullet", fixes.remove_blank(lines, line), True))
-    elif code == "control-characters":
-        out.append(("Normalise the note", fixes.normalise_line(lines, line), True))
-    elif code == "hidden-unicode":
-        out.append(("Remove the hidden characters", fixes.remove_hidden_line(lines, line), True))
-    return [(title, edits, preferred) for title, edits, preferred in out if edits]
-
-
 def code_action(ls: MemoryServer, params: lsp.CodeActionParams) -> list[lsp.CodeAction] | None:
     """Every action that applies to the range, filtered by ``context.only``."""
     doc = ls.projects.documents.get(params.text_document.uri)
     if doc is None:
         return None
     only = [str(k) for k in params.context.only] if params.context.only else None
-    enc = ls.analysis.encoding
-    lines = doc.lines
     actions: list[lsp.CodeAction] = []
-
-    def edit_action(title: str, kind: str, edits: list[Edit], **extra: Any) -> lsp.CodeAction:
-        return lsp.CodeAction(
-            title=title,
-            kind=kind,
-            edit=ls.workspace_edit(doc, text_edits(doc, edits, enc)),
-            **extra,
-        )
-
     if _wanted(QUICKFIX, only):
         for diag in params.context.diagnostics:
             if diag.source not in ("memory", None) or diag.code is None:
                 continue
             code = str(diag.code)
-            data = diag.data if isinstance(diag.data, Mapping) else _data_for(ls, doc, diag)
-            if data is None:
-                continue
-            for title, edits, preferred in quick_fixes(code, data, lines):
-                actions.append(
-                    edit_action(title, QUICKFIX, edits, diagnostics=[diag], is_preferred=preferred)
-                )
+            found = fixes.quick_fixes(doc.lines, code, diag.data)
+            if found is None:  # no data the fix can read: use the diagnostic as it is now
+                found = fixes.quick_fixes(doc.lines, code, _data_for(ls, doc, diag)) or []
+            actions.extend(_edit_action(ls, doc, fix, QUICKFIX, diag) for fix in found)
     actions.extend(_note_actions(ls, doc, params.range, only))
-    if _wanted(FIX_ALL, only):
-        edits = fixes.fix_all(lines)
-        if edits:
-            actions.append(edit_action("Fix all safe memory problems", FIX_ALL, edits))
+    if _wanted(FIX_ALL, only) and (fix_all := fixes.fix_all_fix(doc.lines)) is not None:
+        actions.append(_edit_action(ls, doc, fix_all, FIX_ALL))
     return actions
+
+
+def _edit_action(
+    ls: MemoryServer,
+    doc: MemoryDocument,
+    fix: Fix,
+    kind: str,
+    diagnostic: lsp.Diagnostic | None = None,
+) -> lsp.CodeAction:
+    """A core fix as an LSP code action (a quick fix names its diagnostic)."""
+    edits = text_edits(doc, fix.edits, ls.analysis.encoding)
+    return lsp.CodeAction(
+        title=fix.title,
+        kind=kind,
+        diagnostics=None if diagnostic is None else [diagnostic],
+        is_preferred=None if diagnostic is None else fix.preferred,
+        edit=ls.workspace_edit(doc, edits),
+    )
 
 
 def _data_for(ls: MemoryServer, doc: MemoryDocument, diag: lsp.Diagnostic) -> Any:
@@ -165,38 +112,16 @@ def _note_actions(
     scope = state.info.scope if state else None
     if len(notes) == 1:
         b = notes[0]
-        if _wanted(REWRITE, only):
-            edit = fixes.remove_line(doc.lines, b.line)
-            if edit is not None:
-                out.append(
-                    lsp.CodeAction(
-                        title=f"Forget “{_short(b.note)}”",
-                        kind=REWRITE,
-                        edit=ls.workspace_edit(doc, text_edits(doc, [edit], enc)),
-                    )
-                )
+        if _wanted(REWRITE, only) and (forget := fixes.forget_fix(doc.lines, b.line)) is not None:
+            out.append(_edit_action(ls, doc, forget, REWRITE))
         if scope is not None and _wanted(MOVE, only):
-            target = other_scope(scope)
+            # A command, not an edit: the server orders its two writes (SPEC §3).
+            title = f"Move to {other_scope(scope)} memory"
             argument: dict[str, Any] = {"text": b.note, "scope": scope, "uri": doc.uri}
-            out.append(
-                lsp.CodeAction(
-                    title=f"Move to {target} memory",
-                    kind=MOVE,
-                    command=lsp.Command(
-                        title=f"Move to {target} memory",
-                        command="memory.move",
-                        arguments=[argument],
-                    ),
-                )
-            )
+            command = lsp.Command(title=title, command="memory.move", arguments=[argument])
+            out.append(lsp.CodeAction(title=title, kind=MOVE, command=command))
     elif _wanted(REWRITE, only):
-        edits = fixes.merge_lines(doc.lines, [b.line for b in notes])
-        if edits:
-            out.append(
-                lsp.CodeAction(
-                    title=f"Merge the {len(notes)} selected notes",
-                    kind=REWRITE,
-                    edit=ls.workspace_edit(doc, text_edits(doc, edits, enc)),
-                )
-            )
+        merge = fixes.merge_fix(doc.lines, [b.line for b in notes])
+        if merge is not None:
+            out.append(_edit_action(ls, doc, merge, REWRITE))
     return out

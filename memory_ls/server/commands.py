@@ -29,17 +29,8 @@ from lsprotocol import types as lsp
 from pygls.exceptions import JsonRpcInvalidParams
 from pygls.uris import to_fs_path
 
-from memory_ls.core.actions import (
-    Change,
-    apply_add,
-    apply_clear,
-    apply_forget,
-    apply_merge,
-    apply_update,
-    check_scope,
-    check_text,
-)
-from memory_ls.core.models import MemoryResult, Scope, other_scope
+from memory_ls.core.actions import Change, check_scope, read_request
+from memory_ls.core.models import MemoryResult, Scope
 from memory_ls.server.documents import MemoryDocument
 from memory_ls.server.edits import replacing_edit
 from memory_ls.server.workspace import canonical
@@ -50,7 +41,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-MUTATING = ("add", "update", "forget", "merge", "move", "clear")
 COMMANDS = (
     "memory.add",
     "memory.update",
@@ -144,20 +134,21 @@ async def execute(ls: MemoryServer, command: str, args: tuple[Any, ...]) -> Any:
 async def _mutate(
     ls: MemoryServer, runtime: MemoryRuntime, action: str, arg: dict[str, Any]
 ) -> MemoryResult:
-    scope, scope_error = check_scope(arg.get("scope"))
+    request, error = read_request(action, arg)
+    scope = request.scope
     # Ask only when the clear could happen: a bad scope, read-only or untrusted is refused as is.
     # Asked before taking the store's turn: the user may take minutes to answer.
-    if action == "clear" and scope_error is None and runtime.refusal(scope) is None:
+    if action == "clear" and error is None and runtime.refusal(scope) is None:
         refusal = await _confirm_clear(ls, runtime, scope)
         if refusal:
             return runtime.result("clear", scope, error=refusal)
-    scopes: tuple[Scope, ...] = (scope, other_scope(scope)) if action == "move" else (scope,)
-    async with ls.open_buffers.turn(runtime.paths[s] for s in scopes):
-        before = {s: runtime.view(s).file.content for s in scopes}
+    stores = request.stores()
+    async with ls.open_buffers.turn(runtime.paths[s] for s in stores):
+        before = {s: runtime.view(s).file.content for s in stores}
         result = runtime.run(action, arg)
         ls.projects.invalidate()
         if "error" not in result:
-            for s in scopes:
+            for s in stores:
                 after = runtime.view(s).file.content
                 doc = ls.projects.open_store(runtime, s)
                 if doc is not None and after != before[s]:
@@ -165,7 +156,7 @@ async def _mutate(
                         action,
                         before[s],
                         after,
-                        _transform(action, s, scope, result, arg),
+                        request.change(s),  # replayed on a buffer with unsaved edits
                         functools.partial(_file_text, runtime, s),
                     )
                     await sync_buffer(ls, doc, change)
@@ -175,24 +166,6 @@ async def _mutate(
 
 def _file_text(runtime: MemoryRuntime, scope: Scope) -> str:
     return runtime.view(scope).file.content
-
-
-def _transform(
-    action: str, target: Scope, scope: Scope, result: MemoryResult, arg: Mapping[str, Any]
-) -> Callable[[str], Change]:
-    """The command's change as a function of a store's text (for a buffer with edits)."""
-    entry = result.get("entry", "")
-    to = result.get("to", "")
-    if action == "add" or (action == "move" and target != scope):
-        return lambda content: apply_add(content, entry)
-    if action in ("forget", "move"):
-        return lambda content: apply_forget(content, entry, target)
-    if action == "update":
-        return lambda content: apply_update(content, entry, to, target)
-    if action == "merge":
-        other, _ = check_text(arg.get("other"), "other")
-        return lambda content: apply_merge(content, entry, other, to, target)
-    return apply_clear
 
 
 @dataclass(frozen=True, slots=True)

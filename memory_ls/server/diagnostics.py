@@ -23,6 +23,7 @@ from memory_ls.core.checks import (
     file_findings,
     not_injected_findings,
     sort_findings,
+    wire_data,
 )
 from memory_ls.core.similar import pair_finding, similar_pairs, similar_to
 from memory_ls.core.text import MAX_STORE_BYTES
@@ -240,7 +241,7 @@ class Analysis:
             "code": f.code,
             "source": SOURCE,
             "message": f.message,
-            "data": {"code": f.code, "line": f.line, **f.data},
+            "data": wire_data(f),
         }
         if f.related and self.related:
             item["relatedInformation"] = [
@@ -255,14 +256,6 @@ class Analysis:
                     "message": r.message,
                 }
                 for r in f.related
-            ]
-        elif f.code == "not-the-store" and self.related and isinstance(f.data.get("store"), str):
-            # Point at the real store, so a client can jump there.
-            item["relatedInformation"] = [
-                {
-                    "location": {"uri": _uri(str(f.data["store"])), "range": _line_range(0)},
-                    "message": "The project's memory store",
-                }
             ]
         return item
 

@@ -17,15 +17,9 @@ from memory_ls.core.actions import (
     READ_ONLY_MESSAGE,
     UNTRUSTED_MESSAGE,
     Change,
-    apply_add,
-    apply_clear,
-    apply_forget,
-    apply_merge,
-    apply_update,
-    check_action,
-    check_scope,
-    check_text,
+    Request,
     no_match,
+    read_request,
 )
 from memory_ls.core.config import EffectiveConfig
 from memory_ls.core.models import (
@@ -70,9 +64,6 @@ def same_file_message(path: Path) -> str:
 def _same_store(a: Path, b: Path) -> bool:
     """Whether two store paths name one file (their folders compared canonically)."""
     return a.name == b.name and os.path.realpath(a.parent) == os.path.realpath(b.parent)
-
-
-MUTATIONS = frozenset({"add", "update", "forget", "merge", "move", "clear"})
 
 
 @dataclass(slots=True)
@@ -323,41 +314,18 @@ class MemoryRuntime:
 
     def run(self, action: object, args: Mapping[str, object]) -> MemoryResult:
         """Validate raw field values and run one action; refusals come back as results."""
-        error = check_action(action)
-        scope, scope_error = check_scope(args.get("scope"))
-        if error or not isinstance(action, str):
-            return self.result(str(action) if isinstance(action, str) else "", scope, error=error)
-        if scope_error:
-            return self.result(action, scope, error=scope_error)
-        if action == "list":
-            return self.list(scope)
-        fields: dict[str, str] = {}
-        needed = {
-            "add": ("text",),
-            "forget": ("text",),
-            "move": ("text",),
-            "update": ("text", "to"),
-            "merge": ("text", "other", "to"),
-            "clear": (),
-        }[action]
-        for name in needed:
-            value, field_error = check_text(args.get(name), name)
-            if field_error:
-                return self.result(action, scope, error=field_error)
-            fields[name] = value
-        if action == "merge" and fields["text"] == fields["other"]:
-            return self.result(action, scope, error="text and other must be different notes.")
-        if action == "add":
-            return self.add(fields["text"], scope)
-        if action == "forget":
-            return self.forget(fields["text"], scope)
-        if action == "move":
-            return self.move(fields["text"], scope)
-        if action == "update":
-            return self.update(fields["text"], fields["to"], scope)
-        if action == "merge":
-            return self.merge(fields["text"], fields["other"], fields["to"], scope)
-        return self.clear(scope)
+        request, error = read_request(action, args)
+        if error:
+            return self.result(request.action, request.scope, error=error)
+        return self.execute(request)
+
+    def execute(self, request: Request) -> MemoryResult:
+        """Run one validated action (:func:`memory_ls.core.actions.read_request`)."""
+        if request.action == "list":
+            return self.list(request.scope)
+        if request.action == "move":  # two writes, ordered so the note is never lost
+            return self.move(request.text, request.scope)
+        return self._write(request)
 
     def refusal(self, scope: Scope) -> str | None:
         """Why no change to ``scope`` is allowed at all, if none is.
@@ -437,37 +405,18 @@ class MemoryRuntime:
             return self.result(action, scope, False, error=change.error, **extra)
         return self.result(action, scope, change.changed, existing=change.existing, **extra)
 
+    def _write(self, request: Request) -> MemoryResult:
+        """One action on its own store: refused as a whole, or one read-modify-write."""
+        action, scope, echoed = request.action, request.scope, request.echoed()
+        refusal = self.refusal(scope)
+        if refusal:
+            return self.result(action, scope, error=refusal, **echoed)
+        change = self._mutate(scope, request.change(scope))
+        return self._finish(action, scope, change, **echoed)
+
     def add(self, text: str, scope: Scope = "project") -> MemoryResult:
         """Append a (normalised, validated) note unless a near-duplicate is stored."""
-        refusal = self.refusal(scope)
-        if refusal:
-            return self.result("add", scope, error=refusal, entry=text)
-        change = self._mutate(scope, lambda content: apply_add(content, text))
-        return self._finish("add", scope, change, entry=text)
-
-    def update(self, text: str, to: str, scope: Scope = "project") -> MemoryResult:
-        """Replace every note equal to ``text`` with ``to``."""
-        refusal = self.refusal(scope)
-        if refusal:
-            return self.result("update", scope, error=refusal, entry=text, to=to)
-        change = self._mutate(scope, lambda content: apply_update(content, text, to, scope))
-        return self._finish("update", scope, change, entry=text, to=to)
-
-    def forget(self, text: str, scope: Scope = "project") -> MemoryResult:
-        """Remove every note equal to ``text``."""
-        refusal = self.refusal(scope)
-        if refusal:
-            return self.result("forget", scope, error=refusal, entry=text)
-        change = self._mutate(scope, lambda content: apply_forget(content, text, scope))
-        return self._finish("forget", scope, change, entry=text)
-
-    def merge(self, text: str, other: str, to: str, scope: Scope = "project") -> MemoryResult:
-        """Replace ``text`` with ``to`` and remove ``other``, in one write."""
-        refusal = self.refusal(scope)
-        if refusal:
-            return self.result("merge", scope, error=refusal, entry=text, to=to)
-        change = self._mutate(scope, lambda content: apply_merge(content, text, other, to, scope))
-        return self._finish("merge", scope, change, entry=text, to=to)
+        return self._write(Request("add", scope, text))
 
     def move(self, text: str, scope: Scope = "project") -> MemoryResult:
         """Add to the other scope, then forget from ``scope``: never in neither."""
@@ -486,21 +435,18 @@ class MemoryRuntime:
             return self.result("move", scope, error=source.file.mutation_error, entry=text)
         if text not in source.parsed.notes:
             return self.result("move", scope, error=no_match(scope, text), entry=text)
-        added = self._mutate(target, lambda content: apply_add(content, text))
+        request = Request("move", scope, text)
+        added = self._mutate(target, request.change(target))
         if added.error:
             return self.result("move", scope, error=added.error, entry=text)
-        removed = self._mutate(scope, lambda content: apply_forget(content, text, scope))
+        removed = self._mutate(scope, request.change(scope))
         if removed.error:
             return self.result("move", scope, error=removed.error, entry=text)
         return self.result("move", scope, removed.changed, entry=text, existing=added.existing)
 
     def clear(self, scope: Scope = "project") -> MemoryResult:
         """Remove every bullet of ``scope``; callers must have asked a human first."""
-        refusal = self.refusal(scope)
-        if refusal:
-            return self.result("clear", scope, error=refusal)
-        change = self._mutate(scope, apply_clear)
-        return self._finish("clear", scope, change)
+        return self._write(Request("clear", scope))
 
     # -- doctor -------------------------------------------------------------
 

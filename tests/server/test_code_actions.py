@@ -1,0 +1,394 @@
+"""Code actions in-process: the server object, no transport (SPEC §7 Code actions).
+
+Each test builds the real server, initializes it and opens a store through its
+handlers, then calls the code-action handler with lsprotocol params.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from lsprotocol import types as lsp
+from lsprotocol.converters import get_converter
+from pygls.uris import from_fs_path
+
+from memory_ls.core.fixes import Edit, apply_edits
+from memory_ls.server import code_actions
+from memory_ls.server.positions import from_client
+from memory_ls.server.server import MemoryServer, create_server, did_open
+
+
+class _Sink:
+    """A transport that keeps what the server writes (publishDiagnostics, logs)."""
+
+    def __init__(self) -> None:
+        self.data: list[bytes] = []
+
+    def write(self, data: bytes) -> None:
+        self.data.append(data)
+
+    def close(self) -> None:
+        pass
+
+
+@dataclass
+class Served:
+    ls: MemoryServer
+    uri: str
+
+    @property
+    def lines(self) -> list[str]:
+        return self.ls.projects.documents[self.uri].lines
+
+    def diagnostics(self, code: str) -> list[lsp.Diagnostic]:
+        doc = self.ls.projects.documents[self.uri]
+        items = [i for i in self.ls.analysis.items(doc) if i["code"] == code]
+        return [get_converter().structure(i, lsp.Diagnostic) for i in items]
+
+    def actions(
+        self,
+        line: int,
+        end_line: int | None = None,
+        *,
+        diagnostics: list[lsp.Diagnostic] | None = None,
+        only: list[str] | None = None,
+    ) -> list[lsp.CodeAction]:
+        end = lsp.Position(end_line if end_line is not None else line, 1)
+        params = lsp.CodeActionParams(
+            text_document=lsp.TextDocumentIdentifier(uri=self.uri),
+            range=lsp.Range(start=lsp.Position(line, 0), end=end),
+            context=lsp.CodeActionContext(diagnostics=diagnostics or [], only=only),
+        )
+        return code_actions.code_action(self.ls, params) or []
+
+    def applied(self, action: lsp.CodeAction) -> str:
+        """The document's text with the action's edit applied (UTF-16 columns)."""
+        assert action.edit is not None and action.edit.changes is not None
+        lines = self.lines
+
+        def col(p: lsp.Position) -> int:
+            return from_client(lines[p.line], p.character, "utf-16")
+
+        edits = [
+            Edit(
+                e.range.start.line,
+                col(e.range.start),
+                e.range.end.line,
+                col(e.range.end),
+                e.new_text,
+            )
+            for e in action.edit.changes[self.uri]
+        ]
+        return apply_edits(lines, edits)
+
+
+@pytest.fixture
+def serve(tmp_path: Path) -> Iterator[Any]:
+    """Start a server on a project whose stores hold the given notes; open one store."""
+
+    def start(project: str, global_: str = "", *, open_scope: str = "project") -> Served:
+        root = tmp_path / "project"
+        (root / ".git").mkdir(parents=True, exist_ok=True)
+        (root / ".pi").mkdir()
+        agent = tmp_path / "agent"
+        agent.mkdir(exist_ok=True)
+        (root / ".pi" / "memory.md").write_text(project)
+        (agent / "memory.md").write_text(global_)
+        ls = create_server()
+        ls.protocol.set_writer(_Sink())
+        init = ls.protocol.lsp_initialize(
+            lsp.InitializeParams(
+                capabilities=lsp.ClientCapabilities(),
+                workspace_folders=[lsp.WorkspaceFolder(uri=_uri(root), name="project")],
+                initialization_options={"agentDir": str(agent), "trusted": True},
+            )
+        )
+        handler, args, _ = next(init)
+        handler(*args)
+        with pytest.raises(StopIteration):
+            init.send(None)
+        store = root / ".pi" / "memory.md" if open_scope == "project" else agent / "memory.md"
+        uri = _uri(store)
+        item = lsp.TextDocumentItem(
+            uri=uri, language_id="markdown", version=1, text=store.read_text()
+        )
+        did_open(ls, lsp.DidOpenTextDocumentParams(text_document=item))
+        return Served(ls, uri)
+
+    yield start
+
+
+def _uri(path: Path) -> str:
+    uri = from_fs_path(str(path))
+    assert uri is not None
+    return uri
+
+
+HEADER = "# Memory\n\n"
+PROJECT = HEADER + (
+    "- use pnpm\n"  # 2
+    "- use pnpm\n"  # 3: an exact duplicate
+    "- Use PNPM!\n"  # 4: a near-duplicate
+    "- tab\there\n"  # 5: control characters
+    "- zero\u200bwidth 😀\n"  # 6: a hidden character
+    "- shared fact\n"  # 7: also in global memory
+    "-   \n"  # 8: a blank bullet
+)
+GLOBAL = HEADER + "- shared fact\n"
+
+
+async def test_wire_data_is_pinned(serve: Any) -> None:
+    # Clients send `data` back in codeAction requests: its JSON is part of the contract.
+    long_note = "x" * 501
+    s = serve(PROJECT + f"- {long_note}\n", GLOBAL)
+    doc = s.ls.projects.documents[s.uri]
+    data = {(i["code"], i["range"]["start"]["line"]): i["data"] for i in s.ls.analysis.items(doc)}
+    assert data == {
+        ("duplicate", 3): {
+            "code": "duplicate",
+            "line": 3,
+            "note": "use pnpm",
+            "first": "use pnpm",
+            "firstLine": 2,
+            "exact": True,
+        },
+        ("duplicate", 4): {
+            "code": "duplicate",
+            "line": 4,
+            "note": "Use PNPM!",
+            "first": "use pnpm",
+            "firstLine": 2,
+            "exact": False,
+        },
+        ("control-characters", 5): {"code": "control-characters", "line": 5, "note": "tab here"},
+        ("hidden-unicode", 6): {
+            "code": "hidden-unicode",
+            "line": 6,
+            "note": "zero\u200bwidth 😀",
+            "count": 1,
+        },
+        ("cross-scope-duplicate", 7): {
+            "code": "cross-scope-duplicate",
+            "line": 7,
+            "note": "shared fact",
+            "scope": "project",
+            "otherScope": "global",
+            "other": "shared fact",
+            "otherPath": str(Path(s.ls.projects.default_runtime().paths["global"])),
+        },
+        ("blank-note", 8): {"code": "blank-note", "line": 8, "note": ""},
+        ("too-long", 9): {"code": "too-long", "line": 9, "note": long_note, "length": 501},
+    }
+
+
+async def test_wire_data_of_not_injected(serve: Any, tmp_path: Path) -> None:
+    (tmp_path / "agent").mkdir()
+    (tmp_path / "agent" / "bytefly.json").write_text('{"memory": {"maxInjectBytes": 512}}')
+    notes = [f"note {i} " + "y" * 150 for i in range(5)]
+    s = serve(HEADER + "".join(f"- {n}\n" for n in notes))
+    doc = s.ls.projects.documents[s.uri]
+    found = [i["data"] for i in s.ls.analysis.items(doc) if i["code"] == "not-injected"]
+    assert len(found) == 1
+    assert found[0]["code"] == "not-injected" and found[0]["line"] >= 2
+    assert set(found[0]) == {"code", "line", "count", "used", "cap"}
+    assert found[0]["cap"] == 512 and found[0]["count"] >= 1
+
+
+def _titles(actions: list[lsp.CodeAction]) -> list[tuple[str, str | None, bool | None]]:
+    return [(a.title, a.kind, a.is_preferred) for a in actions]
+
+
+def _notes(text: str) -> list[str]:
+    return [line[2:] for line in text.split("\n") if line.startswith("- ")]
+
+
+async def test_quick_fixes_of_each_code(serve: Any) -> None:
+    s = serve(PROJECT, GLOBAL)
+    [exact] = [d for d in s.diagnostics("duplicate") if d.range.start.line == 3]
+    acts = s.actions(3, diagnostics=[exact], only=["quickfix"])
+    assert _titles(acts) == [("Remove the duplicate note", "quickfix", True)]
+    assert acts[0].diagnostics == [exact]
+    assert _notes(s.applied(acts[0]))[:2] == ["use pnpm", "Use PNPM!"]
+
+    [near] = [d for d in s.diagnostics("duplicate") if d.range.start.line == 4]
+    acts = s.actions(4, diagnostics=[near], only=["quickfix"])
+    assert _titles(acts) == [
+        ("Keep “use pnpm”", "quickfix", False),
+        ("Keep “Use PNPM!”", "quickfix", False),
+        ("Merge into “use pnpm; Use PNPM!”", "quickfix", False),
+    ]
+    assert [_notes(s.applied(a))[:3] for a in acts] == [
+        ["use pnpm", "use pnpm", "tab\there"],
+        ["Use PNPM!", "use pnpm", "tab\there"],
+        ["use pnpm; Use PNPM!", "use pnpm", "tab\there"],
+    ]
+
+    expected = {
+        "control-characters": ("Normalise the note", "tab here", 5),
+        "hidden-unicode": ("Remove the hidden characters", "zerowidth 😀", 6),
+        "cross-scope-duplicate": ("Forget here (it stays in global memory)", None, 7),
+        "blank-note": ("Remove the blank bullet", None, 8),
+    }
+    for code, (title, fixed, line) in expected.items():
+        [diag] = s.diagnostics(code)
+        acts = s.actions(line, diagnostics=[diag], only=["quickfix"])
+        assert [a.title for a in acts] == [title], code
+        after = s.applied(acts[0]).split("\n")
+        if fixed is not None:
+            assert after[line] == f"- {fixed}"
+        else:
+            assert len(after) == len(s.lines) - 1  # the line is gone
+            assert s.lines[line] not in after[line : line + 1]
+
+
+async def test_quick_fix_for_similar_notes(serve: Any) -> None:
+    s = serve(HEADER + "- run the tests before you push\n- run the tests before pushing\n")
+    data = {
+        "code": "similar",
+        "line": 3,
+        "note": "run the tests before pushing",
+        "first": "run the tests before you push",
+        "firstLine": 2,
+        "score": 86,  # a JavaScript client sends 86.0 back as 86
+    }
+    diag = _diagnostic("similar", 3, data)
+    acts = s.actions(3, diagnostics=[diag], only=["quickfix"])
+    assert [a.title for a in acts] == [
+        "Keep “run the tests before you push”",
+        "Keep “run the tests before pushing”",
+        "Merge into “run the tests before you push; run the tests before pushing”",
+    ]
+    assert _notes(s.applied(acts[1])) == ["run the tests before pushing"]
+
+
+def _diagnostic(code: str, line: int, data: object) -> lsp.Diagnostic:
+    return lsp.Diagnostic(
+        range=lsp.Range(start=lsp.Position(line, 2), end=lsp.Position(line, 10)),
+        message="m",
+        code=code,
+        source="memory",
+        data=data,
+    )
+
+
+async def test_stale_data_gives_no_fix(serve: Any) -> None:
+    s = serve(PROJECT, GLOBAL)
+    [exact] = [d for d in s.diagnostics("duplicate") if d.range.start.line == 3]
+    stale = {**exact.data, "note": "a note that is not there"}
+    acts = s.actions(3, diagnostics=[_diagnostic("duplicate", 3, stale)], only=["quickfix"])
+    assert acts == []  # no empty action either
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        None,
+        "junk",
+        [1, 2],
+        42,
+        {},
+        {"line": "3"},
+        {"code": "duplicate", "line": 3},
+        {"code": "duplicate", "line": 3.0, "note": "use pnpm"},
+        {"code": "duplicate", "line": True, "note": "use pnpm"},
+        {"code": "duplicate", "line": 3, "note": 5, "first": "use pnpm", "firstLine": 2},
+        {"code": "duplicate", "line": 3, "note": "use pnpm", "first": None, "firstLine": 2},
+        {"code": "duplicate", "line": 3, "note": {"x": 1}, "first": [], "firstLine": {}},
+        {"code": "blank-note", "line": 3, "note": "use pnpm"},
+    ],
+    ids=repr,
+)
+async def test_unreadable_data_counts_as_none(serve: Any, data: object) -> None:
+    # A client may drop `data`, mangle it or send another version's shape: it is
+    # ignored, and the fix is built from the diagnostic as the server has it now.
+    s = serve(PROJECT, GLOBAL)
+    acts = s.actions(3, diagnostics=[_diagnostic("duplicate", 3, data)], only=["quickfix"])
+    assert _titles(acts) == [("Remove the duplicate note", "quickfix", True)]
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        {
+            "code": "duplicate",
+            "line": -1,
+            "note": "x",
+            "first": "y",
+            "firstLine": -5,
+            "exact": False,
+        },
+        {
+            "code": "duplicate",
+            "line": 10**30,
+            "note": "x",
+            "first": "y",
+            "firstLine": 2,
+            "exact": True,
+        },
+        {
+            "code": "duplicate",
+            "line": 99,
+            "note": "x",
+            "first": "y",
+            "firstLine": 2,
+            "exact": False,
+        },
+        {"code": "similar", "line": 3, "note": "x", "first": "y", "firstLine": 10**30, "score": 90},
+        {"code": "hidden-unicode", "line": 99, "note": "x", "count": 1},
+        {"code": "blank-note", "line": 10**30, "note": ""},
+        {"code": "control-characters", "line": -3, "note": "x"},
+    ],
+    ids=repr,
+)
+async def test_data_out_of_range_gives_no_fix(serve: Any, data: dict[str, object]) -> None:
+    s = serve(PROJECT, GLOBAL)
+    diag = _diagnostic(str(data["code"]), 3, data)
+    assert s.actions(3, diagnostics=[diag], only=["quickfix"]) == []
+
+
+async def test_diagnostics_of_other_sources_are_left_alone(serve: Any) -> None:
+    s = serve(PROJECT, GLOBAL)
+    [exact] = [d for d in s.diagnostics("duplicate") if d.range.start.line == 3]
+    other = lsp.Diagnostic(
+        range=exact.range, message="m", code="duplicate", source="markdownlint", data=exact.data
+    )
+    assert s.actions(3, diagnostics=[other], only=["quickfix"]) == []
+    no_code = lsp.Diagnostic(range=exact.range, message="m", source="memory", data=exact.data)
+    assert s.actions(3, diagnostics=[no_code], only=["quickfix"]) == []
+
+
+async def test_note_actions_and_fix_all(serve: Any) -> None:
+    s = serve(HEADER + "- alpha\n- beta\n- beta\n")
+    acts = s.actions(2)
+    assert _titles(acts) == [
+        ("Forget “alpha”", "refactor.rewrite", None),
+        ("Move to global memory", "refactor.move", None),
+        ("Fix all safe memory problems", "source.fixAll.memory", None),
+    ]
+    assert _notes(s.applied(acts[0])) == ["beta", "beta"]
+    move = acts[1]
+    assert move.edit is None and move.command is not None
+    assert move.command.command == "memory.move"
+    assert move.command.arguments == [{"text": "alpha", "scope": "project", "uri": s.uri}]
+    assert _notes(s.applied(acts[2])) == ["alpha", "beta"]
+
+    merge = s.actions(2, 3, only=["refactor"])
+    assert _titles(merge) == [("Merge the 2 selected notes", "refactor.rewrite", None)]
+    assert _notes(s.applied(merge[0])) == ["alpha; beta", "beta"]
+    # A selection of whole lines ends at column 0 of the next line, which is not selected.
+    params_end = s.actions(2, 3, only=["refactor.move"])
+    assert [a.title for a in params_end] == []
+    assert s.actions(2, only=["source.fixAll.memory"])[0].kind == "source.fixAll.memory"
+    assert s.actions(0) == [s.actions(0, only=["source"])[0]]  # prose: only fixAll
+
+
+async def test_actions_in_the_global_store(serve: Any) -> None:
+    s = serve(HEADER + "- p\n", HEADER + "- g\n", open_scope="global")
+    acts = s.actions(2, only=["refactor.move"])
+    assert [a.title for a in acts] == ["Move to project memory"]
+    assert acts[0].command is not None
+    assert acts[0].command.arguments == [{"text": "g", "scope": "global", "uri": s.uri}]

@@ -1,0 +1,200 @@
+"""Quick fixes from diagnostics' typed ``data`` (memory_ls.core.fixes, SPEC §7)."""
+
+from __future__ import annotations
+
+from typing import Any, get_args
+
+import pytest
+
+from memory_ls.core import fixes
+from memory_ls.core.checks import (
+    DuplicateData,
+    FileContext,
+    FindingData,
+    NotInjectedData,
+    SimilarData,
+    check_bullets,
+    file_findings,
+    wire_data,
+)
+from memory_ls.core.fixes import Fix, quick_fixes, read_data
+from memory_ls.core.notes import parse
+from memory_ls.core.similar import similar_findings
+
+TEXT = (
+    "# Memory\n\n"
+    "- use pnpm\n"  # 2
+    "- use pnpm\n"  # 3: exact duplicate
+    "- Use PNPM!\n"  # 4: near-duplicate
+    "- tab\there\n"  # 5
+    "- zero\u200bwidth\n"  # 6
+    "-   \n"  # 7
+    "- run the tests before you push\n"  # 8
+    "- run the tests before pushing\n"  # 9: similar
+)
+LINES = parse(TEXT).lines
+
+
+def _title_edits(found: list[Fix] | None) -> list[tuple[str, bool, str]]:
+    assert found is not None
+    return [(f.title, f.preferred, fixes.apply_edits(LINES, f.edits)) for f in found]
+
+
+def _without(line: int) -> str:
+    return "\n".join(LINES[:line] + LINES[line + 1 :])
+
+
+def _merged(first: str) -> str:
+    """Line 2 rewritten as ``first``, line 4 gone."""
+    return "\n".join([*LINES[:2], first, LINES[3], *LINES[5:]])
+
+
+def _with(line: int, text: str) -> str:
+    return "\n".join([*LINES[:line], text, *LINES[line + 1 :]])
+
+
+def test_every_fixable_finding_reads_its_own_wire_data() -> None:
+    parsed = parse(TEXT)
+    found = check_bullets(parsed.lines, parsed.bullets, FileContext())
+    found += similar_findings(parsed.bullets, 85)
+    fixable = [f for f in found if f.code in fixes.QUICK_FIXES]
+    assert {f.code for f in fixable} == set(fixes.QUICK_FIXES) - {"cross-scope-duplicate"}
+    for f in fixable:
+        offered = quick_fixes(LINES, f.code, wire_data(f))
+        assert offered, f.code  # readable, and at least one fix applies
+
+
+def test_fixes_of_each_code() -> None:
+    exact = {"code": "duplicate", "line": 3, "note": "use pnpm"}
+    exact |= {"first": "use pnpm", "firstLine": 2, "exact": True}
+    assert _title_edits(quick_fixes(LINES, "duplicate", exact)) == [
+        ("Remove the duplicate note", True, _without(3))
+    ]
+    near = {**exact, "line": 4, "note": "Use PNPM!", "exact": False}
+    assert _title_edits(quick_fixes(LINES, "duplicate", near)) == [
+        ("Keep “use pnpm”", False, _without(4)),
+        ("Keep “Use PNPM!”", False, _merged("- Use PNPM!")),
+        ("Merge into “use pnpm; Use PNPM!”", False, _merged("- use pnpm; Use PNPM!")),
+    ]
+    cross = {"code": "cross-scope-duplicate", "line": 2, "note": "use pnpm", "scope": "project"}
+    cross |= {"otherScope": "global", "other": "use pnpm", "otherPath": "/a/memory.md"}
+    assert _title_edits(quick_fixes(LINES, "cross-scope-duplicate", cross)) == [
+        ("Forget here (it stays in global memory)", False, _without(2))
+    ]
+    controls = {"code": "control-characters", "line": 5, "note": "tab here"}
+    assert _title_edits(quick_fixes(LINES, "control-characters", controls)) == [
+        ("Normalise the note", True, _with(5, "- tab here"))
+    ]
+    hidden = {"code": "hidden-unicode", "line": 6, "note": "zero\u200bwidth", "count": 1}
+    assert _title_edits(quick_fixes(LINES, "hidden-unicode", hidden)) == [
+        ("Remove the hidden characters", True, _with(6, "- zerowidth"))
+    ]
+    blank = {"code": "blank-note", "line": 7, "note": ""}
+    assert _title_edits(quick_fixes(LINES, "blank-note", blank)) == [
+        ("Remove the blank bullet", True, _without(7))
+    ]
+
+
+def test_similar_reads_an_integer_score() -> None:
+    data: dict[str, Any] = {"code": "similar", "line": 9, "note": "run the tests before pushing"}
+    data |= {"first": "run the tests before you push", "firstLine": 8, "score": 86}
+    titles = [f.title for f in quick_fixes(LINES, "similar", data) or []]
+    assert titles == [
+        "Keep “run the tests before you push”",
+        "Keep “run the tests before pushing”",
+        "Merge into “run the tests before you push; run the tests before pushing”",
+    ]
+
+
+def test_stale_data_gives_no_fix_and_no_empty_fix() -> None:
+    exact = {"code": "duplicate", "line": 3, "note": "moved away"}
+    exact |= {"first": "use pnpm", "firstLine": 2, "exact": True}
+    assert quick_fixes(LINES, "duplicate", exact) == []
+    near = {**exact, "exact": False}
+    assert quick_fixes(LINES, "duplicate", near) == []
+    blank = {"code": "blank-note", "line": 2, "note": ""}  # line 2 is no longer blank
+    assert quick_fixes(LINES, "blank-note", blank) == []
+
+
+def test_codes_without_fixes_give_none_whatever_the_data() -> None:
+    assert quick_fixes(LINES, "too-long", "junk") == []
+    assert quick_fixes(LINES, "not-injected", {"code": "not-injected", "line": 2}) == []
+    assert quick_fixes(LINES, "no-such-code", None) == []
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        None,
+        "junk",
+        [1, 2],
+        {},
+        {"code": "duplicate"},
+        {"code": "blank-note", "line": 7, "note": ""},  # another code's data
+        {"code": "duplicate", "line": "3", "note": "use pnpm"},
+        {"code": "duplicate", "line": True, "note": "use pnpm", "first": "use pnpm"},
+        {"code": "duplicate", "line": 3.0, "note": "use pnpm", "first": "use pnpm"},
+        {"code": "duplicate", "line": 3, "note": "use pnpm", "first": "use pnpm", "firstLine": 2},
+        {"code": "duplicate", "line": 3, "note": 1, "first": "a", "firstLine": 2, "exact": True},
+        {"code": "duplicate", "line": 3, "note": "a", "first": "b", "firstLine": 2, "exact": 1},
+    ],
+    ids=repr,
+)
+def test_unreadable_data_is_none(data: object) -> None:
+    assert quick_fixes(LINES, "duplicate", data) is None
+
+
+def test_cross_scope_data_needs_a_scope() -> None:
+    cross = {"code": "cross-scope-duplicate", "line": 2, "note": "use pnpm", "scope": "project"}
+    cross |= {"otherScope": "elsewhere", "other": "use pnpm", "otherPath": "/a/memory.md"}
+    assert quick_fixes(LINES, "cross-scope-duplicate", cross) is None
+
+
+def test_read_data_checks_every_field_and_keeps_only_the_shape() -> None:
+    raw = {"note": "a", "first": "b", "firstLine": 1, "exact": False, "extra": [1]}
+    assert read_data(DuplicateData, raw) == {
+        "note": "a",
+        "first": "b",
+        "firstLine": 1,
+        "exact": False,
+    }
+    assert read_data(DuplicateData, {**raw, "firstLine": False}) is None
+    assert read_data(DuplicateData, {**raw, "exact": 0}) is None
+    score = read_data(SimilarData, {"note": "a", "first": "b", "firstLine": 1, "score": 90})
+    assert score is not None and isinstance(score["score"], float)
+    assert read_data(SimilarData, {"note": "a", "first": "b", "firstLine": 1, "score": "9"}) is None
+    assert read_data(NotInjectedData, {"count": 1, "used": 2, "cap": 3}) is not None
+    assert read_data(NotInjectedData, ["count", "used", "cap"]) is None
+
+
+def test_every_data_shape_can_be_read() -> None:
+    # A field type the reader does not know raises here, not in a client's request.
+    for shape in get_args(FindingData):
+        missing = read_data(shape, {})
+        assert missing == ({} if not shape.__required_keys__ else None), shape
+
+
+def test_note_actions_and_fix_all() -> None:
+    forget = fixes.forget_fix(LINES, 4)
+    assert forget is not None and forget.title == "Forget “Use PNPM!”"
+    assert fixes.apply_edits(LINES, forget.edits) == _without(4)
+    assert fixes.forget_fix(LINES, 0) is None  # prose
+    assert fixes.forget_fix(LINES, 7) is None  # a blank bullet holds no note
+    assert fixes.forget_fix(LINES, 99) is None
+    merge = fixes.merge_fix(LINES, [2, 4, 7])
+    assert merge is not None and merge.title == "Merge the 2 selected notes"
+    assert fixes.apply_edits(LINES, merge.edits) == _merged("- use pnpm; Use PNPM!")
+    assert fixes.merge_fix(LINES, [2]) is None
+    fix_all = fixes.fix_all_fix(LINES)
+    assert fix_all is not None and fix_all.title == "Fix all safe memory problems"
+    assert fix_all.edits == fixes.fix_all(LINES)
+    assert fixes.fix_all_fix(["- a", "- b"]) is None
+
+
+def test_not_the_store_points_at_the_real_store() -> None:
+    [f] = file_findings(["- a"], FileContext(scope=None, real_store="/p/.pi/memory.md"))
+    assert f.code == "not-the-store"
+    assert wire_data(f) == {"code": "not-the-store", "line": 0, "store": "/p/.pi/memory.md"}
+    assert [(r.line, r.path, r.message) for r in f.related] == [
+        (0, "/p/.pi/memory.md", "The project's memory store")
+    ]
