@@ -6,8 +6,9 @@ a command's ``uri`` picks one, the first folder is the default. The client's
 decided by ``trust.json`` and its resources, as the CLI decides it (SPEC §4). A
 document is a memory document when its path is the global store or ends in
 ``/.pi/memory.md``.
-Trust, configuration, other-scope key indexes and recall plans are cached here
-and keyed on what they depend on, so an edit does not re-read files.
+Other-scope key indexes and one recall plan per project are cached here, keyed
+on what they depend on, so an edit does not re-read files (each
+:class:`MemoryRuntime` caches its own trust, configuration and store reads).
 """
 
 from __future__ import annotations
@@ -18,8 +19,7 @@ from pathlib import Path
 
 from memory_ls.core.checks import key_index
 from memory_ls.core.models import Scope, other_scope
-from memory_ls.core.recall import INTRO, MARKER, TAIL_RESERVE, PlannedNote, RecallPlan, recall_plan
-from memory_ls.core.text import utf8_length
+from memory_ls.core.recall import RecallPlan, incremental_plan, recall_plan
 from memory_ls.server.documents import MemoryDocument
 from memory_ls.server.settings import Settings
 from memory_ls.store.paths import (
@@ -46,18 +46,6 @@ class DocumentInfo:
     real_store: str | None = None
 
 
-@dataclass(slots=True)
-class _PlanEntry:
-    project: list[str]
-    global_: list[str]
-    max_bytes: int
-    inject: bool
-    plan: RecallPlan
-    decisions: int
-    budget: list[tuple[int, bool]] | None = None
-    """Per planned note: bytes used before it, and whether its section had started."""
-
-
 class Projects:
     """Every project the server knows, the open documents, and cached facts about both."""
 
@@ -68,7 +56,8 @@ class Projects:
         self.documents: dict[str, MemoryDocument] = {}
         self.by_path: dict[str, MemoryDocument] = {}
         self._keys: dict[tuple[str, Scope], tuple[object, dict[str, str]]] = {}
-        self._plans: dict[Path, _PlanEntry] = {}
+        self._plans: dict[Path, tuple[RecallPlan, int]] = {}
+        """Per project root: its last plan and that plan's decision id."""
         self._decisions = 0
 
     # -- projects ------------------------------------------------------------------
@@ -84,7 +73,7 @@ class Projects:
             self.runtime_for_path(folder)
 
     def invalidate(self) -> None:
-        """Forget cached trust, configuration, key indexes and plans."""
+        """Forget cached key indexes and plans (runtimes re-check their own stamps)."""
         self._keys.clear()
         self._plans.clear()
 
@@ -238,88 +227,22 @@ class Projects:
         """The recall plan over both stores as the editor shows them, and its decision id.
 
         The decision id changes only when the set of notes left out may have changed,
-        so callers can keep what they derived from the plan.
+        so callers can keep what they derived from the plan. The core decides when
+        the cached plan can be updated in place (:func:`incremental_plan`); this only
+        keeps one plan per project.
         """
         config = runtime.config()
         project = self.store_notes(runtime, "project") if self.project_readable(runtime) else []
         global_ = self.store_notes(runtime, "global")
-        entry = self._plans.get(runtime.project_root)
-        if (
-            entry is not None
-            and entry.max_bytes == config.max_inject_bytes
-            and entry.inject == config.inject
-        ):
-            reused = _reuse(entry, project, global_)
-            if reused is not None:
-                entry.project, entry.global_, entry.plan = project, global_, reused
-                return reused, entry.decisions
+        cached = self._plans.get(runtime.project_root)
+        if cached is not None:
+            updated = incremental_plan(
+                cached[0], project, global_, config.max_inject_bytes, config.inject
+            )
+            if updated is not None:
+                self._plans[runtime.project_root] = (updated, cached[1])
+                return updated, cached[1]
         plan = recall_plan(project, global_, config.max_inject_bytes, config.inject)
         self._decisions += 1
-        self._plans[runtime.project_root] = _PlanEntry(
-            project, global_, config.max_inject_bytes, config.inject, plan, self._decisions
-        )
+        self._plans[runtime.project_root] = (plan, self._decisions)
         return plan, self._decisions
-
-
-def _reuse(entry: _PlanEntry, project: list[str], global_: list[str]) -> RecallPlan | None:
-    """The cached plan updated for a one-note edit that cannot change any decision.
-
-    A note the plan leaves out does not touch the budget, so editing it changes
-    nothing else as long as it still does not fit where it stands. Anything else
-    (an included note, several notes, a note added or removed) is re-planned.
-    """
-    if len(project) != len(entry.project) or len(global_) != len(entry.global_):
-        return None
-    changed = [("project", i) for i in _diff(entry.project, project)]
-    changed += [("global", i) for i in _diff(entry.global_, global_)]
-    plan = entry.plan
-    if not changed:
-        return plan
-    if len(changed) != 1:
-        return None
-    scope, index = changed[0]
-    position = index if scope == "project" else len(project) + index
-    old = plan.notes[position]
-    if old.included:
-        return None
-    text = (project if scope == "project" else global_)[index]
-    cost = utf8_length(f"- {text}") + 1
-    if cost < old.bytes and _fits_at(entry, position, cost):
-        return None
-    note = PlannedNote(old.scope, old.index, text, cost, False)
-    notes = (*plan.notes[:position], note, *plan.notes[position + 1 :])
-    return RecallPlan(plan.inject, plan.max_bytes, notes, plan.body)
-
-
-def _fits_at(entry: _PlanEntry, position: int, cost: int) -> bool:
-    """Whether a note of ``cost`` bytes at ``position`` would be taken (recall_plan's rule).
-
-    The bytes used before each note are computed once per plan: a reused plan
-    keeps every decision, so they stay valid.
-    """
-    if entry.budget is None:
-        entry.budget = _budget(entry.plan)
-    used, started = entry.budget[position]
-    scope = entry.plan.notes[position].scope
-    extra = 0 if started else utf8_length(f"{scope}:") + 1
-    return used + extra + cost <= max(0, entry.plan.max_bytes - TAIL_RESERVE)
-
-
-def _budget(plan: RecallPlan) -> list[tuple[int, bool]]:
-    used = utf8_length(MARKER) + 1 + utf8_length(INTRO) + 1
-    started: set[str] = set()
-    out: list[tuple[int, bool]] = []
-    for n in plan.notes:
-        out.append((used, n.scope in started))
-        if n.included:
-            if n.scope not in started:
-                started.add(n.scope)
-                used += utf8_length(f"{n.scope}:") + 1
-            used += n.bytes
-    return out
-
-
-def _diff(old: list[str], new: list[str]) -> list[int]:
-    if old == new:
-        return []
-    return [i for i, (a, b) in enumerate(zip(old, new, strict=True)) if a != b][:2]
