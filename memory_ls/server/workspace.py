@@ -5,7 +5,7 @@ a command's ``uri`` picks one, the first folder is the default. The client's
 ``trusted`` covers its folders and what lies inside them; any other project is
 decided by ``trust.json`` and its resources, as the CLI decides it (SPEC §4). A
 document is a memory document when its path is the global store or ends in
-``/.pi/memory.md``.
+``/.pi/memory.md``; the store layer decides which (:func:`classify_store_path`).
 Other-scope key indexes and one recall plan per project are cached here, keyed
 on what they depend on, so an edit does not re-read files (each
 :class:`MemoryRuntime` caches its own trust, configuration and store reads).
@@ -23,17 +23,12 @@ from memory_ls.core.recall import RecallPlan, incremental_plan, recall_plan
 from memory_ls.server.documents import MemoryDocument
 from memory_ls.server.settings import Settings
 from memory_ls.store.paths import (
+    canonical_path,
+    classify_store_path,
     no_project_message,
     project_root_for,
-    project_store_path,
-    refused_project_store,
 )
 from memory_ls.store.runtime import MemoryRuntime
-
-
-def canonical(path: Path) -> str:
-    """The path with its folder's symlinks resolved (the file itself may be a symlink)."""
-    return os.path.join(os.path.realpath(path.parent), path.name)
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,62 +122,53 @@ class Projects:
 
     def runtime_for_uri_path(self, path: Path | None) -> MemoryRuntime:
         """The runtime for a command's ``uri`` (a folder or a file), else the default."""
+        default = self.default_runtime()
         if path is None:
-            return self.default_runtime()
-        refused = self._refused_project_store(path)
-        if refused is not None:
+            return default
+        found = classify_store_path(path, default.paths["global"])
+        if found is not None and found.root is not None and found.refusal is not None:
             # `<root>/.pi/memory.md` of a project whose .pi leads out (maybe to the
             # agent dir): the uri names that project, whatever file it leads to.
-            return refused
-        default = self.default_runtime()
-        if canonical(path) == canonical(default.paths["global"]):
+            return self.runtime_for_path(found.root)
+        if found is not None and found.scope == "global":
             # The global store belongs to no project: it picks the default one, not
             # a "project" rooted in the agent dir.
             return default
         folder = self._folder_holding(path)
         return self.runtime_for_path(folder if folder is not None else path)
 
-    def _refused_project_store(self, path: Path) -> MemoryRuntime | None:
-        """The runtime of the project whose store ``path`` names, when that store is refused."""
-        refused = refused_project_store(path)
-        return None if refused is None else self.runtime_for_path(refused[0])
-
     # -- documents -----------------------------------------------------------------
 
     def describe(self, path: Path) -> DocumentInfo | None:
-        """What the file at ``path`` is, or ``None`` when it is not a memory document."""
-        refused = self._refused_project_store(path)
-        if refused is not None:
-            # The project's store, refused (it gets the `outside-project` error), even
-            # when its .pi leads to the agent dir and so to the global store's file.
-            return DocumentInfo(refused, "project")
-        canon = canonical(path)
-        runtime = self.default_runtime()
-        if canon == canonical(runtime.paths["global"]):
-            return DocumentInfo(runtime, "global")
-        if path.name != "memory.md" or path.parent.name != ".pi":
+        """What the file at ``path`` is, or ``None`` when it is not a memory document.
+
+        The store layer classifies the path (:func:`classify_store_path`); a project
+        store that is refused is still the project's store here (it gets the
+        ``outside-project`` error), even when its .pi leads to the global store.
+        """
+        default = self.default_runtime()
+        found = classify_store_path(path, default.paths["global"])
+        if found is None:
             return None
-        runtime = self.runtime_for_path(path.parent.parent)
-        store = canonical(project_store_path(runtime.project_root))
-        if canon != store:
-            return DocumentInfo(runtime, None, store)
-        return DocumentInfo(runtime, "project")
+        if found.root is None:
+            return DocumentInfo(default, "global")
+        return DocumentInfo(self.runtime_for_path(found.root), found.scope, found.real_store)
 
     def open(self, doc: MemoryDocument) -> None:
         """Track an open document."""
         self.documents[doc.uri] = doc
-        self.by_path[canonical(doc.path)] = doc
+        self.by_path[canonical_path(doc.path)] = doc
 
     def close(self, uri: str) -> MemoryDocument | None:
         """Stop tracking a document."""
         doc = self.documents.pop(uri, None)
         if doc is not None:
-            self.by_path.pop(canonical(doc.path), None)
+            self.by_path.pop(canonical_path(doc.path), None)
         return doc
 
     def open_store(self, runtime: MemoryRuntime, scope: Scope) -> MemoryDocument | None:
         """The open document of ``runtime``'s ``scope`` store, if it is open."""
-        return self.by_path.get(canonical(runtime.paths[scope]))
+        return self.by_path.get(canonical_path(runtime.paths[scope]))
 
     # -- cached facts ----------------------------------------------------------------
 
