@@ -125,8 +125,8 @@ class Analysis:
             if common:
                 other_path = str(runtime.paths["global" if scope == "project" else "project"])
                 out.extend(cross_scope_findings(doc.bullets_for(common), scope, other, other_path))
-            if scope == "global" or trust.trusted:
-                out.extend(self._not_injected(doc, state))
+            # The plan holds no note of an untrusted project: nothing to flag there.
+            out.extend(self._not_injected(doc, state))
         if state.similar and self._enabled("similar"):
             out.extend(self._similar(doc, state))
         return sort_findings(out)

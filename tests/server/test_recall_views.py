@@ -102,3 +102,15 @@ def test_a_pi_memory_that_is_not_the_store_gets_its_cost_only(
     uri = open_store(ls, lone)
     assert hover_text(ls, uri, 2) == "**not a memory** note · 12 bytes in the recall body"
     assert lens_title(ls, uri) is None
+
+
+@pytest.mark.parametrize("trusted", [True, False])
+def test_not_injected_flags_only_what_the_plan_left_out(
+    workspace: Workspace, trusted: bool
+) -> None:
+    ls = server(workspace, ["a", BIG], ["g"], trusted=trusted, inject=True)
+    uri = open_store(ls, workspace.project_store)
+    codes = [f.code for f in ls.analysis.findings(ls.projects.documents[uri])]
+    # An untrusted project's notes are never offered to the plan, so none is "left out".
+    assert ("not-injected" in codes) == trusted
+    assert ("untrusted" in codes) == (not trusted)
