@@ -322,9 +322,7 @@ def not_injected_findings(
     bullets: Sequence[Bullet], scope: Scope, plan: RecallPlan
 ) -> list[Finding]:
     """One finding per run of consecutive notes that the recall plan leaves out."""
-    if not plan.inject:
-        return []
-    left_out = {n.index for n in plan.notes if n.scope == scope and not n.included}
+    left_out = {n.index for n in plan.omitted_in(scope)}
     if not left_out:
         return []
     notes = [b for b in bullets if not b.blank]

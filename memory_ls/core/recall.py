@@ -2,11 +2,17 @@
 
 One function, :func:`recall_plan`, decides; the injection body, the doctor, the
 diagnostics and the editor's budget view all read its result.
+:func:`incremental_plan` updates a plan after an edit without re-planning when
+no decision can change (the editor calls it on every keystroke), and
+:func:`note_recall` / :func:`scope_recall` say what the plan means for one
+note or one store, so hover and the code lens only render.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from memory_ls.core.models import InjectResult, OmittedNote, Scope
 from memory_ls.core.text import utf8_length
@@ -22,6 +28,11 @@ TAIL_RESERVE = 64
 def tail_line(omitted: int) -> str:
     """The line that counts the notes left out."""
     return f"- (+{omitted} more; use the memory tool)"
+
+
+def note_cost(note: str) -> int:
+    """What a note's ``- <note>`` line costs in the body, newline included."""
+    return utf8_length(note) + 3
 
 
 @dataclass(slots=True)
@@ -44,7 +55,12 @@ class RecallPlan:
     inject: bool
     max_bytes: int
     notes: tuple[PlannedNote, ...]
+    """Project notes first, then global ones, each scope in file order."""
     body: str | None
+    project: tuple[str, ...] = ()
+    """The project notes the plan was made from (so an update can tell what changed)."""
+    global_: tuple[str, ...] = ()
+    """The global notes the plan was made from."""
 
     @property
     def used(self) -> int:
@@ -60,6 +76,19 @@ class RecallPlan:
     def omitted(self) -> list[PlannedNote]:
         """Notes the budget leaves out (none when recall is off)."""
         return [n for n in self.notes if not n.included] if self.inject else []
+
+    def omitted_in(self, scope: Scope) -> list[PlannedNote]:
+        """``scope``'s notes the budget leaves out (none when recall is off)."""
+        return [n for n in self.notes if n.scope == scope and not n.included] if self.inject else []
+
+    def planned(self, scope: Scope, index: int) -> PlannedNote | None:
+        """The plan's entry for ``scope``'s note number ``index``, if it was planned."""
+        position = index if scope == "project" else len(self.project) + index
+        if index >= 0 and position < len(self.notes):
+            note = self.notes[position]
+            if note.scope == scope and note.index == index:
+                return note
+        return None
 
     def as_inject_result(self) -> InjectResult:
         """The ``memory.inject`` object."""
@@ -95,7 +124,7 @@ def recall_plan(
         section: list[str] = []
         append = planned.append
         for i, note in enumerate(notes):
-            cost = utf8_length(note) + 3  # "- " and the newline
+            cost = utf8_length(note) + 3  # note_cost, inlined: this loop runs per keystroke
             fits = used + (0 if section else header_cost) + cost <= limit
             append(PlannedNote(scope, i, note, cost, fits))
             if fits:
@@ -112,4 +141,145 @@ def recall_plan(
         lines.append(tail_line(skipped))
     has_notes = bool(project or global_)
     body = "\n".join(lines) if (inject and has_notes) else None
-    return RecallPlan(inject=inject, max_bytes=max_bytes, notes=tuple(planned), body=body)
+    return RecallPlan(inject, max_bytes, tuple(planned), body, tuple(project), tuple(global_))
+
+
+def incremental_plan(
+    previous: RecallPlan,
+    project: Sequence[str],
+    global_: Sequence[str],
+    max_bytes: int,
+    inject: bool = True,
+) -> RecallPlan | None:
+    """``previous`` updated to new notes, or ``None`` when only :func:`recall_plan` can say.
+
+    The result always equals ``recall_plan(project, global_, max_bytes, inject)``;
+    it is ``previous`` itself when nothing changed. A note the plan leaves out
+    does not touch the budget, so a one-note edit of such a note changes no other
+    decision as long as the note still does not fit where it stands. Anything
+    else (an included note, several notes, a note added or removed, other
+    settings) needs a fresh plan.
+    """
+    if max_bytes != previous.max_bytes or inject != previous.inject:
+        return None
+    if len(project) != len(previous.project) or len(global_) != len(previous.global_):
+        return None
+    changed = [("project", i) for i in _changed(previous.project, project)]
+    changed += [("global", i) for i in _changed(previous.global_, global_)]
+    if not changed:
+        return previous
+    if len(changed) != 1:
+        return None
+    scope, index = changed[0]
+    position = index if scope == "project" else len(project) + index
+    old = previous.notes[position]
+    if old.included:
+        return None
+    text = (project if scope == "project" else global_)[index]
+    cost = note_cost(text)
+    if cost < old.bytes and _fits_at(previous, position, cost):
+        return None
+    note = PlannedNote(old.scope, old.index, text, cost, False)
+    notes = (*previous.notes[:position], note, *previous.notes[position + 1 :])
+    return RecallPlan(
+        previous.inject, max_bytes, notes, previous.body, tuple(project), tuple(global_)
+    )
+
+
+def budget_before(plan: RecallPlan, position: int) -> tuple[int, bool]:
+    """The per-note budget: bytes the body uses before ``plan.notes[position]``, and
+    whether that note's section already has a note (its header is then paid)."""
+    used = utf8_length(MARKER) + 1 + utf8_length(INTRO) + 1
+    seen: set[str] = set()
+    for n in plan.notes[:position]:
+        if n.included:
+            if n.scope not in seen:
+                seen.add(n.scope)
+                used += utf8_length(f"{n.scope}:") + 1
+            used += n.bytes
+    return used, plan.notes[position].scope in seen
+
+
+def _fits_at(plan: RecallPlan, position: int, cost: int) -> bool:
+    """Whether a note of ``cost`` bytes at ``position`` would be taken (recall_plan's rule)."""
+    used, started = budget_before(plan, position)
+    header = 0 if started else utf8_length(f"{plan.notes[position].scope}:") + 1
+    return used + header + cost <= max(0, plan.max_bytes - TAIL_RESERVE)
+
+
+def _changed(old: tuple[str, ...], new: Sequence[str]) -> list[int]:
+    """The first (at most two) indices where ``new`` differs from ``old`` (same length)."""
+    if old == tuple(new):
+        return []
+    out: list[int] = []
+    for i, (a, b) in enumerate(zip(old, new, strict=True)):
+        if a != b:
+            out.append(i)
+            if len(out) == 2:
+                break
+    return out
+
+
+RecallState = Literal["in", "budget", "recall-off", "untrusted", "unread"]
+"""What the plan does with a note: ``in`` the body, or why it is out. ``unread``:
+the plan was never given the note (its store is refused, SPEC §1)."""
+
+
+@dataclass(frozen=True, slots=True)
+class NoteRecall:
+    """One note's verdict: in or out of recall, what it costs, and why it is out."""
+
+    state: RecallState
+    bytes: int
+    """What its ``- <note>`` line costs in the body."""
+
+    @property
+    def included(self) -> bool:
+        """Whether the note reaches the model."""
+        return self.state == "in"
+
+
+@dataclass(frozen=True, slots=True)
+class ScopeRecall:
+    """What recall does with one store: taken as a whole, or why it is out, and how many
+    of its notes the budget leaves out."""
+
+    state: Literal["on", "recall-off", "untrusted"]
+    left_out: int
+
+
+def _scope_out(
+    plan: RecallPlan, scope: Scope, trusted: bool
+) -> Literal["recall-off", "untrusted"] | None:
+    """Why none of ``scope``'s notes is recalled. Trust comes first: an untrusted
+    project's notes are never offered to the plan, whatever the configuration."""
+    if scope == "project" and not trusted:
+        return "untrusted"
+    if not plan.inject:
+        return "recall-off"
+    return None
+
+
+def note_recall(
+    plan: RecallPlan, scope: Scope, index: int, note: str, *, trusted: bool = True
+) -> NoteRecall:
+    """Whether ``scope``'s note number ``index`` (text ``note``) is recalled, and why not.
+
+    ``trusted`` is the project's trust (it only matters for a project note).
+    """
+    cost = note_cost(note)
+    out = _scope_out(plan, scope, trusted)
+    if out is not None:
+        return NoteRecall(out, cost)
+    planned = plan.planned(scope, index)
+    if planned is None:
+        return NoteRecall("unread", cost)
+    return NoteRecall("in" if planned.included else "budget", cost)
+
+
+def scope_recall(plan: RecallPlan, scope: Scope, *, trusted: bool = True) -> ScopeRecall:
+    """What recall does with ``scope``'s store (the code lens's verdict)."""
+    out = _scope_out(plan, scope, trusted)
+    if out is not None:
+        return ScopeRecall(out, 0)
+    return ScopeRecall("on", len(plan.omitted_in(scope)))

@@ -33,7 +33,7 @@ from memory_ls.core.actions import Change, check_scope, read_request
 from memory_ls.core.models import MemoryResult, Scope
 from memory_ls.server.documents import MemoryDocument
 from memory_ls.server.edits import replacing_edit
-from memory_ls.server.workspace import canonical
+from memory_ls.store.paths import canonical_path
 from memory_ls.store.runtime import MemoryRuntime
 
 if TYPE_CHECKING:
@@ -229,7 +229,7 @@ class OpenBuffers:
         holds two, cannot deadlock with a command holding the other one.
         """
         async with contextlib.AsyncExitStack() as stack:
-            for key in sorted({canonical(p) for p in paths}):
+            for key in sorted({canonical_path(p) for p in paths}):
                 await stack.enter_async_context(self._locks.setdefault(key, asyncio.Lock()))
             yield
 

@@ -30,7 +30,7 @@ from memory_ls.core.text import MAX_STORE_BYTES
 from memory_ls.server.documents import MemoryDocument
 from memory_ls.server.positions import to_client
 from memory_ls.server.workspace import DocumentInfo, Projects
-from memory_ls.store.facts import invalid_utf8_position, read_disk_bytes
+from memory_ls.store.facts import memory_file_facts
 
 SOURCE = "memory"
 SIMILAR_LIMIT = 2000
@@ -54,15 +54,12 @@ class DiskFacts:
 def disk_facts(doc: MemoryDocument) -> DiskFacts:
     """Whether the document's file is a symlink or holds invalid UTF-8 (never raises or blocks).
 
-    The store layer decides both, for ``check`` too, so the two report the same
-    column; a FIFO or device is never opened for reading.
+    The store layer decides both (:func:`memory_file_facts`), for ``check`` too, so
+    the two report the same column; a FIFO or device is never opened for reading,
+    nor a project store whose ``.pi`` leads out of the project.
     """
-    read = read_disk_bytes(doc.path, DISK_READ_LIMIT)
-    if read.symlink:
-        return DiskFacts(symlink=True)
-    if read.error is not None:
-        return DiskFacts()
-    return DiskFacts(invalid_utf8_at=invalid_utf8_position(read.data, read.complete))
+    facts = memory_file_facts(doc.path, DISK_READ_LIMIT)
+    return DiskFacts(symlink=facts.symlink, invalid_utf8_at=facts.invalid_utf8_at)
 
 
 @dataclasses.dataclass(slots=True)
@@ -129,8 +126,8 @@ class Analysis:
             if common:
                 other_path = str(runtime.paths["global" if scope == "project" else "project"])
                 out.extend(cross_scope_findings(doc.bullets_for(common), scope, other, other_path))
-            if scope == "global" or trust.trusted:
-                out.extend(self._not_injected(doc, state))
+            # The plan holds no note of an untrusted project: nothing to flag there.
+            out.extend(self._not_injected(doc, state))
         if state.similar and self._enabled("similar"):
             out.extend(self._similar(doc, state))
         return sort_findings(out)

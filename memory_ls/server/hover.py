@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from lsprotocol import types as lsp
 
-from memory_ls.core.text import utf8_length
+from memory_ls.core.recall import note_cost, note_recall
 from memory_ls.server.edits import text_range
 
 if TYPE_CHECKING:
@@ -28,20 +28,22 @@ def hover(ls: MemoryServer, params: lsp.HoverParams) -> lsp.Hover | None:
     if b is None or not b.note:
         return None
     scope = state.info.scope
-    cost = utf8_length(f"- {b.note}") + 1
-    parts = [f"**{scope or 'not a'} memory** note · {cost} bytes in the recall body"]
-    if scope is not None:
+    if scope is None:
+        cost = note_cost(b.note)
+        parts = [f"**not a memory** note · {cost} bytes in the recall body"]
+    else:
         trust = state.info.runtime.trust()
         plan, _ = ls.projects.plan(state.info.runtime)
         index = sum(1 for x in doc.bullets[: b.line] if x is not None and x.note)
-        planned = next((n for n in plan.notes if n.scope == scope and n.index == index), None)
-        if not plan.inject:
+        verdict = note_recall(plan, scope, index, b.note, trusted=trust.trusted)
+        parts = [f"**{scope} memory** note · {verdict.bytes} bytes in the recall body"]
+        if verdict.state == "recall-off":
             parts.append("Recall is off (`inject: false`): not sent to the model.")
-        elif scope == "project" and not trust.trusted:
+        elif verdict.state == "untrusted":
             parts.append(f"Not recalled: the project is untrusted ({trust.reason}).")
-        elif planned is not None and planned.included:
+        elif verdict.state == "in":
             parts.append(f"In recall ({plan.used}/{plan.max_bytes} bytes used).")
-        elif planned is not None:
+        elif verdict.state == "budget":
             parts.append(
                 f"**Left out of recall**: the body uses {plan.used} of {plan.max_bytes} bytes "
                 "(maxInjectBytes)."

@@ -6,6 +6,8 @@ from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types as lsp
 
+from memory_ls.core.recall import scope_recall
+
 if TYPE_CHECKING:
     from memory_ls.server.server import MemoryServer
 
@@ -21,16 +23,16 @@ def lens_title(ls: MemoryServer, uri: str) -> str | None:
     state = ls.analysis.states.get(uri)
     if doc is None or state is None or state.info.scope is None:
         return None
-    scope = state.info.scope
     count = len(doc.notes())
-    trust = state.info.runtime.trust()
-    if scope == "project" and not trust.trusted:
-        return f"{count} notes · untrusted: not recalled"
     plan, _ = ls.projects.plan(state.info.runtime)
-    if not plan.inject:
+    trusted = state.info.runtime.trust().trusted
+    verdict = scope_recall(plan, state.info.scope, trusted=trusted)
+    if verdict.state == "untrusted":
+        return f"{count} notes · untrusted: not recalled"
+    if verdict.state == "recall-off":
         return f"{count} notes · recall off"
-    left_out = sum(1 for n in plan.notes if n.scope == scope and not n.included)
-    return f"{count} notes · {plan.used}/{plan.max_bytes} bytes in recall · {left_out} left out"
+    budget = f"{plan.used}/{plan.max_bytes} bytes in recall"
+    return f"{count} notes · {budget} · {verdict.left_out} left out"
 
 
 def code_lens(ls: MemoryServer, params: lsp.CodeLensParams) -> list[lsp.CodeLens] | None:

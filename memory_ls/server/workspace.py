@@ -5,9 +5,10 @@ a command's ``uri`` picks one, the first folder is the default. The client's
 ``trusted`` covers its folders and what lies inside them; any other project is
 decided by ``trust.json`` and its resources, as the CLI decides it (SPEC §4). A
 document is a memory document when its path is the global store or ends in
-``/.pi/memory.md``.
-Trust, configuration, other-scope key indexes and recall plans are cached here
-and keyed on what they depend on, so an edit does not re-read files.
+``/.pi/memory.md``; the store layer decides which (:func:`classify_store_path`).
+Other-scope key indexes and one recall plan per project are cached here, keyed
+on what they depend on, so an edit does not re-read files (each
+:class:`MemoryRuntime` caches its own trust, configuration and store reads).
 """
 
 from __future__ import annotations
@@ -18,22 +19,16 @@ from pathlib import Path
 
 from memory_ls.core.checks import key_index
 from memory_ls.core.models import Scope, other_scope
-from memory_ls.core.recall import INTRO, MARKER, TAIL_RESERVE, PlannedNote, RecallPlan, recall_plan
-from memory_ls.core.text import utf8_length
+from memory_ls.core.recall import RecallPlan, incremental_plan, recall_plan
 from memory_ls.server.documents import MemoryDocument
 from memory_ls.server.settings import Settings
 from memory_ls.store.paths import (
+    canonical_path,
+    classify_store_path,
     no_project_message,
     project_root_for,
-    project_store_path,
-    refused_project_store,
 )
 from memory_ls.store.runtime import MemoryRuntime
-
-
-def canonical(path: Path) -> str:
-    """The path with its folder's symlinks resolved (the file itself may be a symlink)."""
-    return os.path.join(os.path.realpath(path.parent), path.name)
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,18 +41,6 @@ class DocumentInfo:
     real_store: str | None = None
 
 
-@dataclass(slots=True)
-class _PlanEntry:
-    project: list[str]
-    global_: list[str]
-    max_bytes: int
-    inject: bool
-    plan: RecallPlan
-    decisions: int
-    budget: list[tuple[int, bool]] | None = None
-    """Per planned note: bytes used before it, and whether its section had started."""
-
-
 class Projects:
     """Every project the server knows, the open documents, and cached facts about both."""
 
@@ -68,7 +51,8 @@ class Projects:
         self.documents: dict[str, MemoryDocument] = {}
         self.by_path: dict[str, MemoryDocument] = {}
         self._keys: dict[tuple[str, Scope], tuple[object, dict[str, str]]] = {}
-        self._plans: dict[Path, _PlanEntry] = {}
+        self._plans: dict[Path, tuple[RecallPlan, int]] = {}
+        """Per project root: its last plan and that plan's decision id."""
         self._decisions = 0
 
     # -- projects ------------------------------------------------------------------
@@ -84,7 +68,7 @@ class Projects:
             self.runtime_for_path(folder)
 
     def invalidate(self) -> None:
-        """Forget cached trust, configuration, key indexes and plans."""
+        """Forget cached key indexes and plans (runtimes re-check their own stamps)."""
         self._keys.clear()
         self._plans.clear()
 
@@ -138,62 +122,53 @@ class Projects:
 
     def runtime_for_uri_path(self, path: Path | None) -> MemoryRuntime:
         """The runtime for a command's ``uri`` (a folder or a file), else the default."""
+        default = self.default_runtime()
         if path is None:
-            return self.default_runtime()
-        refused = self._refused_project_store(path)
-        if refused is not None:
+            return default
+        found = classify_store_path(path, default.paths["global"])
+        if found is not None and found.root is not None and found.refusal is not None:
             # `<root>/.pi/memory.md` of a project whose .pi leads out (maybe to the
             # agent dir): the uri names that project, whatever file it leads to.
-            return refused
-        default = self.default_runtime()
-        if canonical(path) == canonical(default.paths["global"]):
+            return self.runtime_for_path(found.root)
+        if found is not None and found.scope == "global":
             # The global store belongs to no project: it picks the default one, not
             # a "project" rooted in the agent dir.
             return default
         folder = self._folder_holding(path)
         return self.runtime_for_path(folder if folder is not None else path)
 
-    def _refused_project_store(self, path: Path) -> MemoryRuntime | None:
-        """The runtime of the project whose store ``path`` names, when that store is refused."""
-        refused = refused_project_store(path)
-        return None if refused is None else self.runtime_for_path(refused[0])
-
     # -- documents -----------------------------------------------------------------
 
     def describe(self, path: Path) -> DocumentInfo | None:
-        """What the file at ``path`` is, or ``None`` when it is not a memory document."""
-        refused = self._refused_project_store(path)
-        if refused is not None:
-            # The project's store, refused (it gets the `outside-project` error), even
-            # when its .pi leads to the agent dir and so to the global store's file.
-            return DocumentInfo(refused, "project")
-        canon = canonical(path)
-        runtime = self.default_runtime()
-        if canon == canonical(runtime.paths["global"]):
-            return DocumentInfo(runtime, "global")
-        if path.name != "memory.md" or path.parent.name != ".pi":
+        """What the file at ``path`` is, or ``None`` when it is not a memory document.
+
+        The store layer classifies the path (:func:`classify_store_path`); a project
+        store that is refused is still the project's store here (it gets the
+        ``outside-project`` error), even when its .pi leads to the global store.
+        """
+        default = self.default_runtime()
+        found = classify_store_path(path, default.paths["global"])
+        if found is None:
             return None
-        runtime = self.runtime_for_path(path.parent.parent)
-        store = canonical(project_store_path(runtime.project_root))
-        if canon != store:
-            return DocumentInfo(runtime, None, store)
-        return DocumentInfo(runtime, "project")
+        if found.root is None:
+            return DocumentInfo(default, "global")
+        return DocumentInfo(self.runtime_for_path(found.root), found.scope, found.real_store)
 
     def open(self, doc: MemoryDocument) -> None:
         """Track an open document."""
         self.documents[doc.uri] = doc
-        self.by_path[canonical(doc.path)] = doc
+        self.by_path[canonical_path(doc.path)] = doc
 
     def close(self, uri: str) -> MemoryDocument | None:
         """Stop tracking a document."""
         doc = self.documents.pop(uri, None)
         if doc is not None:
-            self.by_path.pop(canonical(doc.path), None)
+            self.by_path.pop(canonical_path(doc.path), None)
         return doc
 
     def open_store(self, runtime: MemoryRuntime, scope: Scope) -> MemoryDocument | None:
         """The open document of ``runtime``'s ``scope`` store, if it is open."""
-        return self.by_path.get(canonical(runtime.paths[scope]))
+        return self.by_path.get(canonical_path(runtime.paths[scope]))
 
     # -- cached facts ----------------------------------------------------------------
 
@@ -238,88 +213,22 @@ class Projects:
         """The recall plan over both stores as the editor shows them, and its decision id.
 
         The decision id changes only when the set of notes left out may have changed,
-        so callers can keep what they derived from the plan.
+        so callers can keep what they derived from the plan. The core decides when
+        the cached plan can be updated in place (:func:`incremental_plan`); this only
+        keeps one plan per project.
         """
         config = runtime.config()
         project = self.store_notes(runtime, "project") if self.project_readable(runtime) else []
         global_ = self.store_notes(runtime, "global")
-        entry = self._plans.get(runtime.project_root)
-        if (
-            entry is not None
-            and entry.max_bytes == config.max_inject_bytes
-            and entry.inject == config.inject
-        ):
-            reused = _reuse(entry, project, global_)
-            if reused is not None:
-                entry.project, entry.global_, entry.plan = project, global_, reused
-                return reused, entry.decisions
+        cached = self._plans.get(runtime.project_root)
+        if cached is not None:
+            updated = incremental_plan(
+                cached[0], project, global_, config.max_inject_bytes, config.inject
+            )
+            if updated is not None:
+                self._plans[runtime.project_root] = (updated, cached[1])
+                return updated, cached[1]
         plan = recall_plan(project, global_, config.max_inject_bytes, config.inject)
         self._decisions += 1
-        self._plans[runtime.project_root] = _PlanEntry(
-            project, global_, config.max_inject_bytes, config.inject, plan, self._decisions
-        )
+        self._plans[runtime.project_root] = (plan, self._decisions)
         return plan, self._decisions
-
-
-def _reuse(entry: _PlanEntry, project: list[str], global_: list[str]) -> RecallPlan | None:
-    """The cached plan updated for a one-note edit that cannot change any decision.
-
-    A note the plan leaves out does not touch the budget, so editing it changes
-    nothing else as long as it still does not fit where it stands. Anything else
-    (an included note, several notes, a note added or removed) is re-planned.
-    """
-    if len(project) != len(entry.project) or len(global_) != len(entry.global_):
-        return None
-    changed = [("project", i) for i in _diff(entry.project, project)]
-    changed += [("global", i) for i in _diff(entry.global_, global_)]
-    plan = entry.plan
-    if not changed:
-        return plan
-    if len(changed) != 1:
-        return None
-    scope, index = changed[0]
-    position = index if scope == "project" else len(project) + index
-    old = plan.notes[position]
-    if old.included:
-        return None
-    text = (project if scope == "project" else global_)[index]
-    cost = utf8_length(f"- {text}") + 1
-    if cost < old.bytes and _fits_at(entry, position, cost):
-        return None
-    note = PlannedNote(old.scope, old.index, text, cost, False)
-    notes = (*plan.notes[:position], note, *plan.notes[position + 1 :])
-    return RecallPlan(plan.inject, plan.max_bytes, notes, plan.body)
-
-
-def _fits_at(entry: _PlanEntry, position: int, cost: int) -> bool:
-    """Whether a note of ``cost`` bytes at ``position`` would be taken (recall_plan's rule).
-
-    The bytes used before each note are computed once per plan: a reused plan
-    keeps every decision, so they stay valid.
-    """
-    if entry.budget is None:
-        entry.budget = _budget(entry.plan)
-    used, started = entry.budget[position]
-    scope = entry.plan.notes[position].scope
-    extra = 0 if started else utf8_length(f"{scope}:") + 1
-    return used + extra + cost <= max(0, entry.plan.max_bytes - TAIL_RESERVE)
-
-
-def _budget(plan: RecallPlan) -> list[tuple[int, bool]]:
-    used = utf8_length(MARKER) + 1 + utf8_length(INTRO) + 1
-    started: set[str] = set()
-    out: list[tuple[int, bool]] = []
-    for n in plan.notes:
-        out.append((used, n.scope in started))
-        if n.included:
-            if n.scope not in started:
-                started.add(n.scope)
-                used += utf8_length(f"{n.scope}:") + 1
-            used += n.bytes
-    return out
-
-
-def _diff(old: list[str], new: list[str]) -> list[int]:
-    if old == new:
-        return []
-    return [i for i, (a, b) in enumerate(zip(old, new, strict=True)) if a != b][:2]

@@ -1,9 +1,10 @@
 """What a file on disk says beyond its text, decided once for ``check`` and the editor.
 
-Both fronts read a memory file's bytes for the same two facts: whether it may
-be read at all (a symlink, a FIFO or a device may not), and where its first
-byte that is not UTF-8 sits. One module decides both, so the two never report
-one file two ways (SPEC §8, §9).
+Both fronts need the same facts about a memory file: whether it exists, is a
+symlink or a regular file, its size, where its first byte that is not UTF-8
+sits, and whether it is a project store that must not be read at all (its
+``.pi`` leads out of the project). :func:`memory_file_facts` decides them all,
+so the two never report one file two ways (SPEC §1, §8, §9).
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
+
+from memory_ls.store.paths import project_folder_refusal, refused_project_store
 
 
 def not_regular_message(path: Path) -> str:
@@ -33,6 +36,10 @@ class DiskBytes:
     """The path is a symlink: it is never followed, so ``data`` is empty."""
     error: str | None = None
     """Why the file could not be read (missing, not a regular file, I/O error)."""
+    exists: bool = True
+    """Something (a file, a symlink, a FIFO…) is at the path."""
+    regular: bool = False
+    """It is a regular file (not a symlink, FIFO, device, socket or folder)."""
 
     @property
     def complete(self) -> bool:
@@ -50,7 +57,7 @@ def read_disk_bytes(path: Path, limit: int) -> DiskBytes:
     try:
         st = os.lstat(path)
     except OSError as exc:
-        return DiskBytes(path, error=f"Cannot read {path}: {exc.strerror or exc}")
+        return DiskBytes(path, error=f"Cannot read {path}: {exc.strerror or exc}", exists=False)
     if stat.S_ISLNK(st.st_mode):
         return DiskBytes(path, size=st.st_size, symlink=True)
     if not stat.S_ISREG(st.st_mode):
@@ -61,7 +68,8 @@ def read_disk_bytes(path: Path, limit: int) -> DiskBytes:
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             return DiskBytes(path, size=st.st_size, symlink=True)
-        return DiskBytes(path, error=f"Cannot read {path}: {exc.strerror or exc}")
+        why = f"Cannot read {path}: {exc.strerror or exc}"
+        return DiskBytes(path, size=st.st_size, error=why, regular=True)
     try:
         fst = os.fstat(fd)
         if not stat.S_ISREG(fst.st_mode):
@@ -72,11 +80,12 @@ def read_disk_bytes(path: Path, limit: int) -> DiskBytes:
             fd = -1  # the file object owns it now
             data = handle.read(limit)
     except OSError as exc:
-        return DiskBytes(path, error=f"Cannot read {path}: {exc.strerror or exc}")
+        why = f"Cannot read {path}: {exc.strerror or exc}"
+        return DiskBytes(path, size=fst.st_size, error=why, regular=True)
     finally:
         if fd >= 0:
             os.close(fd)
-    return DiskBytes(path, data, fst.st_size)
+    return DiskBytes(path, data, fst.st_size, regular=True)
 
 
 def invalid_utf8_position(data: bytes, complete: bool = True) -> tuple[int, int, int] | None:
@@ -99,3 +108,58 @@ def invalid_utf8_position(data: bytes, complete: bool = True) -> tuple[int, int,
     line = prefix.count("\n")
     column = len(prefix) - (prefix.rfind("\n") + 1)
     return offset, line, column
+
+
+@dataclass(frozen=True, slots=True)
+class FileFacts:
+    """Everything the editor and ``check`` know about a memory file on disk, from one look.
+
+    A refused project store (``outside_project``) is not looked at: every other
+    fact keeps its default. Otherwise the file is read at most once, never
+    through a symlink and never from a FIFO or device.
+    """
+
+    path: Path
+    exists: bool = False
+    symlink: bool = False
+    regular: bool = False
+    size: int = 0
+    """The size on disk, which may exceed ``len(data)``."""
+    data: bytes = b""
+    """Its first bytes (empty when it was not read)."""
+    invalid_utf8_at: tuple[int, int, int] | None = None
+    """``(byte offset, line, column)`` of the first byte that is not UTF-8."""
+    outside_project: str | None = None
+    """Why the file is not read at all: it is a project store whose ``.pi`` leads out."""
+    error: str | None = None
+    """Why it could not be read (missing, not a regular file, I/O error)."""
+
+
+def memory_file_facts(path: Path, limit: int, project_root: Path | None = None) -> FileFacts:
+    """The facts about the memory file at ``path``, reading at most ``limit`` bytes.
+
+    ``project_root`` says the file is that project's store (the caller knows it);
+    without it, the path as written says whether it is a refused project store.
+    Never raises and never blocks.
+    """
+    if project_root is not None:
+        refusal = project_folder_refusal(project_root)
+    else:
+        refused = refused_project_store(Path(os.path.abspath(path)))
+        refusal = None if refused is None else refused[1]
+    if refusal is not None:
+        return FileFacts(path, outside_project=refusal)
+    read = read_disk_bytes(path, limit)
+    bad_byte = (
+        None if read.error or read.symlink else invalid_utf8_position(read.data, read.complete)
+    )
+    return FileFacts(
+        path,
+        exists=read.exists,
+        symlink=read.symlink,
+        regular=read.regular,
+        size=read.size,
+        data=read.data,
+        invalid_utf8_at=bad_byte,
+        error=read.error,
+    )

@@ -16,8 +16,8 @@ from memory_ls.core.models import Scope, other_scope
 from memory_ls.core.notes import parse_lines
 from memory_ls.core.recall import recall_plan
 from memory_ls.core.text import decode_for_display, split_text
-from memory_ls.store.facts import invalid_utf8_position, read_disk_bytes
-from memory_ls.store.paths import project_root_for, project_store_path, refused_project_store
+from memory_ls.store.facts import FileFacts, memory_file_facts
+from memory_ls.store.paths import agent_dir_for, classify_store_path, global_store_path
 from memory_ls.store.runtime import MemoryRuntime
 
 LINT_READ_LIMIT = 16 * 1024 * 1024
@@ -35,29 +35,37 @@ class FileReport:
     """Why the file could not be checked at all (missing, unreadable)."""
 
 
-def is_memory_path(path: Path) -> bool:
-    """True for a path that ends in ``.pi/memory.md``."""
-    return path.name == "memory.md" and path.parent.name == ".pi"
-
-
 def lint_file(
     path: Path, runtime: MemoryRuntime | None, scope: Scope | None, real_store: str | None = None
 ) -> FileReport:
-    """Check one file; ``runtime``/``scope`` give it a store's context (else file-only)."""
-    read = read_disk_bytes(path, LINT_READ_LIMIT)
-    if read.symlink:
+    """Check one file; ``runtime``/``scope`` give it a store's context (else file-only).
+
+    Whether it is a refused project store is judged from ``path`` as written.
+    """
+    return _report(memory_file_facts(path, LINT_READ_LIMIT), runtime, scope, real_store)
+
+
+def _report(
+    facts: FileFacts, runtime: MemoryRuntime | None, scope: Scope | None, real_store: str | None
+) -> FileReport:
+    """The findings for a file the store layer has looked at."""
+    path = facts.path
+    if facts.outside_project is not None:
+        # Reported, never read (SPEC §1).
+        ctx = FileContext(scope="project", outside_project=facts.outside_project)
+        return FileReport(str(path), [""], check_bullets([""], [], ctx))
+    if facts.symlink:
         ctx = FileContext(scope=scope, symlink=True)
         return FileReport(str(path), [""], check_bullets([""], [], ctx))
-    if read.error is not None:
-        return FileReport(str(path), error=read.error)
-    data = read.data
-    text = decode_for_display(data)
+    if facts.error is not None:
+        return FileReport(str(path), error=facts.error)
+    text = decode_for_display(facts.data)
     lines = split_text(text).lines
     parsed = parse_lines(lines)
     ctx_args: dict[str, object] = {
         "scope": scope,
-        "size": read.size,
-        "invalid_utf8_at": invalid_utf8_position(data, read.complete),
+        "size": facts.size,
+        "invalid_utf8_at": facts.invalid_utf8_at,
         "real_store": real_store,
     }
     plan = None
@@ -89,43 +97,31 @@ def lint_file(
 def lint_path(
     path: Path, agent_dir: str | None, trusted: bool | None, project: Path | None = None
 ) -> FileReport:
-    """Check a file in the context its path implies.
+    """Check a file in the context its path implies (the store layer classifies it).
 
     The global store is checked against ``project``'s store (default: the
     current directory's), for cross-scope duplicates and the recall budget.
     """
-    refused = refused_project_store(Path(os.path.abspath(path)))
-    if refused is not None:
-        return _outside_project_report(path, refused[1])
-    canonical = Path(os.path.realpath(path.parent)) / path.name
-    if is_memory_path(canonical):
-        runtime = MemoryRuntime(canonical.parent.parent, agent_dir=agent_dir, trusted=trusted)
-        store = project_store_path(project_root_for(canonical.parent.parent))
-        real = None if store == canonical else str(store)
-        return lint_file(path, runtime, "project", real)
-    runtime = MemoryRuntime(project or Path.cwd(), agent_dir=agent_dir, trusted=trusted)
-    if canonical == Path(os.path.realpath(runtime.paths["global"].parent)) / "memory.md":
+    global_store = global_store_path(agent_dir_for(agent_dir))
+    found = classify_store_path(Path(os.path.abspath(path)), global_store)
+    if found is None:
+        return lint_file(path, None, None)
+    if found.root is None:
+        runtime = MemoryRuntime(project or Path.cwd(), agent_dir=agent_dir, trusted=trusted)
         return lint_file(path, runtime, "global")
-    return lint_file(path, None, None)
+    runtime = MemoryRuntime(found.root, agent_dir=agent_dir, trusted=trusted)
+    return lint_file(path, runtime, "project", found.real_store)
 
 
 def lint_stores(runtime: MemoryRuntime) -> list[FileReport]:
     """Check both stores of a project (a missing store has nothing to find)."""
     reports = []
     for scope in ("project", "global"):
-        path = runtime.paths[scope]
-        refused = runtime.store_refusal(scope)
-        if refused is not None:
-            reports.append(_outside_project_report(path, refused))
-        elif os.path.lexists(path):
-            reports.append(lint_file(path, runtime, scope))
+        root = runtime.project_root if scope == "project" else None
+        facts = memory_file_facts(runtime.paths[scope], LINT_READ_LIMIT, root)
+        if facts.exists or facts.outside_project is not None:
+            reports.append(_report(facts, runtime, scope, None))
     return reports
-
-
-def _outside_project_report(path: Path, refusal: str) -> FileReport:
-    """A project store whose ``.pi`` leads out of the project: reported, never read (SPEC §1)."""
-    ctx = FileContext(scope="project", outside_project=refusal)
-    return FileReport(str(path), [""], check_bullets([""], [], ctx))
 
 
 def _severity_level(severity: str) -> str:

@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from memory_ls.core.models import Scope
+
 AGENT_DIR_ENV = "PI_CODING_AGENT_DIR"
 """The environment variable Pi reads for its agent dir."""
 
@@ -99,7 +101,7 @@ def refused_project_store(path: Path) -> tuple[Path, str] | None:
     of it. Such a path must be judged as written: its canonical form is
     wherever the link leads (the global store, when it leads to the agent dir).
     """
-    if path.name != STORE_FILE_NAME or path.parent.name != ".pi":
+    if not is_pi_memory(path):
         return None
     start = path.parent.parent
     root = project_root_for(start)
@@ -107,6 +109,61 @@ def refused_project_store(path: Path) -> tuple[Path, str] | None:
         return None  # a `.pi/memory.md` below the root is not the store at all
     refusal = project_folder_refusal(root)
     return None if refusal is None else (root, refusal)
+
+
+def canonical_path(path: Path) -> str:
+    """``path`` with its folder's symlinks resolved; the file itself may be a symlink.
+
+    The one way two store paths are compared: a store that is a symlink must
+    stay visible as one (it is refused), so only its folder is resolved.
+    """
+    return os.path.join(os.path.realpath(path.parent), path.name)
+
+
+def is_pi_memory(path: Path) -> bool:
+    """Whether ``path`` ends in ``.pi/memory.md`` (SPEC §7 Documents)."""
+    return path.name == STORE_FILE_NAME and path.parent.name == ".pi"
+
+
+@dataclass(frozen=True, slots=True)
+class StorePath:
+    """Which store a memory file is (SPEC §1, §7 Documents, §8 ``check``)."""
+
+    scope: Scope | None
+    """The store it is; ``None`` for a ``.pi/memory.md`` that is not its project's store."""
+    root: Path | None = None
+    """The project it belongs to (``None`` for the global store)."""
+    real_store: str | None = None
+    """For a ``.pi/memory.md`` that is not the store: the project's store (canonical)."""
+    refusal: str | None = None
+    """For a project store whose ``.pi`` leads out of the project: why it is refused."""
+
+
+def classify_store_path(path: Path, global_store: Path) -> StorePath | None:
+    """Which store ``path`` is, given the global store; ``None`` for any other file.
+
+    In order: a project store whose ``.pi`` leads out of the project, judged as
+    written (its canonical form is wherever the link leads, maybe the global
+    store's file); the global store; a ``.pi/memory.md`` (as written, or once its
+    folder's symlinks are resolved), which is its project's store or names it.
+    """
+    refused = refused_project_store(path)
+    if refused is not None:
+        return StorePath("project", refused[0], refusal=refused[1])
+    canon = canonical_path(path)
+    if canon == canonical_path(global_store):
+        return StorePath("global")
+    if is_pi_memory(path):
+        holder = path.parent.parent
+    elif is_pi_memory(Path(canon)):
+        holder = Path(canon).parent.parent
+    else:
+        return None
+    root = project_root_for(holder)
+    store = canonical_path(project_store_path(root))
+    if canon != store:
+        return StorePath(None, root, real_store=store)
+    return StorePath("project", root)
 
 
 def _is_within(path: str, folder: str) -> bool:

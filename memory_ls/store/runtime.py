@@ -47,6 +47,7 @@ from memory_ls.store.files import (
 )
 from memory_ls.store.paths import (
     agent_dir_for,
+    canonical_path,
     global_store_path,
     no_project_message,
     project_folder_refusal,
@@ -61,9 +62,6 @@ def same_file_message(path: Path) -> str:
     return f"The project and global memory are the same file, so a note cannot move: {path}"
 
 
-def _same_store(a: Path, b: Path) -> bool:
-    """Whether two store paths name one file (their folders compared canonically)."""
-    return a.name == b.name and os.path.realpath(a.parent) == os.path.realpath(b.parent)
 
 
 @dataclass(slots=True)
@@ -424,7 +422,7 @@ class MemoryRuntime:
         refusal = self.refusal(scope) or self.refusal(target)
         if refusal:
             return self.result("move", scope, error=refusal, entry=text)
-        if _same_store(self.paths[scope], self.paths[target]):
+        if canonical_path(self.paths[scope]) == canonical_path(self.paths[target]):
             # Adding to the "other" store would find the note and forgetting would
             # then remove its only copy: the note would end up in neither scope.
             return self.result(

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from memory_ls.store.facts import invalid_utf8_position, read_disk_bytes
+from memory_ls.store.facts import invalid_utf8_position, memory_file_facts, read_disk_bytes
 
 
 @pytest.mark.parametrize(
@@ -58,3 +58,85 @@ def test_a_fifo_is_refused_without_blocking(tmp_path: Path) -> None:
             pass
         pytest.fail("reading a FIFO blocked")
     assert results[0].error == f"Memory file is not a regular file: {fifo}"
+
+
+# -- every fact about a memory file, from one look (the editor and `check`) ------------------
+
+
+def test_a_regular_file_and_its_bad_byte(tmp_path: Path) -> None:
+    path = tmp_path / "memory.md"
+    path.write_bytes(b"- ok\n- caf\xe9\n")
+    facts = memory_file_facts(path, 1024)
+    assert (facts.exists, facts.symlink, facts.regular, facts.size) == (True, False, True, 12)
+    assert facts.data == b"- ok\n- caf\xe9\n"
+    assert facts.invalid_utf8_at == (10, 1, 5)
+    assert (facts.outside_project, facts.error) == (None, None)
+
+
+def test_a_missing_file(tmp_path: Path) -> None:
+    facts = memory_file_facts(tmp_path / "memory.md", 1024)
+    assert not facts.exists and not facts.regular
+    assert facts.error is not None and facts.error.startswith("Cannot read ")
+
+
+def test_a_symlink_exists_and_is_not_followed(tmp_path: Path) -> None:
+    (tmp_path / "target.md").write_bytes(b"- caf\xe9\n")
+    link = tmp_path / "memory.md"
+    link.symlink_to(tmp_path / "target.md")
+    facts = memory_file_facts(link, 1024)
+    assert (facts.exists, facts.symlink, facts.regular) == (True, True, False)
+    assert (facts.data, facts.invalid_utf8_at, facts.error) == (b"", None, None)
+    dangling = tmp_path / "dangling.md"
+    dangling.symlink_to(tmp_path / "nowhere.md")
+    assert memory_file_facts(dangling, 1024).exists
+
+
+def test_a_folder_is_there_but_not_a_regular_file(tmp_path: Path) -> None:
+    folder = tmp_path / "memory.md"
+    folder.mkdir()
+    facts = memory_file_facts(folder, 1024)
+    assert facts.exists and not facts.regular
+    assert facts.error == f"Memory file is not a regular file: {folder}"
+
+
+def test_a_partial_read_keeps_the_whole_size(tmp_path: Path) -> None:
+    path = tmp_path / "memory.md"
+    path.write_bytes("- é".encode() * 10)
+    facts = memory_file_facts(path, 4)  # cuts "é" in half: not an error
+    assert (facts.size, facts.data, facts.invalid_utf8_at) == (40, "- é".encode()[:4], None)
+
+
+@pytest.fixture
+def refused(tmp_path: Path) -> Path:
+    """A project whose ``.pi`` leads outside it, to a store holding a bad byte."""
+    root = tmp_path / "repo"
+    (root / ".git").mkdir(parents=True)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "memory.md").write_bytes(b"- caf\xe9\n")
+    (root / ".pi").symlink_to(outside)
+    return root.resolve()
+
+
+def test_a_refused_project_store_is_not_looked_at(refused: Path) -> None:
+    message = (
+        f"Refusing to use {refused}/.pi: it resolves outside the project "
+        f"({refused.parent / 'outside'})."
+    )
+    for facts in (
+        memory_file_facts(refused / ".pi" / "memory.md", 1024),  # judged as written
+        memory_file_facts(refused.parent / "outside" / "memory.md", 1024, refused),  # by its root
+    ):
+        assert facts.outside_project == message
+        assert (facts.exists, facts.size, facts.data, facts.invalid_utf8_at) == (
+            False,
+            0,
+            b"",
+            None,
+        )
+
+
+def test_the_same_file_reached_from_outside_the_project_is_read(refused: Path) -> None:
+    facts = memory_file_facts(refused.parent / "outside" / "memory.md", 1024)
+    assert facts.outside_project is None
+    assert facts.invalid_utf8_at == (5, 0, 5)

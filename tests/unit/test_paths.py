@@ -14,9 +14,13 @@ from pathlib import Path
 import pytest
 
 from memory_ls.store.paths import (
+    StorePath,
     agent_dir_for,
+    canonical_path,
+    classify_store_path,
     git_config_value,
     global_store_path,
+    is_pi_memory,
     project_root_for,
     project_store_path,
     read_small_text,
@@ -341,3 +345,92 @@ def test_against_real_git(tmp_path: Path) -> None:
     assert project_root_for(tmp_path / "wt") == main
     assert project_root_for(sub) == sub.resolve()
     assert project_root_for(tmp_path / "subwt") == sub.resolve()
+
+
+# -- which store a path is (one classifier for the editor and `check`) ---------------------
+
+
+def test_canonical_path_resolves_the_folder_but_not_the_file(tmp_path: Path) -> None:
+    real = tmp_path / "real"
+    real.mkdir()
+    (tmp_path / "link").symlink_to(real)
+    (real / "target.md").write_text("")
+    (real / "memory.md").symlink_to(real / "target.md")
+    assert canonical_path(tmp_path / "link" / "memory.md") == str(real.resolve() / "memory.md")
+    assert canonical_path(tmp_path / "missing" / "memory.md") == str(
+        tmp_path.resolve() / "missing" / "memory.md"
+    )
+
+
+def test_is_pi_memory() -> None:
+    assert is_pi_memory(Path("/r/.pi/memory.md"))
+    assert not is_pi_memory(Path("/r/pi/memory.md"))
+    assert not is_pi_memory(Path("/r/.pi/notes.md"))
+    assert not is_pi_memory(Path("memory.md"))
+
+
+@pytest.fixture
+def stores(tmp_path: Path) -> tuple[Path, Path]:
+    """A repository root and a global store outside it."""
+    root = make_repo(tmp_path / "repo")
+    agent = tmp_path / "agent"
+    agent.mkdir()
+    return root, agent.resolve() / "memory.md"
+
+
+def test_the_global_store(stores: tuple[Path, Path], tmp_path: Path) -> None:
+    global_store = stores[1]
+    assert classify_store_path(global_store, global_store) == StorePath("global")
+    (tmp_path / "agent-link").symlink_to(global_store.parent)
+    linked = tmp_path / "agent-link" / "memory.md"
+    assert classify_store_path(linked, global_store) == StorePath("global")
+
+
+def test_the_project_store_from_anywhere_it_is_reached(stores: tuple[Path, Path]) -> None:
+    root, global_store = stores
+    (root / ".pi").mkdir()
+    store = root / ".pi" / "memory.md"
+    assert classify_store_path(store, global_store) == StorePath("project", root)
+    (root / "notes").symlink_to(".pi")  # a folder linked to .pi: resolved, it is the store
+    assert classify_store_path(root / "notes" / "memory.md", global_store) == StorePath(
+        "project", root
+    )
+
+
+def test_a_pi_symlink_inside_the_project_is_still_its_store(stores: tuple[Path, Path]) -> None:
+    root, global_store = stores
+    (root / "tools" / "pi").mkdir(parents=True)
+    (root / ".pi").symlink_to("tools/pi")
+    store = root / ".pi" / "memory.md"
+    assert classify_store_path(store, global_store) == StorePath("project", root)
+
+
+def test_a_pi_memory_that_is_not_the_store_names_the_real_one(
+    stores: tuple[Path, Path], tmp_path: Path
+) -> None:
+    root, global_store = stores
+    real = str(root / ".pi" / "memory.md")
+    below = root / "sub" / ".pi" / "memory.md"
+    assert classify_store_path(below, global_store) == StorePath(None, root, real_store=real)
+    wt = make_worktree(root, tmp_path / "wt")
+    in_worktree = wt / ".pi" / "memory.md"
+    assert classify_store_path(in_worktree, global_store) == StorePath(None, root, real_store=real)
+
+
+def test_a_refused_project_store_is_its_projects_even_when_it_leads_to_the_global_one(
+    stores: tuple[Path, Path],
+) -> None:
+    root, global_store = stores
+    (root / ".pi").symlink_to(global_store.parent)
+    found = classify_store_path(root / ".pi" / "memory.md", global_store)
+    assert found is not None
+    assert (found.scope, found.root, found.real_store) == ("project", root, None)
+    assert found.refusal == (
+        f"Refusing to use {root}/.pi: it resolves outside the project ({global_store.parent})."
+    )
+
+
+def test_any_other_file_is_no_store(stores: tuple[Path, Path]) -> None:
+    root, global_store = stores
+    assert classify_store_path(root / "notes.md", global_store) is None
+    assert classify_store_path(root / "memory.md", global_store) is None

@@ -3,8 +3,24 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import event, given, settings
+from hypothesis import strategies as st
 
-from memory_ls.core.recall import INTRO, MARKER, TAIL_RESERVE, recall_plan, tail_line
+from memory_ls.core.recall import (
+    INTRO,
+    MARKER,
+    TAIL_RESERVE,
+    NoteRecall,
+    RecallPlan,
+    ScopeRecall,
+    budget_before,
+    incremental_plan,
+    note_cost,
+    note_recall,
+    recall_plan,
+    scope_recall,
+    tail_line,
+)
 
 PREAMBLE = (
     "[MEMORY]\n"
@@ -183,3 +199,190 @@ def test_inject_result_counts() -> None:
     assert result["omitted"] == [{"scope": "project", "text": "a" * 600}]
     assert result["bytes"] == plan.used
     assert result["maxInjectBytes"] == 512
+
+
+# -- the incremental update (the editor re-plans on every keystroke) -----------------------
+
+LEFT_OUT_CAP = 512
+"""A cap that leaves ``BIG`` out but takes short notes."""
+BIG = "b" * 400
+
+
+def test_an_unchanged_plan_is_returned_as_it_is() -> None:
+    plan = recall_plan(["a", BIG], ["g"], LEFT_OUT_CAP)
+    assert incremental_plan(plan, ["a", BIG], ["g"], LEFT_OUT_CAP) is plan
+
+
+def test_editing_a_left_out_note_that_still_does_not_fit_keeps_every_decision() -> None:
+    plan = recall_plan(["a", BIG], ["g"], LEFT_OUT_CAP)
+    assert [n.included for n in plan.notes] == [True, False, True]
+    for edited in (BIG + "!", BIG[:-1]):  # longer, and shorter but still too long
+        updated = incremental_plan(plan, ["a", edited], ["g"], LEFT_OUT_CAP)
+        assert updated is not None
+        assert updated == recall_plan(["a", edited], ["g"], LEFT_OUT_CAP)
+        assert updated.notes[1].text == edited
+        assert updated.notes[1].bytes == note_cost(edited)
+        assert updated.body == plan.body
+
+
+def test_a_left_out_global_note_is_found_after_the_project_notes() -> None:
+    plan = recall_plan(["a"], ["g", BIG], LEFT_OUT_CAP)
+    updated = incremental_plan(plan, ["a"], ["g", BIG + "?"], LEFT_OUT_CAP)
+    assert updated is not None
+    assert (updated.notes[2].scope, updated.notes[2].index) == ("global", 1)
+    assert updated == recall_plan(["a"], ["g", BIG + "?"], LEFT_OUT_CAP)
+
+
+@pytest.mark.parametrize(
+    ("project", "global_", "max_bytes", "inject"),
+    [
+        (["a!", BIG], ["g"], LEFT_OUT_CAP, True),  # an included note changed
+        (["a", "now short"], ["g"], LEFT_OUT_CAP, True),  # a left-out note now fits
+        (["a", BIG + "1"], ["g2"], LEFT_OUT_CAP, True),  # two notes changed
+        (["a", BIG, "c"], ["g"], LEFT_OUT_CAP, True),  # a note added
+        (["a"], ["g"], LEFT_OUT_CAP, True),  # a note removed
+        (["a", BIG], ["g"], 8192, True),  # another cap
+        (["a", BIG], ["g"], LEFT_OUT_CAP, False),  # recall turned off
+    ],
+)
+def test_anything_that_may_change_a_decision_needs_a_fresh_plan(
+    project: list[str], global_: list[str], max_bytes: int, inject: bool
+) -> None:
+    plan = recall_plan(["a", BIG], ["g"], LEFT_OUT_CAP)
+    assert incremental_plan(plan, project, global_, max_bytes, inject) is None
+
+
+def test_a_left_out_note_shrunk_to_the_exact_room_left_is_re_planned() -> None:
+    # After "a", the project section has started: the room left is all the note needs.
+    room = LEFT_OUT_CAP - TAIL_RESERVE - BASE - len("project:\n") - len("- a\n")
+    exact = "c" * (room - len("- \n"))
+    plan = recall_plan(["a", BIG], [], LEFT_OUT_CAP)
+    assert incremental_plan(plan, ["a", exact], [], LEFT_OUT_CAP) is None
+    assert recall_plan(["a", exact], [], LEFT_OUT_CAP).notes[1].included
+    one_over = incremental_plan(plan, ["a", exact + "c"], [], LEFT_OUT_CAP)
+    assert one_over == recall_plan(["a", exact + "c"], [], LEFT_OUT_CAP)
+    assert one_over is not None and not one_over.notes[1].included
+
+
+def test_budget_before_counts_the_included_notes_and_their_headers() -> None:
+    plan = recall_plan(["a", BIG, "bb"], [BIG, "g"], LEFT_OUT_CAP)
+    assert [n.included for n in plan.notes] == [True, False, True, False, True]
+    header = len("project:\n")
+    assert budget_before(plan, 0) == (BASE, False)
+    assert budget_before(plan, 1) == (BASE + header + len("- a\n"), True)
+    assert budget_before(plan, 3) == (BASE + header + len("- a\n- bb\n"), False)
+    # A left-out note opens no section: the global header is still unpaid.
+    assert budget_before(plan, 4) == budget_before(plan, 3)
+
+
+def test_note_cost_is_the_line_with_its_newline() -> None:
+    assert note_cost("abc") == len("- abc\n")
+    assert note_cost("😀") == len("- 😀\n".encode())
+
+
+def edited_notes(plan: RecallPlan, data: st.DataObject) -> tuple[list[str], list[str]]:
+    """The plan's notes with none, one (most often) or two edited the way typing does.
+
+    Half the edits hit a note the plan leaves out: the case the update keeps in place.
+    """
+    out = {"project": list(plan.project), "global": list(plan.global_)}
+    left_out = [n for n in plan.notes if not n.included]
+    for _ in range(data.draw(st.sampled_from([0, 1, 1, 1, 2]))):
+        if not plan.notes:
+            break
+        pool = left_out if left_out and data.draw(st.booleans()) else plan.notes
+        note = data.draw(st.sampled_from(pool))
+        notes, i = out[note.scope], note.index
+        edit = data.draw(st.sampled_from(["shorter", "longer", "other"]))
+        if edit == "shorter":  # often to a few characters, which may then fit
+            keep = data.draw(st.one_of(st.integers(0, 3), st.integers(0, len(notes[i]))))
+            notes[i] = notes[i][:keep] or "x"
+        elif edit == "longer":
+            notes[i] += data.draw(NOTE)
+        else:
+            notes[i] = data.draw(NOTE)
+    return out["project"], out["global"]
+
+
+NOTE = st.text(st.sampled_from("abé😀日 "), min_size=1, max_size=80)
+NOTES = st.lists(NOTE, max_size=12)
+
+
+@given(NOTES, NOTES, st.integers(150, 700), st.booleans(), st.data())
+@settings(max_examples=400, deadline=None)
+def test_the_incremental_update_always_equals_a_fresh_plan(
+    project: list[str], global_: list[str], cap: int, inject: bool, data: st.DataObject
+) -> None:
+    previous = recall_plan(project, global_, cap, inject)
+    new_project, new_global = edited_notes(previous, data)
+    if data.draw(st.integers(0, 4)) == 0:  # now and then a note added, or all gone
+        new_project = [*new_project, data.draw(NOTE)] if data.draw(st.booleans()) else []
+    new_cap = data.draw(st.sampled_from([cap, cap, cap + 1]))
+    fresh = recall_plan(new_project, new_global, new_cap, inject)
+    updated = incremental_plan(previous, new_project, new_global, new_cap, inject)
+    if updated is None:
+        event("re-planned")
+    else:
+        event("unchanged" if updated is previous else "a left-out note updated in place")
+    assert updated is None or updated == fresh
+
+
+# -- what the plan means for one note, and for one store ------------------------------------
+
+
+def test_a_note_in_the_body_is_in() -> None:
+    plan = recall_plan(["a"], ["g"], 8192)
+    verdict = note_recall(plan, "global", 0, "g")
+    assert verdict == NoteRecall("in", note_cost("g"))
+    assert verdict.included
+
+
+def test_a_note_the_budget_leaves_out_is_out_for_the_budget() -> None:
+    plan = recall_plan(["a", BIG], [], LEFT_OUT_CAP)
+    assert note_recall(plan, "project", 1, BIG) == NoteRecall("budget", note_cost(BIG))
+    assert not note_recall(plan, "project", 1, BIG).included
+    assert note_recall(plan, "project", 0, "a").included
+
+
+def test_recall_off_leaves_every_note_out() -> None:
+    plan = recall_plan(["a"], ["g"], 8192, inject=False)
+    assert note_recall(plan, "project", 0, "a").state == "recall-off"
+    assert note_recall(plan, "global", 0, "g").state == "recall-off"
+
+
+def test_an_untrusted_project_note_is_out_and_trust_comes_before_recall_off() -> None:
+    for inject in (True, False):
+        plan = recall_plan([], ["g"], 8192, inject)  # untrusted: no project notes offered
+        assert note_recall(plan, "project", 0, "a", trusted=False).state == "untrusted"
+    assert note_recall(recall_plan([], ["g"], 8192), "global", 0, "g", trusted=False).included
+
+
+def test_a_note_the_plan_never_saw_is_unread() -> None:
+    plan = recall_plan([], ["g"], 8192)  # a refused project store is not offered either
+    assert note_recall(plan, "project", 0, "a").state == "unread"
+    assert note_recall(plan, "global", 1, "h").state == "unread"
+
+
+def test_planned_finds_each_note_by_scope_and_index() -> None:
+    plan = recall_plan(["a", "b"], ["c"], 8192)
+    assert plan.planned("project", 1) is plan.notes[1]
+    assert plan.planned("global", 0) is plan.notes[2]
+    assert plan.planned("global", 1) is None
+    assert plan.planned("project", 2) is None
+    assert plan.planned("project", -1) is None
+
+
+def test_scope_recall_counts_the_scopes_left_out_notes() -> None:
+    plan = recall_plan(["a", BIG, BIG], ["g", BIG], LEFT_OUT_CAP)
+    assert scope_recall(plan, "project") == ScopeRecall("on", 2)
+    assert scope_recall(plan, "global") == ScopeRecall("on", 1)
+    assert [n.index for n in plan.omitted_in("project")] == [1, 2]
+
+
+def test_scope_recall_says_why_a_whole_store_is_out() -> None:
+    off = recall_plan(["a"], ["g"], 8192, inject=False)
+    assert scope_recall(off, "global") == ScopeRecall("recall-off", 0)
+    assert off.omitted_in("global") == []
+    untrusted = recall_plan([], ["g"], 8192, inject=False)
+    assert scope_recall(untrusted, "project", trusted=False) == ScopeRecall("untrusted", 0)
+    assert scope_recall(untrusted, "global", trusted=False) == ScopeRecall("recall-off", 0)

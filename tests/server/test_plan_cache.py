@@ -1,0 +1,143 @@
+"""The workspace's recall-plan cache, in process (no transport, no client).
+
+The core decides when a cached plan can be updated in place
+(``core.recall.incremental_plan``); the workspace only keeps one plan per
+project and a decision id that changes only when a fresh plan was needed.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from memory_ls.core.recall import RecallPlan, recall_plan
+from memory_ls.core.text import HEADER
+from memory_ls.server.documents import MemoryDocument, Span
+from memory_ls.server.settings import Settings
+from memory_ls.server.workspace import Projects
+from memory_ls.store.runtime import MemoryRuntime
+from tests.conftest import Workspace
+
+CAP = 512
+BIG = "b" * 400
+"""Left out under :data:`CAP`."""
+
+
+def store_text(notes: list[str]) -> str:
+    return f"{HEADER}\n\n" + "".join(f"- {n}\n" for n in notes)
+
+
+def setup(workspace: Workspace, project: list[str], global_: list[str]) -> Projects:
+    (workspace.agent_dir / "bytefly.json").write_text(
+        json.dumps({"memory": {"maxInjectBytes": CAP}})
+    )
+    workspace.write("project", store_text(project))
+    workspace.write("global", store_text(global_))
+    projects = Projects()
+    projects.configure(Settings(agent_dir=str(workspace.agent_dir), trusted=True), [workspace.root])
+    return projects
+
+
+def open_store(projects: Projects, path: Path) -> MemoryDocument:
+    doc = MemoryDocument(path.as_uri(), path, path.read_text(), 1)
+    projects.open(doc)
+    return doc
+
+
+def replace_line(doc: MemoryDocument, line: int, text: str) -> None:
+    """Type over one whole line, as an editor's incremental change does."""
+    doc.apply_change(Span(line, 0, line, len(doc.lines[line])), text, "utf-16")
+
+
+def fresh(projects: Projects, runtime: MemoryRuntime) -> RecallPlan:
+    config = runtime.config()
+    return recall_plan(
+        projects.store_notes(runtime, "project"),
+        projects.store_notes(runtime, "global"),
+        config.max_inject_bytes,
+        config.inject,
+    )
+
+
+def test_the_plan_follows_the_open_buffer(workspace: Workspace) -> None:
+    projects = setup(workspace, ["a"], ["g"])
+    runtime = projects.default_runtime()
+    doc = open_store(projects, workspace.project_store)
+    replace_line(doc, 2, "- typed in the buffer")
+    plan, _ = projects.plan(runtime)
+    assert plan.project == ("typed in the buffer",)
+    assert plan == fresh(projects, runtime)
+
+
+def test_asking_again_without_a_change_keeps_the_plan_and_its_decision(
+    workspace: Workspace,
+) -> None:
+    projects = setup(workspace, ["a", BIG], ["g"])
+    runtime = projects.default_runtime()
+    first, decision = projects.plan(runtime)
+    again, same = projects.plan(runtime)
+    assert again is first and same == decision
+
+
+def test_typing_in_a_left_out_note_keeps_the_decision(workspace: Workspace) -> None:
+    projects = setup(workspace, ["a", BIG], ["g"])
+    runtime = projects.default_runtime()
+    doc = open_store(projects, workspace.project_store)
+    before, decision = projects.plan(runtime)
+    assert [n.included for n in before.notes] == [True, False, True]
+    replace_line(doc, 3, f"- {BIG} and more")
+    after, same = projects.plan(runtime)
+    assert same == decision
+    assert after.project[1] == f"{BIG} and more"
+    assert after == fresh(projects, runtime)
+
+
+def test_an_edit_that_may_change_a_decision_gets_a_new_one(workspace: Workspace) -> None:
+    projects = setup(workspace, ["a", BIG], ["g"])
+    runtime = projects.default_runtime()
+    doc = open_store(projects, workspace.project_store)
+    _, decision = projects.plan(runtime)
+    replace_line(doc, 2, "- an included note, edited")
+    plan, changed = projects.plan(runtime)
+    assert changed != decision
+    assert plan == fresh(projects, runtime)
+    replace_line(doc, 3, "- now short enough")  # the left-out note now fits
+    plan, again = projects.plan(runtime)
+    assert again != changed
+    assert [n.included for n in plan.notes] == [True, True, True]
+    assert plan == fresh(projects, runtime)
+
+
+def test_a_settings_change_needs_a_fresh_plan(workspace: Workspace) -> None:
+    projects = setup(workspace, ["a", BIG], ["g"])
+    runtime = projects.default_runtime()
+    _, decision = projects.plan(runtime)
+    (workspace.agent_dir / "bytefly.json").write_text('{"memory": {"maxInjectBytes": 8192}}')
+    plan, changed = projects.plan(runtime)
+    assert changed != decision
+    assert plan.max_bytes == 8192 and all(n.included for n in plan.notes)
+
+
+def test_each_project_keeps_its_own_plan(workspace: Workspace, tmp_path: Path) -> None:
+    projects = setup(workspace, ["a"], ["g"])
+    other_root = tmp_path / "other"
+    (other_root / ".git").mkdir(parents=True)
+    (other_root / ".pi").mkdir()
+    (other_root / ".pi" / "memory.md").write_text(store_text(["other"]))
+    mine = projects.default_runtime()
+    theirs = projects.runtime_for_path(other_root)
+    plan_mine, decision_mine = projects.plan(mine)
+    plan_theirs, decision_theirs = projects.plan(theirs)
+    assert decision_mine != decision_theirs
+    assert plan_mine.project == ("a",)
+    assert plan_theirs.project == ("other",)
+    assert projects.plan(mine) == (plan_mine, decision_mine)
+
+
+def test_an_untrusted_project_is_planned_without_its_notes(workspace: Workspace) -> None:
+    projects = setup(workspace, ["a"], ["g"])
+    projects.configure(
+        Settings(agent_dir=str(workspace.agent_dir), trusted=False), [workspace.root]
+    )
+    plan, _ = projects.plan(projects.default_runtime())
+    assert plan.project == () and plan.global_ == ("g",)
