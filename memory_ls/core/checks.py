@@ -21,6 +21,7 @@ from memory_ls.core.recall import RecallPlan
 from memory_ls.core.text import (
     MAX_NOTE_UTF16,
     MAX_STORE_BYTES,
+    display_path,
     has_controls,
     hidden_characters,
     utf16_length,
@@ -252,6 +253,7 @@ class FileContext:
     inject: bool = True
     trusted: bool = True
     trust_reason: str = ""
+    """The trust verdict with its rule, as every report says it (``TrustDecision.summary``)."""
     real_store: str | None = None
     """Set when this ``.pi/memory.md`` is not its project's store."""
     outside_project: str | None = None
@@ -298,7 +300,7 @@ def file_findings(lines: Sequence[str], ctx: FileContext) -> list[Finding]:
     if ctx.real_store is not None:
         whole(
             "not-the-store",
-            f"This is not the project's memory store; the agent reads {ctx.real_store}",
+            f"This is not the project's memory store; the agent reads {display_path(ctx.real_store)}",
             store=ctx.real_store,
         )
     if ctx.scope is not None and not ctx.inject:

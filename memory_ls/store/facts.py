@@ -15,10 +15,12 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+from memory_ls.core.text import display_path
+
 
 def not_regular_message(path: Path) -> str:
     """Refusal for a FIFO, device, socket or folder where a memory file should be."""
-    return f"Memory file is not a regular file: {path}"
+    return f"Memory file is not a regular file: {display_path(path)}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,7 +52,7 @@ def read_disk_bytes(path: Path, limit: int) -> DiskBytes:
     try:
         st = os.lstat(path)
     except OSError as exc:
-        return DiskBytes(path, error=f"Cannot read {path}: {exc.strerror or exc}")
+        return DiskBytes(path, error=f"Cannot read {display_path(path)}: {exc.strerror or exc}")
     if stat.S_ISLNK(st.st_mode):
         return DiskBytes(path, size=st.st_size, symlink=True)
     if not stat.S_ISREG(st.st_mode):
@@ -61,7 +63,7 @@ def read_disk_bytes(path: Path, limit: int) -> DiskBytes:
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             return DiskBytes(path, size=st.st_size, symlink=True)
-        return DiskBytes(path, error=f"Cannot read {path}: {exc.strerror or exc}")
+        return DiskBytes(path, error=f"Cannot read {display_path(path)}: {exc.strerror or exc}")
     try:
         fst = os.fstat(fd)
         if not stat.S_ISREG(fst.st_mode):
@@ -72,7 +74,7 @@ def read_disk_bytes(path: Path, limit: int) -> DiskBytes:
             fd = -1  # the file object owns it now
             data = handle.read(limit)
     except OSError as exc:
-        return DiskBytes(path, error=f"Cannot read {path}: {exc.strerror or exc}")
+        return DiskBytes(path, error=f"Cannot read {display_path(path)}: {exc.strerror or exc}")
     finally:
         if fd >= 0:
             os.close(fd)

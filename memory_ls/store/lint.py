@@ -15,7 +15,7 @@ from memory_ls.core.checks import FileContext, Finding, check_bullets, key_index
 from memory_ls.core.models import Scope, other_scope
 from memory_ls.core.notes import parse_lines
 from memory_ls.core.recall import recall_plan
-from memory_ls.core.text import decode_for_display, split_text
+from memory_ls.core.text import decode_for_display, display_path, split_text
 from memory_ls.store.facts import invalid_utf8_position, read_disk_bytes
 from memory_ls.store.paths import project_root_for, project_store_path, refused_project_store
 from memory_ls.store.runtime import MemoryRuntime
@@ -211,7 +211,8 @@ def render_reports(reports: list[FileReport], fmt: str) -> tuple[str, bool]:
         }
         return json.dumps(sarif, indent=2, ensure_ascii=False), failing
     text = "\n".join(
-        f"{row['path']}:{row['line']}:{row['column']}: {row['code']} {row['message']}"
+        f"{display_path(str(row['path']))}:{row['line']}:{row['column']}: "
+        f"{row['code']} {row['message']}"
         for row in rows
     )
     return text, failing

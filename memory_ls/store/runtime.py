@@ -40,6 +40,7 @@ from memory_ls.core.models import (
 )
 from memory_ls.core.notes import ParsedFile, parse
 from memory_ls.core.recall import RecallPlan, recall_plan
+from memory_ls.core.text import display_path
 from memory_ls.core.trust import TrustDecision
 from memory_ls.store.config import load_config
 from memory_ls.store.files import (
@@ -64,7 +65,10 @@ from memory_ls.store.trust import decide_trust
 
 def same_file_message(path: Path) -> str:
     """Refusal to move a note between two scopes that are one file."""
-    return f"The project and global memory are the same file, so a note cannot move: {path}"
+    return (
+        "The project and global memory are the same file, so a note cannot move: "
+        f"{display_path(path)}"
+    )
 
 
 def _same_store(a: Path, b: Path) -> bool:
@@ -391,7 +395,8 @@ class MemoryRuntime:
         except OSError as exc:
             path = self.paths[scope]
             why = exc.strerror or str(exc)
-            return Change("", False, error=f"Cannot write the memory file {path}: {why}")
+            shown = display_path(path)
+            return Change("", False, error=f"Cannot write the memory file {shown}: {why}")
 
     def _mutate_locked(self, scope: Scope, transform: Callable[[str], Change]) -> Change:
         """One read-modify-write of ``scope`` under both locks.

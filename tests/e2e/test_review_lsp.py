@@ -332,6 +332,7 @@ async def test_not_the_store_points_at_the_real_store(start, ws, tmp_path):
     ws.write(ws.project_store, ["real"])
     # A linked worktree: its .git file points into the main repository's .git.
     tree = tmp_path / "tree"
+    (ws.root / ".git" / "HEAD").write_text("ref: refs/heads/main\n")  # as git writes it
     gitdir = ws.root / ".git" / "worktrees" / "tree"
     gitdir.mkdir(parents=True)
     (gitdir / "commondir").write_text("../..\n")
