@@ -43,6 +43,25 @@ class TrustDecision:
     """A sentence naming the rule's evidence, e.g. ``untrusted: the project holds .pi/mcp.json``."""
     problems: list[str] = field(default_factory=list)
     """Things found on the way that a human should fix (e.g. a malformed ``trust.json``)."""
+    consulted: tuple[str, ...] = field(default=(), compare=False)
+    """Every path the decision read or looked for: when none of them changed, nor the
+    folders they would appear in, the decision still holds (a cache keys on them)."""
+
+    @property
+    def summary(self) -> str:
+        """The verdict and its rule, as every trust report says it (:func:`trust_summary`)."""
+        return trust_summary(self.trusted, self.rule, self.reason)
+
+
+def trust_summary(trusted: bool, rule: str, reason: str) -> str:
+    """The trust verdict said once: ``untrusted (rule: resources; the project holds …)``.
+
+    A decision's ``reason`` starts with the verdict itself (``untrusted: …``); that
+    prefix is dropped here so a report does not say it twice.
+    """
+    verdict = "trusted" if trusted else "untrusted"
+    evidence = reason.removeprefix(f"{verdict}: ")
+    return f"{verdict} (rule: {rule}; {evidence})" if evidence else f"{verdict} (rule: {rule})"
 
 
 @dataclass(frozen=True, slots=True)

@@ -87,6 +87,9 @@ class Projects:
         """Forget cached trust, configuration, key indexes and plans."""
         self._keys.clear()
         self._plans.clear()
+        for runtime in self.runtimes.values():
+            # A watcher may see what no stamp shows (an edit that kept size and mtime).
+            runtime.forget_settings()
 
     def runtime_for_path(self, path: Path) -> MemoryRuntime:
         """The runtime of the project holding ``path`` (created on first use)."""

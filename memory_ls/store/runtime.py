@@ -76,6 +76,15 @@ def _same_store(a: Path, b: Path) -> bool:
     return a.name == b.name and os.path.realpath(a.parent) == os.path.realpath(b.parent)
 
 
+def _followed_stamp(path: str) -> Stamp | None:
+    """The stamp of what ``path`` leads to (symlinks followed); ``None`` when nothing."""
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    return Stamp(st.st_mtime_ns, st.st_size, st.st_ino)
+
+
 MUTATIONS = frozenset({"add", "update", "forget", "merge", "move", "clear"})
 
 
@@ -130,27 +139,35 @@ class MemoryRuntime:
     # -- settings -----------------------------------------------------------
 
     def _settings(self) -> tuple[TrustDecision, EffectiveConfig]:
-        """Trust and configuration, read again only when a file they come from changed.
+        """Trust and configuration, read again only when a path they depend on changed.
 
-        The stamps cover ``trust.json``, both ``bytefly.json`` files, and the project
-        root and its ``.pi/`` folder (whose entries change when a trust-requiring
-        resource appears or goes).
+        The key is the stamp, symlinks followed, of every path the trust decision
+        consulted (and the folders they would appear in), and of both
+        ``bytefly.json`` files and their folders: an edit behind a symlinked
+        ``trust.json`` or ``.pi``, or a ``.agents/skills`` appearing in a parent
+        folder, is seen by a server that has been running for days.
         """
-        watched = (
-            self.agent_dir / "trust.json",
-            self.agent_dir / "bytefly.json",
-            self.project_root / ".pi" / "bytefly.json",
-            self.project_root / ".pi",
-            self.project_root,
-        )
-        key = (self.explicit_trust, *(stamp_of(p) for p in watched))
         cached = self._settings_cache
-        if cached is not None and cached[0] == key:
+        if cached is not None and cached[0] == self._settings_key(cached[1]):
             return cached[1], cached[2]
         trust = decide_trust(self.project_root, self.agent_dir, self.explicit_trust)
         config = load_config(self.agent_dir, self.project_root, trust.trusted)
-        self._settings_cache = (key, trust, config)
+        self._settings_cache = (self._settings_key(trust), trust, config)
         return trust, config
+
+    def _settings_key(self, trust: TrustDecision) -> tuple[object, ...]:
+        configs = (
+            str(self.agent_dir),
+            str(self.agent_dir / "bytefly.json"),
+            str(self.project_root / ".pi"),
+            str(self.project_root / ".pi" / "bytefly.json"),
+        )
+        paths = dict.fromkeys((*trust.consulted, *configs))
+        return (self.explicit_trust, *(_followed_stamp(p) for p in paths))
+
+    def forget_settings(self) -> None:
+        """Decide trust and read the configuration afresh on next use (a watcher saw a change)."""
+        self._settings_cache = None
 
     def trust(self) -> TrustDecision:
         """Who decides whether the project's notes may be read and written (SPEC §4)."""
