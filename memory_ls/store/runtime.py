@@ -249,9 +249,14 @@ class MemoryRuntime:
         return list(view.parsed.notes if view.readable else view.last_good)
 
     def reload(self) -> dict[Scope, StoreChange]:
-        """Re-read both stores regardless of stamps; say what changed in each."""
+        """Re-read both stores regardless of stamps; say what changed in each.
+
+        An untrusted project's store is re-read too (recall needs it fresh once
+        trusted), but its change is reported as none: what arrived in it is
+        repository text, which no front end may show (SPEC §4).
+        """
         changes: dict[Scope, StoreChange] = {}
-        self._settings_cache = None
+        self.forget_settings()
         with self._lock:
             for scope in ("project", "global"):
                 before = self._views[scope].parsed.notes if scope in self._views else None
@@ -264,10 +269,16 @@ class MemoryRuntime:
                     added=[n for n in after if n not in old],
                     removed=[n for n in before if n not in new],
                 )
+        if not self.trust().trusted:
+            changes["project"] = StoreChange(added=[], removed=[])
         return changes
 
     def reload_result(self) -> ReloadResult:
-        """Re-read both stores: the ``memory.reload`` result (both scopes' notes, and what changed)."""
+        """Re-read both stores: the ``memory.reload`` result (both scopes' notes, and what changed).
+
+        ``changed`` says whether anything it may show changed: an untrusted
+        project's store changing on disk is not reported, not even as a flag.
+        """
         changes = self.reload()
         changed = any(c.added or c.removed for c in changes.values())
         return {
