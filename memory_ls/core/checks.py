@@ -310,8 +310,8 @@ def file_findings(lines: Sequence[str], ctx: FileContext) -> list[Finding]:
     if ctx.scope == "project" and not ctx.trusted:
         whole(
             "untrusted",
-            "The project is untrusted: these notes are not recalled and the memory tool "
-            f"cannot change them ({ctx.trust_reason}).",
+            f"The project is {ctx.trust_reason or 'untrusted'}: these notes are not recalled "
+            "and the memory tool cannot change them.",
         )
     return out
 

@@ -38,7 +38,7 @@ def hover(ls: MemoryServer, params: lsp.HoverParams) -> lsp.Hover | None:
         if not plan.inject:
             parts.append("Recall is off (`inject: false`): not sent to the model.")
         elif scope == "project" and not trust.trusted:
-            parts.append(f"Not recalled: the project is untrusted ({trust.reason}).")
+            parts.append(f"Not recalled: the project is {trust.summary}.")
         elif planned is not None and planned.included:
             parts.append(f"In recall ({plan.used}/{plan.max_bytes} bytes used).")
         elif planned is not None:

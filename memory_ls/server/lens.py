@@ -25,7 +25,7 @@ def lens_title(ls: MemoryServer, uri: str) -> str | None:
     count = len(doc.notes())
     trust = state.info.runtime.trust()
     if scope == "project" and not trust.trusted:
-        return f"{count} notes · untrusted: not recalled"
+        return f"{count} notes · not recalled: {trust.summary}"
     plan, _ = ls.projects.plan(state.info.runtime)
     if not plan.inject:
         return f"{count} notes · recall off"

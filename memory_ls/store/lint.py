@@ -66,7 +66,7 @@ def lint_file(
     if runtime is not None and scope is not None:
         trust = runtime.trust()
         config = runtime.config()
-        ctx_args.update(inject=config.inject, trusted=trust.trusted, trust_reason=trust.reason)
+        ctx_args.update(inject=config.inject, trusted=trust.trusted, trust_reason=trust.summary)
         other = other_scope(scope)
         other_view = runtime.view(other)
         other_path = str(runtime.paths[other])

@@ -348,7 +348,7 @@ class MemoryRuntime:
             "project": str(self.paths["project"]),
             "global": str(self.paths["global"]),
             "trusted": trust.trusted,
-            "trustReason": trust.reason,
+            "trustReason": trust.summary,
         }
 
     # -- actions ------------------------------------------------------------
