@@ -26,6 +26,7 @@ from memory_ls.core.recall import RecallPlan
 from memory_ls.core.text import (
     MAX_NOTE_UTF16,
     MAX_STORE_BYTES,
+    display_path,
     has_controls,
     hidden_characters,
     utf16_length,
@@ -367,6 +368,7 @@ class FileContext:
     inject: bool = True
     trusted: bool = True
     trust_reason: str = ""
+    """The trust verdict with its rule, as every report says it (``TrustDecision.summary``)."""
     real_store: str | None = None
     """Set when this ``.pi/memory.md`` is not its project's store."""
     outside_project: str | None = None
@@ -413,7 +415,7 @@ def file_findings(lines: Sequence[str], ctx: FileContext) -> list[Finding]:
     if ctx.real_store is not None:
         whole(
             "not-the-store",
-            f"This is not the project's memory store; the agent reads {ctx.real_store}",
+            f"This is not the project's memory store; the agent reads {display_path(ctx.real_store)}",
             NotTheStoreData(store=ctx.real_store),
             # Point at the real store, so a client can jump there.
             Related(0, 0, 0, "The project's memory store", path=ctx.real_store),
@@ -425,8 +427,8 @@ def file_findings(lines: Sequence[str], ctx: FileContext) -> list[Finding]:
     if ctx.scope == "project" and not ctx.trusted:
         whole(
             "untrusted",
-            "The project is untrusted: these notes are not recalled and the memory tool "
-            f"cannot change them ({ctx.trust_reason}).",
+            f"The project is {ctx.trust_reason or 'untrusted'}: these notes are not recalled "
+            "and the memory tool cannot change them.",
         )
     return out
 

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from decimal import ROUND_FLOOR, Decimal
 from typing import Literal
 
+from memory_ls.core.text import display_path
+
 DEFAULT_MAX_INJECT_BYTES = 8192
 MIN_INJECT_BYTES = 512
 MAX_INJECT_BYTES = 32768
@@ -98,7 +100,7 @@ def resolve_config(layers: Sequence[ConfigLayer]) -> EffectiveConfig:
         if isinstance(layer, ConfigSource):
             sources.append(layer)
             if layer.status == "ignored":
-                problems.append(f"ignored {layer.path}: {layer.why or 'unusable'}")
+                problems.append(f"ignored {display_path(layer.path)}: {layer.why or 'unusable'}")
             continue
         path, text = layer
         if text is None:
@@ -107,7 +109,7 @@ def resolve_config(layers: Sequence[ConfigLayer]) -> EffectiveConfig:
         section, why = _memory_section(text)
         if section is None:
             sources.append(ConfigSource(path=path, status="ignored", why=why))
-            problems.append(f"ignored {path}: {why}")
+            problems.append(f"ignored {display_path(path)}: {why}")
             continue
         sources.append(ConfigSource(path=path, status="used"))
         if "inject" in section:
@@ -116,7 +118,7 @@ def resolve_config(layers: Sequence[ConfigLayer]) -> EffectiveConfig:
                 inject = value
             else:
                 problems.append(
-                    f"ignored {CONFIG_SECTION}.inject in {path}: "
+                    f"ignored {CONFIG_SECTION}.inject in {display_path(path)}: "
                     f"{describe_json_value(value)} is not a boolean"
                 )
         if "maxInjectBytes" in section:
@@ -126,7 +128,7 @@ def resolve_config(layers: Sequence[ConfigLayer]) -> EffectiveConfig:
                 max_bytes = number
             else:
                 problems.append(
-                    f"ignored {CONFIG_SECTION}.maxInjectBytes in {path}: "
+                    f"ignored {CONFIG_SECTION}.maxInjectBytes in {display_path(path)}: "
                     f"{describe_json_value(value)} is not a number"
                 )
     return EffectiveConfig(

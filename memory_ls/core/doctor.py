@@ -28,7 +28,7 @@ from memory_ls.core.models import (
 from memory_ls.core.notes import ParsedFile
 from memory_ls.core.recall import RecallPlan
 from memory_ls.core.render import trust_summary
-from memory_ls.core.text import MAX_STORE_BYTES
+from memory_ls.core.text import MAX_STORE_BYTES, display_path
 
 WITHHELD = "(text withheld: the project is untrusted)"
 """What the doctor shows in place of an untrusted project's note (SPEC §4)."""
@@ -158,7 +158,7 @@ def doctor_report(
 def _scope_lines(name: str, rep: ScopeReport) -> list[str]:
     state = "exists" if rep["exists"] else "missing (reads as empty)"
     lines = [
-        f"{name}: {rep['path']}",
+        f"{name}: {display_path(rep['path'])}",
         f"  {state}, {rep['bytes']} of {rep['cap']} bytes, {rep['notes']} note(s)",
     ]
     if "error" in rep:
@@ -206,7 +206,7 @@ def render_doctor_text(report: DoctorReport) -> str:
     )
     for src in config["sources"]:
         why = f" ({src['why']})" if src.get("why") else ""
-        lines.append(f"  {src['status']}: {src['path']}{why}")
+        lines.append(f"  {src['status']}: {display_path(src['path'])}{why}")
     if recall["inject"]:
         lines.append(
             f"recall: {recall['used']} of {recall['maxInjectBytes']} bytes, "

@@ -3,17 +3,7 @@
 from __future__ import annotations
 
 from memory_ls.core.models import MemoryResult
-
-
-def trust_summary(trusted: bool, rule: str, reason: str) -> str:
-    """The trust verdict said once: ``untrusted (rule: resources; the project holds …)``.
-
-    A decision's ``reason`` starts with the verdict itself (``untrusted: …``); that
-    prefix is dropped here so a report does not say it twice.
-    """
-    verdict = "trusted" if trusted else "untrusted"
-    evidence = reason.removeprefix(f"{verdict}: ")
-    return f"{verdict} (rule: {rule}; {evidence})" if evidence else f"{verdict} (rule: {rule})"
+from memory_ls.core.trust import trust_summary as trust_summary  # every report's one rendering
 
 
 def count_line(result: MemoryResult) -> str:

@@ -7,7 +7,9 @@ comments say where Python's defaults differ from them.
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
+from pathlib import PurePath
 
 HEADER = "<!-- Pi memory: one note per bullet; written by the memory tool and /memory -->"
 """The first line of a store that memory-ls (or Pi) creates."""
@@ -102,6 +104,42 @@ def hidden_characters(text: str) -> list[int]:
 def remove_hidden(text: str) -> str:
     """``text`` without its hidden characters."""
     return _HIDDEN_RE.sub("", text)
+
+
+# Unicode categories a reader cannot see for what they are: controls (line
+# breaks among them), format characters (bidi, zero-width, tags), lone
+# surrogates (a path byte that is not UTF-8) and the line/paragraph separators.
+_UNSEEN_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
+_NAMED_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def display_path(path: str | PurePath) -> str:
+    """``path`` as a message quotes it: what could forge a line or hide text is escaped.
+
+    A path can come from the repository (a ``.pi`` symlink's target, a folder
+    name) and every message reaches a person or a model, so a newline must not
+    start a fake line and a bidi control must not reorder what is read.
+    Controls, format characters (bidi, zero-width, tags), lone surrogates and
+    line separators become ``\\n``, ``\\x1b``, ``\\u202e``, ``\\U000e0041``;
+    everything else (spaces, accents, CJK) is kept as it is.
+    """
+    text = str(path)
+    if text.isascii() and text.isprintable():
+        return text  # the common case: nothing to escape
+    return "".join(_escape_unseen(char) for char in text)
+
+
+def _escape_unseen(char: str) -> str:
+    if char in _NAMED_ESCAPES:
+        return _NAMED_ESCAPES[char]
+    if unicodedata.category(char) not in _UNSEEN_CATEGORIES and not _HIDDEN_RE.match(char):
+        return char
+    code = ord(char)
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    if code < 0x10000:
+        return f"\\u{code:04x}"
+    return f"\\U{code:08x}"
 
 
 @dataclass(frozen=True, slots=True)

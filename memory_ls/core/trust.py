@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from memory_ls.core.config import json_type_name, parse_json
+from memory_ls.core.text import display_path
 
 TrustRule = Literal["explicit", "trust.json", "resources"]
 
@@ -42,6 +43,25 @@ class TrustDecision:
     """A sentence naming the rule's evidence, e.g. ``untrusted: the project holds .pi/mcp.json``."""
     problems: list[str] = field(default_factory=list)
     """Things found on the way that a human should fix (e.g. a malformed ``trust.json``)."""
+    consulted: tuple[str, ...] = field(default=(), compare=False)
+    """Every path the decision read or looked for: when none of them changed, nor the
+    folders they would appear in, the decision still holds (a cache keys on them)."""
+
+    @property
+    def summary(self) -> str:
+        """The verdict and its rule, as every trust report says it (:func:`trust_summary`)."""
+        return trust_summary(self.trusted, self.rule, self.reason)
+
+
+def trust_summary(trusted: bool, rule: str, reason: str) -> str:
+    """The trust verdict said once: ``untrusted (rule: resources; the project holds …)``.
+
+    A decision's ``reason`` starts with the verdict itself (``untrusted: …``); that
+    prefix is dropped here so a report does not say it twice.
+    """
+    verdict = "trusted" if trusted else "untrusted"
+    evidence = reason.removeprefix(f"{verdict}: ")
+    return f"{verdict} (rule: {rule}; {evidence})" if evidence else f"{verdict} (rule: {rule})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,7 +89,7 @@ def parse_trust_store(text: str, source: str) -> tuple[dict[str, bool | None], l
     """
     data, error = parse_json(text)
     if error is not None:
-        return {}, [f"ignored {source}: {error}"]
+        return {}, [f"ignored {display_path(source)}: {error}"]
     return trust_entries(data, source)
 
 
@@ -84,18 +104,21 @@ def trust_entries(data: object, source: str) -> tuple[dict[str, bool | None], li
     ``false`` wins, as the safe choice.
     """
     if not isinstance(data, dict):
-        return {}, [f"ignored {source}: expected a JSON object, found {json_type_name(data)}"]
+        shown = display_path(source)
+        return {}, [f"ignored {shown}: expected a JSON object, found {json_type_name(data)}"]
     entries: dict[str, bool | None] = {}
     problems: list[str] = []
     for key, value in data.items():
         if value is not None and not isinstance(value, bool):
             problems.append(
-                f"ignored entry {key!r} in {source}: expected true, false or null, "
+                f"ignored entry {key!r} in {display_path(source)}: expected true, false or null, "
                 f"found {json_type_name(value)}"
             )
             continue
         if not posixpath.isabs(key):
-            problems.append(f"ignored entry {key!r} in {source}: not an absolute path")
+            problems.append(
+                f"ignored entry {key!r} in {display_path(source)}: not an absolute path"
+            )
             continue
         directory = _normalise_dir(key)
         if directory in entries and entries[directory] is not None and value is not False:
@@ -131,13 +154,13 @@ def trust_store_decision(
     if match is None:
         return None
     verdict = "trusted" if match.trusted else "untrusted"
-    where = match.directory
-    if where != _normalise_dir(project_root):
+    where = display_path(match.directory)
+    if match.directory != _normalise_dir(project_root):
         where = f"{where} (an ancestor of the project)"
     return TrustDecision(
         trusted=match.trusted,
         rule="trust.json",
-        reason=f"{verdict}: {source} marks {where} as {verdict}",
+        reason=f"{verdict}: {display_path(source)} marks {where} as {verdict}",
     )
 
 
@@ -159,7 +182,7 @@ def resources_decision(
     if in_project:
         parts.append(f"the project holds {_join(in_project)}")
     if in_ancestors:
-        parts.append(f"a parent folder holds {_join(in_ancestors)}")
+        parts.append(f"a parent folder holds {_join([display_path(p) for p in in_ancestors])}")
     return TrustDecision(trusted=False, rule="resources", reason="untrusted: " + "; ".join(parts))
 
 

@@ -33,7 +33,7 @@ from memory_ls.core.actions import Change, check_scope, read_request
 from memory_ls.core.models import MemoryResult, Scope
 from memory_ls.server.documents import MemoryDocument
 from memory_ls.server.edits import replacing_edit
-from memory_ls.store.paths import canonical_path
+from memory_ls.store.paths import canonical_path, refused_project_store
 from memory_ls.store.runtime import MemoryRuntime
 
 if TYPE_CHECKING:
@@ -91,14 +91,18 @@ def runtime_for(
 
     A ``uri`` naming a path that does not exist outside every workspace folder
     picks nothing: the answer is then the command's ``MemoryResult`` error, so
-    no project is ever created from a typo (SPEC §1).
+    no project is ever created from a typo (SPEC §1). The store of a project
+    whose ``.pi`` leads out of it is judged first: it names that project, and
+    gets its exact refusal, even when the link dangles.
     """
     uri = arg.get("uri")
     path: Path | None = None
     if isinstance(uri, str) and uri:
         fs = to_fs_path(uri) if "://" in uri else uri
         path = Path(fs) if fs else None
-    missing = ls.projects.missing_project(path) if path is not None else None
+    if path is None or refused_project_store(path) is not None:
+        return ls.projects.runtime_for_uri_path(path)
+    missing = ls.projects.missing_project(path)
     if missing is not None:
         scope, _ = check_scope(arg.get("scope"))
         result = ls.projects.default_runtime().result(command.removeprefix("memory."), scope)

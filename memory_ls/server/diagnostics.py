@@ -107,7 +107,7 @@ class Analysis:
             invalid_utf8_at=state.disk.invalid_utf8_at,
             inject=config.inject,
             trusted=trust.trusted,
-            trust_reason=f"{trust.rule}: {trust.reason}",
+            trust_reason=trust.summary,
             real_store=info.real_store,
             outside_project=outside,
         )

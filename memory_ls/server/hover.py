@@ -40,7 +40,7 @@ def hover(ls: MemoryServer, params: lsp.HoverParams) -> lsp.Hover | None:
         if verdict.state == "recall-off":
             parts.append("Recall is off (`inject: false`): not sent to the model.")
         elif verdict.state == "untrusted":
-            parts.append(f"Not recalled: the project is untrusted ({trust.reason}).")
+            parts.append(f"Not recalled: the project is {trust.summary}.")
         elif verdict.state == "in":
             parts.append(f"In recall ({plan.used}/{plan.max_bytes} bytes used).")
         elif verdict.state == "budget":

@@ -28,7 +28,7 @@ def lens_title(ls: MemoryServer, uri: str) -> str | None:
     trusted = state.info.runtime.trust().trusted
     verdict = scope_recall(plan, state.info.scope, trusted=trusted)
     if verdict.state == "untrusted":
-        return f"{count} notes · untrusted: not recalled"
+        return f"{count} notes · not recalled: {state.info.runtime.trust().summary}"
     if verdict.state == "recall-off":
         return f"{count} notes · recall off"
     budget = f"{plan.used}/{plan.max_bytes} bytes in recall"

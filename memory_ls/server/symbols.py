@@ -68,7 +68,12 @@ def _matches(note: str, words: list[str]) -> bool:
 def workspace_symbol(
     ls: MemoryServer, params: lsp.WorkspaceSymbolParams
 ) -> list[lsp.SymbolInformation]:
-    """Notes of both stores of every project whose text holds every word of the query."""
+    """Notes of both stores of every project whose text holds every word of the query.
+
+    An untrusted (or refused) project's notes are left out even when its store is
+    open: a workspace search is not the file the person has open, and its answer
+    may reach a model (SPEC §4). The open file's own outline stays.
+    """
     words = params.query.lower().split()
     out: list[lsp.SymbolInformation] = []
     seen: set[str] = set()
@@ -77,15 +82,15 @@ def workspace_symbol(
     ]
     enc = ls.analysis.encoding
     for runtime in runtimes:
-        trusted = runtime.trust().trusted
+        readable = ls.projects.project_readable(runtime)
         for scope in SCOPES:
             path = runtime.paths[scope]
             if str(path) in seen:
                 continue
             seen.add(str(path))
+            if scope == "project" and not readable:
+                continue
             doc = ls.projects.open_store(runtime, scope)
-            if doc is None and scope == "project" and not trusted:
-                continue  # an untrusted project's store is not read (unless it is open)
             if doc is None:
                 view = runtime.view(scope)
                 if not view.readable:

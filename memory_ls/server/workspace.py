@@ -27,8 +27,24 @@ from memory_ls.store.paths import (
     classify_store_path,
     no_project_message,
     project_root_for,
+    repository_root_for,
 )
 from memory_ls.store.runtime import MemoryRuntime
+
+
+def _resolved(path: Path) -> Path | None:
+    """``path`` canonical (symlinks and ``..`` resolved), or ``None`` if no path can be."""
+    try:
+        return Path(os.path.realpath(path))
+    except ValueError:  # a NUL byte
+        return None
+
+
+def _nearest_existing(path: Path) -> Path:
+    """``path`` itself when it exists, else its nearest ancestor that does."""
+    while not os.path.exists(path) and path.parent != path:
+        path = path.parent
+    return path
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +87,9 @@ class Projects:
         """Forget cached key indexes and plans (runtimes re-check their own stamps)."""
         self._keys.clear()
         self._plans.clear()
+        for runtime in self.runtimes.values():
+            # A watcher may see what no stamp shows (an edit that kept size and mtime).
+            runtime.forget_settings()
 
     def runtime_for_path(self, path: Path) -> MemoryRuntime:
         """The runtime of the project holding ``path`` (created on first use)."""
@@ -102,19 +121,24 @@ class Projects:
     def missing_project(self, path: Path) -> str | None:
         """Why a command's ``uri`` picks no project: it names nothing, outside every folder.
 
-        A path inside a workspace folder picks the folder, existing or not; any
-        other path must exist, since nothing creates a project (SPEC §1).
+        The path is judged where it resolves to (symlinks and ``..`` followed): a
+        path that exists picks its project, a missing one inside a workspace
+        folder picks the project of its nearest existing ancestor; any other
+        path names nothing, and nothing creates a project (SPEC §1).
         """
-        if os.path.lexists(path) or self._folder_holding(path) is not None:
+        real = _resolved(path)
+        if real is not None and (os.path.exists(real) or self._folder_holding(real)):
             return None
         return no_project_message(path)
 
-    def _folder_holding(self, path: Path) -> Path | None:
-        """The innermost workspace folder that is ``path`` or holds it."""
-        for folder in sorted(self.folders, key=lambda f: len(str(f)), reverse=True):
-            if path == folder or folder in path.parents:
-                return folder
-        return None
+    def _folder_holding(self, real: Path) -> Path | None:
+        """The innermost workspace folder (canonical) that is the canonical ``real`` or holds it."""
+        holding = [
+            canon
+            for folder in self.folders
+            if (canon := _resolved(folder)) is not None and (real == canon or canon in real.parents)
+        ]
+        return max(holding, key=lambda f: len(f.parts), default=None)
 
     def default_runtime(self) -> MemoryRuntime:
         """The first workspace folder's runtime (the current directory without folders)."""
@@ -125,6 +149,9 @@ class Projects:
         default = self.default_runtime()
         if path is None:
             return default
+        real = _resolved(path)
+        if real is None:
+            return default  # names nothing (a NUL byte); missing_project refused it first
         found = classify_store_path(path, default.paths["global"])
         if found is not None and found.root is not None and found.refusal is not None:
             # `<root>/.pi/memory.md` of a project whose .pi leads out (maybe to the
@@ -134,8 +161,14 @@ class Projects:
             # The global store belongs to no project: it picks the default one, not
             # a "project" rooted in the agent dir.
             return default
-        folder = self._folder_holding(path)
-        return self.runtime_for_path(folder if folder is not None else path)
+        # Where the path really is, not the folder it is spelled under: a nested
+        # repository, a link leading out of a folder and a `..` each pick their own
+        # project, as a document's path does (`describe`). Outside any repository a
+        # file in a folder belongs to the folder's project, not to its own directory.
+        target = _nearest_existing(real)
+        if repository_root_for(target) is None:
+            target = self._folder_holding(real) or target
+        return self.runtime_for_path(target)
 
     # -- documents -----------------------------------------------------------------
 

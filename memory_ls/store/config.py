@@ -16,7 +16,7 @@ from memory_ls.core.config import (
     skipped_layer,
     unreadable_layer,
 )
-from memory_ls.store.paths import read_small_text
+from memory_ls.store.paths import project_folder_refusal, read_small_text
 
 CONFIG_FILE_NAME = "bytefly.json"
 
@@ -38,11 +38,19 @@ def load_config(agent_dir: Path, project_root: Path, trusted: bool) -> Effective
     """Return the effective configuration for a project.
 
     The project layer of an untrusted project is not read at all (it is
-    repository-controlled), and is recorded as ``skipped-untrusted``.
+    repository-controlled), and is recorded as ``skipped-untrusted``. Nor is it
+    read through a ``.pi`` that resolves outside the project: that file is
+    another folder's, and is recorded as ``ignored`` with the refusal (SPEC §1).
     """
     layers: list[ConfigLayer] = [_read_layer(global_config_path(agent_dir))]
     project_path = project_config_path(project_root)
-    layers.append(_read_layer(project_path) if trusted else skipped_layer(str(project_path)))
+    refusal = project_folder_refusal(project_root)
+    if refusal is not None:
+        layers.append(unreadable_layer(str(project_path), refusal))
+    elif trusted:
+        layers.append(_read_layer(project_path))
+    else:
+        layers.append(skipped_layer(str(project_path)))
     return resolve_config(layers)
 
 

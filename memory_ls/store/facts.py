@@ -16,12 +16,13 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+from memory_ls.core.text import display_path
 from memory_ls.store.paths import project_folder_refusal, refused_project_store
 
 
 def not_regular_message(path: Path) -> str:
     """Refusal for a FIFO, device, socket or folder where a memory file should be."""
-    return f"Memory file is not a regular file: {path}"
+    return f"Memory file is not a regular file: {display_path(path)}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,7 +58,9 @@ def read_disk_bytes(path: Path, limit: int) -> DiskBytes:
     try:
         st = os.lstat(path)
     except OSError as exc:
-        return DiskBytes(path, error=f"Cannot read {path}: {exc.strerror or exc}", exists=False)
+        return DiskBytes(
+            path, error=f"Cannot read {display_path(path)}: {exc.strerror or exc}", exists=False
+        )
     if stat.S_ISLNK(st.st_mode):
         return DiskBytes(path, size=st.st_size, symlink=True)
     if not stat.S_ISREG(st.st_mode):
@@ -68,7 +71,7 @@ def read_disk_bytes(path: Path, limit: int) -> DiskBytes:
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             return DiskBytes(path, size=st.st_size, symlink=True)
-        why = f"Cannot read {path}: {exc.strerror or exc}"
+        why = f"Cannot read {display_path(path)}: {exc.strerror or exc}"
         return DiskBytes(path, size=st.st_size, error=why, regular=True)
     try:
         fst = os.fstat(fd)
@@ -80,7 +83,7 @@ def read_disk_bytes(path: Path, limit: int) -> DiskBytes:
             fd = -1  # the file object owns it now
             data = handle.read(limit)
     except OSError as exc:
-        why = f"Cannot read {path}: {exc.strerror or exc}"
+        why = f"Cannot read {display_path(path)}: {exc.strerror or exc}"
         return DiskBytes(path, size=fst.st_size, error=why, regular=True)
     finally:
         if fd >= 0:

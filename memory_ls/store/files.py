@@ -24,7 +24,13 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from memory_ls.core.text import MAX_STORE_BYTES, decode_for_display, first_invalid_utf8
+from memory_ls.core.text import (
+    MAX_STORE_BYTES,
+    decode_for_display,
+    display_path,
+    first_invalid_utf8,
+)
+from memory_ls.store.facts import not_regular_message
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,17 +44,19 @@ class Stamp:
 
 def symlink_message(path: Path) -> str:
     """Refusal for a symlinked store path."""
-    return f"Refusing to use the symlinked memory file: {path}"
+    return f"Refusing to use the symlinked memory file: {display_path(path)}"
 
 
 def oversize_message(path: Path, size: int) -> str:
     """Refusal for a store over the size cap."""
-    return f"Memory file is {size} bytes, larger than the {MAX_STORE_BYTES}-byte limit: {path}"
+    return f"Memory file is {size} bytes, larger than the {MAX_STORE_BYTES}-byte limit: {display_path(path)}"
 
 
 def invalid_utf8_message(path: Path, offset: int) -> str:
     """Refusal to rewrite a store that is not valid UTF-8."""
-    return f"Memory file is not valid UTF-8 (first bad byte at offset {offset}): {path}"
+    return (
+        f"Memory file is not valid UTF-8 (first bad byte at offset {offset}): {display_path(path)}"
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,11 +124,13 @@ def read_store(path: Path, folder: LockedFolder | None = None) -> StoreFile:
     except FileNotFoundError:
         return StoreFile(path, False, "", None)
     except OSError as exc:
-        return StoreFile(path, False, "", None, error=f"Cannot read {path}: {exc.strerror}")
+        return StoreFile(
+            path, False, "", None, error=f"Cannot read {display_path(path)}: {exc.strerror}"
+        )
     if stat.S_ISLNK(st.st_mode):
         return StoreFile(path, True, "", None, error=symlink_message(path))
     if not stat.S_ISREG(st.st_mode):
-        return StoreFile(path, True, "", None, error=f"Memory file is not a regular file: {path}")
+        return StoreFile(path, True, "", None, error=not_regular_message(path))
     if st.st_size > MAX_STORE_BYTES:
         return StoreFile(path, True, "", None, error=oversize_message(path, st.st_size))
     try:
@@ -131,7 +141,9 @@ def read_store(path: Path, folder: LockedFolder | None = None) -> StoreFile:
             return StoreFile(path, True, "", None, error=symlink_message(path))
         if exc.errno == errno.ENOENT:
             return StoreFile(path, False, "", None)
-        return StoreFile(path, True, "", None, error=f"Cannot read {path}: {exc.strerror}")
+        return StoreFile(
+            path, True, "", None, error=f"Cannot read {display_path(path)}: {exc.strerror}"
+        )
     with os.fdopen(fd, "rb") as f:
         fst = os.fstat(f.fileno())
         data = f.read(MAX_STORE_BYTES + 1)
@@ -225,7 +237,9 @@ def _real_path_of(folder: LockedFolder) -> str:
     except OSError:
         named = None
     if named is None or (named.st_dev, named.st_ino) != (held.st_dev, held.st_ino):
-        raise StoreRefused(f"The memory folder changed while it was being locked: {folder.path}")
+        raise StoreRefused(
+            f"The memory folder changed while it was being locked: {display_path(folder.path)}"
+        )
     return real
 
 

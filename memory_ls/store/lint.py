@@ -15,7 +15,7 @@ from memory_ls.core.checks import FileContext, Finding, check_bullets, key_index
 from memory_ls.core.models import Scope, other_scope
 from memory_ls.core.notes import parse_lines
 from memory_ls.core.recall import recall_plan
-from memory_ls.core.text import decode_for_display, split_text
+from memory_ls.core.text import decode_for_display, display_path, split_text
 from memory_ls.store.facts import FileFacts, memory_file_facts
 from memory_ls.store.paths import agent_dir_for, classify_store_path, global_store_path
 from memory_ls.store.runtime import MemoryRuntime
@@ -74,7 +74,7 @@ def _report(
     if runtime is not None and scope is not None:
         trust = runtime.trust()
         config = runtime.config()
-        ctx_args.update(inject=config.inject, trusted=trust.trusted, trust_reason=trust.reason)
+        ctx_args.update(inject=config.inject, trusted=trust.trusted, trust_reason=trust.summary)
         other = other_scope(scope)
         other_view = runtime.view(other)
         other_path = str(runtime.paths[other])
@@ -207,7 +207,8 @@ def render_reports(reports: list[FileReport], fmt: str) -> tuple[str, bool]:
         }
         return json.dumps(sarif, indent=2, ensure_ascii=False), failing
     text = "\n".join(
-        f"{row['path']}:{row['line']}:{row['column']}: {row['code']} {row['message']}"
+        f"{display_path(str(row['path']))}:{row['line']}:{row['column']}: "
+        f"{row['code']} {row['message']}"
         for row in rows
     )
     return text, failing

@@ -7,6 +7,7 @@ every CLI call and for every document the server opens).
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from collections.abc import Mapping
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from memory_ls.core.models import Scope
+from memory_ls.core.text import display_path
 
 AGENT_DIR_ENV = "PI_CODING_AGENT_DIR"
 """The environment variable Pi reads for its agent dir."""
@@ -56,15 +58,18 @@ def project_folder(project_root: Path) -> Path:
 
 
 def outside_project_message(project_root: Path, real: str) -> str:
-    """Refusal for a project whose ``.pi`` resolves outside it (``real`` is where it leads)."""
-    return (
-        f"Refusing to use {project_folder(project_root)}: it resolves outside the project ({real})."
-    )
+    """Refusal for a project whose ``.pi`` resolves outside it (``real`` is where it leads).
+
+    Both paths come from the repository (a link's target is any text), so they
+    are quoted with :func:`display_path`: a target cannot forge lines.
+    """
+    folder = display_path(project_folder(project_root))
+    return f"Refusing to use {folder}: it resolves outside the project ({display_path(real)})."
 
 
 def no_project_message(path: Path | str) -> str:
     """Refusal for a project directory that does not exist (it is never created)."""
-    return f"No such project directory: {path}"
+    return f"No such project directory: {display_path(path)}"
 
 
 def project_folder_refusal(project_root: Path, real: str | None = None) -> str | None:
@@ -75,7 +80,8 @@ def project_folder_refusal(project_root: Path, real: str | None = None) -> str |
     root, the project store is not read, recalled or written: otherwise a
     clone could make the tool write anywhere, or make the project and global
     scopes one file. A symlink that stays inside the project is fine, and so is
-    a dangling one that would; a dangling one leading out is refused.
+    a dangling one that would; a dangling one leading out is refused, and so is
+    one that cannot be resolved at all (a loop): only what resolves inside is used.
 
     ``real`` is the folder's real path when the caller resolved it itself (the
     write path does, for the folder it holds open and locked); by default it
@@ -86,12 +92,23 @@ def project_folder_refusal(project_root: Path, real: str | None = None) -> str |
         try:
             if not stat.S_ISLNK(os.lstat(folder).st_mode):
                 return None  # a real folder in the root is inside it (one lstat: hot path)
-        except OSError:
+        except (OSError, ValueError):
             return None  # missing: nothing leads anywhere, and a write creates it in place
         real = os.path.realpath(folder)
+        if _loops(folder):
+            return outside_project_message(project_root, real)
     if _is_within(real, os.path.realpath(project_root)):
         return None
     return outside_project_message(project_root, real)
+
+
+def _loops(path: Path) -> bool:
+    """Whether resolving ``path`` runs into a symlink loop (realpath then gives up quietly)."""
+    try:
+        os.stat(path)
+    except OSError as exc:
+        return exc.errno == errno.ELOOP
+    return False
 
 
 def refused_project_store(path: Path) -> tuple[Path, str] | None:
@@ -178,16 +195,32 @@ def project_root_for(start: Path) -> Path:
     subdirectory and every linked worktree resolve to the same root; a
     submodule is its own root; outside any repository the starting directory
     (the parent of a file) is the root. Unreadable or malformed ``.git``
-    files are skipped as if absent, so this never raises for them.
+    files are skipped as if absent, so this never raises for them. A ``.git``
+    file naming a layout git would not accept (see
+    :func:`_main_worktree_for_gitdir`) cannot move the root elsewhere.
     """
-    here = Path(os.path.realpath(start))
-    if _is_existing_non_directory(here):
-        here = here.parent
+    here = _start_folder(start)
+    return repository_root_for(here) or here
+
+
+def repository_root_for(start: Path) -> Path | None:
+    """:func:`project_root_for` when a repository holds ``start``; ``None`` outside any."""
+    here = _start_folder(start)
     for folder in (here, *here.parents):
         root = _root_from_git_entry(folder)
         if root is not None:
             return root
-    return here
+    return None
+
+
+def _start_folder(start: Path) -> Path:
+    """``start`` canonical, or its folder when it is a file."""
+    try:
+        here = Path(os.path.realpath(start))
+    except ValueError:
+        # A NUL byte names nothing on disk; its parents may still hold a repository.
+        here = Path(os.path.abspath(start))
+    return here.parent if _is_existing_non_directory(here) else here
 
 
 # -- reading small files -------------------------------------------------------
@@ -231,6 +264,8 @@ def read_small_text(path: Path, limit: int) -> SmallText:
         return SmallText(None, str(exc))
     except OSError as exc:
         return SmallText(None, f"cannot be read ({exc.strerror or exc})")
+    except ValueError:  # a NUL byte in the path: no such file can exist
+        return SmallText(None)
     try:
         return SmallText(data.decode("utf-8"))
     except UnicodeDecodeError as exc:
@@ -262,7 +297,7 @@ def _root_from_git_entry(folder: Path) -> Path | None:
     entry = folder / ".git"
     try:
         info = os.stat(entry)
-    except OSError:
+    except (OSError, ValueError):
         return None
     if stat.S_ISDIR(info.st_mode):
         # A normal repository: this folder is its main worktree.
@@ -288,7 +323,7 @@ def _gitdir_from_file(entry: Path) -> Path | None:
     if not target:
         return None
     # Git writes relative paths relative to the folder holding the `.git` file.
-    return Path(os.path.realpath(os.path.join(entry.parent, target)))
+    return _resolve(entry.parent, target)
 
 
 def _main_worktree_for_gitdir(gitdir: Path, holder: Path) -> Path:
@@ -297,7 +332,11 @@ def _main_worktree_for_gitdir(gitdir: Path, holder: Path) -> Path:
     Without a ``commondir`` the git dir is a repository of its own (a
     submodule, or ``git init --separate-git-dir``) whose worktree is
     ``holder``. With one, ``holder`` is a linked worktree and the main
-    worktree is found from the common git dir.
+    worktree is found from the common git dir, but only for a layout git
+    itself writes (:func:`_is_linked_worktree`). A ``.git`` file is any text
+    an archive can ship: naming another layout, it would move the root (and
+    so the store and the trust decision) to a folder of its choosing, so it
+    leaves ``holder`` as the root.
     """
     if not os.path.isdir(gitdir):
         # A dangling link (the main repository moved): the marker still says
@@ -310,8 +349,8 @@ def _main_worktree_for_gitdir(gitdir: Path, holder: Path) -> Path:
     if not common_line:
         return holder
     # os.path.join keeps an absolute commondir as it is.
-    common = Path(os.path.realpath(os.path.join(gitdir, common_line)))
-    if not os.path.isdir(common):
+    common = _resolve(gitdir, common_line)
+    if common is None or not _is_linked_worktree(gitdir, common, holder):
         return holder
     worktree = _core_worktree(common)
     if worktree is not None:
@@ -323,8 +362,30 @@ def _main_worktree_for_gitdir(gitdir: Path, holder: Path) -> Path:
     return holder
 
 
+def _is_linked_worktree(gitdir: Path, common: Path, holder: Path) -> bool:
+    """Whether ``gitdir`` is a linked worktree of the repository ``common``, checked out at ``holder``.
+
+    What git implies: the common dir is a git dir (it holds ``HEAD``); a linked
+    worktree's git dir is ``<common>/worktrees/<name>``; and its ``gitdir``
+    file, when there is one, names the worktree's ``.git`` file. A fake git
+    dir whose ``commondir`` is ``.`` or another person's repository fails here.
+    """
+    if gitdir.parent != common / "worktrees" or not os.path.isfile(common / "HEAD"):
+        return False
+    back = _read_git_text(gitdir / "gitdir")
+    if back is None:
+        return True  # hand-made and older layouts lack the link back; the layout suffices
+    named = _resolve(gitdir, back.split("\n", 1)[0].rstrip("\r"))
+    return named is not None and named == _resolve(holder, ".git")
+
+
 def _core_worktree(git_dir: Path) -> Path | None:
-    """Return ``core.worktree`` from ``<git_dir>/config`` when it names a folder."""
+    """Return ``core.worktree`` from ``<git_dir>/config`` when it is that git dir's worktree.
+
+    It counts only when the folder it names holds a ``.git`` file naming
+    ``git_dir`` back (a submodule's git dir, ``.git/modules/x``): otherwise
+    any config could send the root to ``/`` or the home directory.
+    """
     text = _read_git_text(git_dir / "config")
     if text is None:
         return None
@@ -332,15 +393,28 @@ def _core_worktree(git_dir: Path) -> Path | None:
     if not value:
         return None
     # Git resolves a relative core.worktree against the git dir.
-    path = Path(os.path.realpath(os.path.join(git_dir, value)))
-    return path if os.path.isdir(path) else None
+    path = _resolve(git_dir, value)
+    if path is None or not os.path.isfile(path / ".git"):
+        return None
+    return path if _gitdir_from_file(path / ".git") == git_dir else None
+
+
+def _resolve(base: Path, text: str) -> Path | None:
+    """``text`` (a path read from git metadata) made absolute against ``base``, canonical.
+
+    ``None`` when it cannot name a path at all (a NUL byte).
+    """
+    try:
+        return Path(os.path.realpath(os.path.join(base, text)))
+    except (OSError, ValueError):
+        return None
 
 
 def _read_git_text(path: Path) -> str | None:
     """Read a small git metadata file, decoding paths as the OS does; ``None`` if unusable."""
     try:
         data = _read_capped(path, _GIT_FILE_LIMIT)
-    except (OSError, _Unusable):
+    except (OSError, ValueError, _Unusable):
         return None
     return os.fsdecode(data)
 
@@ -405,7 +479,7 @@ def _git_config_unquote(raw: str) -> str:
 def _is_existing_non_directory(path: Path) -> bool:
     try:
         return not stat.S_ISDIR(os.stat(path).st_mode)
-    except OSError:
+    except (OSError, ValueError):
         # Missing: treat it as the directory to start from.
         return False
 

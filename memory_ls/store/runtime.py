@@ -34,6 +34,7 @@ from memory_ls.core.models import (
 )
 from memory_ls.core.notes import ParsedFile, parse
 from memory_ls.core.recall import RecallPlan, recall_plan
+from memory_ls.core.text import display_path
 from memory_ls.core.trust import TrustDecision
 from memory_ls.store.config import load_config
 from memory_ls.store.files import (
@@ -59,9 +60,19 @@ from memory_ls.store.trust import decide_trust
 
 def same_file_message(path: Path) -> str:
     """Refusal to move a note between two scopes that are one file."""
-    return f"The project and global memory are the same file, so a note cannot move: {path}"
+    return (
+        "The project and global memory are the same file, so a note cannot move: "
+        f"{display_path(path)}"
+    )
 
 
+def _followed_stamp(path: str) -> Stamp | None:
+    """The stamp of what ``path`` leads to (symlinks followed); ``None`` when nothing."""
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    return Stamp(st.st_mtime_ns, st.st_size, st.st_ino)
 
 
 @dataclass(slots=True)
@@ -115,27 +126,35 @@ class MemoryRuntime:
     # -- settings -----------------------------------------------------------
 
     def _settings(self) -> tuple[TrustDecision, EffectiveConfig]:
-        """Trust and configuration, read again only when a file they come from changed.
+        """Trust and configuration, read again only when a path they depend on changed.
 
-        The stamps cover ``trust.json``, both ``bytefly.json`` files, and the project
-        root and its ``.pi/`` folder (whose entries change when a trust-requiring
-        resource appears or goes).
+        The key is the stamp, symlinks followed, of every path the trust decision
+        consulted (and the folders they would appear in), and of both
+        ``bytefly.json`` files and their folders: an edit behind a symlinked
+        ``trust.json`` or ``.pi``, or a ``.agents/skills`` appearing in a parent
+        folder, is seen by a server that has been running for days.
         """
-        watched = (
-            self.agent_dir / "trust.json",
-            self.agent_dir / "bytefly.json",
-            self.project_root / ".pi" / "bytefly.json",
-            self.project_root / ".pi",
-            self.project_root,
-        )
-        key = (self.explicit_trust, *(stamp_of(p) for p in watched))
         cached = self._settings_cache
-        if cached is not None and cached[0] == key:
+        if cached is not None and cached[0] == self._settings_key(cached[1]):
             return cached[1], cached[2]
         trust = decide_trust(self.project_root, self.agent_dir, self.explicit_trust)
         config = load_config(self.agent_dir, self.project_root, trust.trusted)
-        self._settings_cache = (key, trust, config)
+        self._settings_cache = (self._settings_key(trust), trust, config)
         return trust, config
+
+    def _settings_key(self, trust: TrustDecision) -> tuple[object, ...]:
+        configs = (
+            str(self.agent_dir),
+            str(self.agent_dir / "bytefly.json"),
+            str(self.project_root / ".pi"),
+            str(self.project_root / ".pi" / "bytefly.json"),
+        )
+        paths = dict.fromkeys((*trust.consulted, *configs))
+        return (self.explicit_trust, *(_followed_stamp(p) for p in paths))
+
+    def forget_settings(self) -> None:
+        """Decide trust and read the configuration afresh on next use (a watcher saw a change)."""
+        self._settings_cache = None
 
     def trust(self) -> TrustDecision:
         """Who decides whether the project's notes may be read and written (SPEC §4)."""
@@ -217,9 +236,14 @@ class MemoryRuntime:
         return list(view.parsed.notes if view.readable else view.last_good)
 
     def reload(self) -> dict[Scope, StoreChange]:
-        """Re-read both stores regardless of stamps; say what changed in each."""
+        """Re-read both stores regardless of stamps; say what changed in each.
+
+        An untrusted project's store is re-read too (recall needs it fresh once
+        trusted), but its change is reported as none: what arrived in it is
+        repository text, which no front end may show (SPEC §4).
+        """
         changes: dict[Scope, StoreChange] = {}
-        self._settings_cache = None
+        self.forget_settings()
         with self._lock:
             for scope in ("project", "global"):
                 before = self._views[scope].parsed.notes if scope in self._views else None
@@ -232,10 +256,16 @@ class MemoryRuntime:
                     added=[n for n in after if n not in old],
                     removed=[n for n in before if n not in new],
                 )
+        if not self.trust().trusted:
+            changes["project"] = StoreChange(added=[], removed=[])
         return changes
 
     def reload_result(self) -> ReloadResult:
-        """Re-read both stores: the ``memory.reload`` result (both scopes' notes, and what changed)."""
+        """Re-read both stores: the ``memory.reload`` result (both scopes' notes, and what changed).
+
+        ``changed`` says whether anything it may show changed: an untrusted
+        project's store changing on disk is not reported, not even as a flag.
+        """
         changes = self.reload()
         changed = any(c.added or c.removed for c in changes.values())
         return {
@@ -305,7 +335,7 @@ class MemoryRuntime:
             "project": str(self.paths["project"]),
             "global": str(self.paths["global"]),
             "trusted": trust.trusted,
-            "trustReason": trust.reason,
+            "trustReason": trust.summary,
         }
 
     # -- actions ------------------------------------------------------------
@@ -357,7 +387,8 @@ class MemoryRuntime:
         except OSError as exc:
             path = self.paths[scope]
             why = exc.strerror or str(exc)
-            return Change("", False, error=f"Cannot write the memory file {path}: {why}")
+            shown = display_path(path)
+            return Change("", False, error=f"Cannot write the memory file {shown}: {why}")
 
     def _mutate_locked(self, scope: Scope, transform: Callable[[str], Change]) -> Change:
         """One read-modify-write of ``scope`` under both locks.

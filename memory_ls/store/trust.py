@@ -8,8 +8,10 @@ decide.
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 
+from memory_ls.core.text import display_path
 from memory_ls.core.trust import (
     ANCESTOR_TRUST_RESOURCE,
     PROJECT_TRUST_RESOURCES,
@@ -20,7 +22,7 @@ from memory_ls.core.trust import (
     trust_store_decision,
     with_problems,
 )
-from memory_ls.store.paths import read_small_text
+from memory_ls.store.paths import project_folder, project_folder_refusal, read_small_text
 
 TRUST_STORE_NAME = "trust.json"
 
@@ -50,32 +52,77 @@ def decide_trust(
     ``home`` (default: the user's home) locates the one ``.agents/skills``
     folder that does not count. Problems with ``trust.json`` are kept in the
     decision whichever rule decides. Never raises for file-system trouble.
+
+    The decision lists in ``consulted`` the files it read and, for every path
+    it looked for, the folder where that path (or its first missing folder)
+    would appear or go: while none of them changes, the decision holds.
+    Nothing is looked for inside a ``.pi`` that resolves outside the project
+    (its store is refused anyway, SPEC §1): another folder's files decide nothing.
     """
     if explicit is not None:
         return explicit_decision(explicit)
     root = Path(os.path.realpath(project_root))
     problems: list[str] = []
+    consulted = _Consulted()
 
     store = trust_store_path(agent_dir)
+    consulted.read(store)
     read = read_small_text(store, TRUST_STORE_LIMIT)
     if read.text is not None:
         entries, found = parse_trust_store(read.text, str(store))
         problems.extend(found)
         decision = trust_store_decision(entries, str(root), str(store))
         if decision is not None:
-            return with_problems(decision, problems)
+            return consulted.into(with_problems(decision, problems))
     elif read.error is not None:
-        problems.append(f"ignored {store}: {read.error}")
+        problems.append(f"ignored {display_path(store)}: {read.error}")
 
-    in_project, in_ancestors, check_problems = _find_resources(root, home)
+    in_project, in_ancestors, check_problems = _find_resources(root, home, consulted)
     problems.extend(check_problems)
-    return with_problems(resources_decision(in_project, in_ancestors), problems)
+    return consulted.into(with_problems(resources_decision(in_project, in_ancestors), problems))
 
 
-def _find_resources(root: Path, home: Path | None) -> tuple[list[str], list[str], list[str]]:
+class _Consulted:
+    """The paths a decision depends on, in order, each once.
+
+    A path looked for only by its presence needs no entry of its own: its
+    coming or going changes the folder that holds it (the nearest existing
+    one, when folders on its way are missing too), and that folder's stamp,
+    symlinks followed, is what a cache compares. That keeps the list short:
+    one folder per level of the project's ancestry, not one entry per resource.
+    """
+
+    def __init__(self) -> None:
+        self._paths: dict[str, None] = {}
+
+    def read(self, path: Path) -> None:
+        """``path`` was read: its content decides, and it may come or go."""
+        self._paths[str(path)] = None
+        self.look(path)
+
+    def look(self, path: Path) -> None:
+        """``path`` was looked for: its nearest existing folder shows it come or go."""
+        folder = path.parent
+        while not os.path.isdir(folder) and folder != folder.parent:
+            folder = folder.parent
+        self._paths[str(folder)] = None
+
+    def into(self, decision: TrustDecision) -> TrustDecision:
+        return replace(decision, consulted=tuple(self._paths))
+
+
+def _find_resources(
+    root: Path, home: Path | None, consulted: _Consulted
+) -> tuple[list[str], list[str], list[str]]:
     """Return the trust-requiring resources present: in the root, in ancestors, and problems."""
     problems: list[str] = []
-    in_project = [name for name in PROJECT_TRUST_RESOURCES if _present(root / name, problems)]
+    in_project: list[str] = []
+    consulted.look(project_folder(root))
+    if project_folder_refusal(root) is None:
+        for name in PROJECT_TRUST_RESOURCES:
+            consulted.look(root / name)
+            if _present(root / name, problems):
+                in_project.append(name)
     home_dir = Path(os.path.realpath(home if home is not None else Path.home()))
     in_ancestors: list[str] = []
     # `root` is canonical, so its parents are too and compare with `home_dir`.
@@ -83,6 +130,7 @@ def _find_resources(root: Path, home: Path | None) -> tuple[list[str], list[str]
         if folder == home_dir:
             continue  # ~/.agents/skills is the user's own, not the repository's
         candidate = folder / ANCESTOR_TRUST_RESOURCE
+        consulted.look(candidate)
         if _present(candidate, problems):
             if folder == root:
                 in_project.append(ANCESTOR_TRUST_RESOURCE)
@@ -104,7 +152,7 @@ def _present(path: Path, problems: list[str]) -> bool:
     except OSError as exc:
         # One report per folder: an unreadable `.pi/` would otherwise give eight.
         problem = (
-            f"could not look inside {path.parent} ({exc.strerror or exc}); "
+            f"could not look inside {display_path(path.parent)} ({exc.strerror or exc}); "
             "its trust-requiring resources count as present"
         )
         if problem not in problems:

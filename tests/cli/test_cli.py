@@ -174,6 +174,7 @@ def test_check_information_only_exits_0(ws: dict[str, Path]) -> None:
 
 def test_check_not_the_store_in_a_linked_worktree(ws: dict[str, Path], tmp_path: Path) -> None:
     main_git = ws["project"] / ".git"
+    (main_git / "HEAD").write_text("ref: refs/heads/main\n")  # a repository, as git writes it
     (main_git / "worktrees" / "wt").mkdir(parents=True)
     (main_git / "worktrees" / "wt" / "commondir").write_text("../..\n")
     wt = tmp_path / "wt"

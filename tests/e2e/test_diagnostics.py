@@ -109,6 +109,7 @@ async def test_invalid_utf8_and_not_the_store(start, ws):
     ws.project_store.write_bytes(b"- ok\n- bad \xff byte\n")
     wt = ws.home / "wt"
     (wt / ".pi").mkdir(parents=True)
+    (ws.root / ".git" / "HEAD").write_text("ref: refs/heads/main\n")  # as git writes it
     gitdir = ws.root / ".git" / "worktrees" / "wt"
     gitdir.mkdir(parents=True)
     (gitdir / "commondir").write_text("../..\n")

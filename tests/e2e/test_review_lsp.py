@@ -313,7 +313,8 @@ async def test_neovim_pull_keeps_related_information(start, ws):
     assert d.related_information and d.related_information[0].location.range.start.line == 2
 
 
-async def test_workspace_symbols_include_an_open_untrusted_store(start, ws):
+async def test_workspace_symbols_leave_out_an_open_untrusted_store(start, ws):
+    # SPEC §4: only the open file's diagnostics (and its own outline) show untrusted notes.
     ws.write(ws.project_store, ["repo fact"])
     s = await start("visual-studio-code", init_options={"trusted": False})
     found = await asyncio.wait_for(
@@ -325,13 +326,21 @@ async def test_workspace_symbols_include_an_open_untrusted_store(start, ws):
     found = await asyncio.wait_for(
         s.client.workspace_symbol_async(lsp.WorkspaceSymbolParams(query="repo")), TIMEOUT
     )
-    assert [x.name for x in found] == ["repo fact"]
+    assert found == []
+    outline = await asyncio.wait_for(
+        s.client.text_document_document_symbol_async(
+            lsp.DocumentSymbolParams(text_document=lsp.TextDocumentIdentifier(uri=uri))
+        ),
+        TIMEOUT,
+    )
+    assert outline is not None and [x.name for x in outline] == ["repo fact"]
 
 
 async def test_not_the_store_points_at_the_real_store(start, ws, tmp_path):
     ws.write(ws.project_store, ["real"])
     # A linked worktree: its .git file points into the main repository's .git.
     tree = tmp_path / "tree"
+    (ws.root / ".git" / "HEAD").write_text("ref: refs/heads/main\n")  # as git writes it
     gitdir = ws.root / ".git" / "worktrees" / "tree"
     gitdir.mkdir(parents=True)
     (gitdir / "commondir").write_text("../..\n")

@@ -277,4 +277,5 @@ def test_resources_decision_is_pure() -> None:
         "rule": "resources",
         "reason": "untrusted: the project holds .pi/mcp.json",
         "problems": [],
+        "consulted": (),
     }

@@ -95,7 +95,7 @@ async function openStore(client: MemoryClient, scope: 'project' | 'global'): Pro
   const file = scope === 'project' ? paths.project : paths.global;
   if (scope === 'project' && !paths.trusted) {
     void vscode.window.showWarningMessage(
-      `Memory: this project is untrusted (${paths.trustReason}): its notes are not recalled and the tool will not change them.`,
+      `Memory: this project is ${paths.trustReason}: its notes are not recalled and the tool will not change them.`,
     );
   }
   const uri = vscode.Uri.file(file);

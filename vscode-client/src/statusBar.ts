@@ -83,7 +83,7 @@ export class MemoryStatusBar implements vscode.Disposable {
         tooltip.appendMarkdown('Recall is off (`inject: false`): nothing reaches the model.\n\n');
       }
       if (paths !== undefined) {
-        tooltip.appendMarkdown(`Project: \`${paths.project}\` (${paths.trusted ? 'trusted' : 'untrusted'}${paths.trustReason ? `: ${paths.trustReason}` : ''})\n\nGlobal: \`${paths.global}\`\n\n`);
+        tooltip.appendMarkdown(`Project: \`${paths.project}\` (${paths.trustReason || (paths.trusted ? 'trusted' : 'untrusted')})\n\nGlobal: \`${paths.global}\`\n\n`);
       }
       tooltip.appendMarkdown('Click to browse the notes.');
       this.item.tooltip = tooltip;
