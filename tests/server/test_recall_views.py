@@ -85,11 +85,10 @@ def test_recall_off(workspace: Workspace) -> None:
 def test_an_untrusted_project_says_so_first(workspace: Workspace, inject: bool) -> None:
     ls = server(workspace, ["a"], ["g"], trusted=False, inject=inject)
     uri = open_store(ls, workspace.project_store)
-    reason = ls.projects.default_runtime().trust().reason
-    assert hover_text(ls, uri, 2).split("\n\n")[1] == (
-        f"Not recalled: the project is untrusted ({reason})."
-    )
-    assert lens_title(ls, uri) == "1 notes · untrusted: not recalled"
+    summary = ls.projects.default_runtime().trust().summary  # names the rule (SPEC §4)
+    assert summary.startswith("untrusted (rule: explicit;")
+    assert hover_text(ls, uri, 2).split("\n\n")[1] == f"Not recalled: the project is {summary}."
+    assert lens_title(ls, uri) == f"1 notes · not recalled: {summary}"
 
 
 def test_a_pi_memory_that_is_not_the_store_gets_its_cost_only(
