@@ -100,9 +100,10 @@ def quick_fixes(
 
 def code_action(ls: MemoryServer, params: lsp.CodeActionParams) -> list[lsp.CodeAction] | None:
     """Every action that applies to the range, filtered by ``context.only``."""
-    doc = ls.projects.documents.get(params.text_document.uri)
-    if doc is None:
+    found = ls.document(params.text_document.uri)
+    if found is None:
         return None
+    doc = found.doc
     only = [str(k) for k in params.context.only] if params.context.only else None
     enc = ls.analysis.encoding
     lines = doc.lines
@@ -140,7 +141,7 @@ def _data_for(ls: MemoryServer, doc: MemoryDocument, diag: lsp.Diagnostic) -> An
     """The ``data`` of a diagnostic the client sent back without it (clients that do
     not declare ``dataSupport`` may drop it): the current one with the same code and
     start line."""
-    if doc.uri not in ls.analysis.states:
+    if ls.document(doc.uri) is None:
         return None
     line = diag.range.start.line
     for item in ls.analysis.items(doc):
@@ -161,8 +162,8 @@ def _note_actions(
     if not notes:
         return []
     out: list[lsp.CodeAction] = []
-    state = ls.analysis.states.get(doc.uri)
-    scope = state.info.scope if state else None
+    found = ls.document(doc.uri)
+    scope = found.state.info.scope if found else None
     if len(notes) == 1:
         b = notes[0]
         if _wanted(REWRITE, only):

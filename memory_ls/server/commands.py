@@ -303,9 +303,9 @@ def _set_missing(ls: MemoryServer, doc: MemoryDocument, changes: list[BufferChan
         ls.open_buffers.missing[doc.uri] = changes
     else:
         ls.open_buffers.missing.pop(doc.uri, None)
-    state = ls.analysis.states.get(doc.uri)
-    if state is not None:
-        state.behind = list(dict.fromkeys(c.behind_message for c in changes))
+    found = ls.document(doc.uri)
+    if found is not None:
+        found.state.behind = list(dict.fromkeys(c.behind_message for c in changes))
 
 
 async def sync_buffer(ls: MemoryServer, doc: MemoryDocument, change: BufferChange) -> None:
@@ -319,7 +319,7 @@ async def sync_buffer(ls: MemoryServer, doc: MemoryDocument, change: BufferChang
     """
 
     def closed() -> bool:
-        return ls.projects.documents.get(doc.uri) is not doc
+        return not ls.is_open(doc)
 
     def held() -> bool:
         return closed() or change.held_by(doc.text())

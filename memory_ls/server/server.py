@@ -17,7 +17,7 @@ import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from lsprotocol import types as lsp
 from pygls.exceptions import (
@@ -89,6 +89,13 @@ class WorkProgress:
                 self.server.work_done_progress.end(token, lsp.WorkDoneProgressEnd())
 
 
+class OpenDocument(NamedTuple):
+    """An open memory document and its diagnostics state."""
+
+    doc: MemoryDocument
+    state: DocState
+
+
 class MemoryServer(LanguageServer):
     """The memory-ls language server and its state."""
 
@@ -109,6 +116,32 @@ class MemoryServer(LanguageServer):
         self.reported: set[str] = set()
         self._timers: dict[tuple[str, str], asyncio.TimerHandle] = {}
         self._refresh_requested = False
+
+    # -- open documents --------------------------------------------------------------
+
+    def document(self, uri: str) -> OpenDocument | None:
+        """The open memory document at ``uri`` and its diagnostics state, if there is one."""
+        doc = self.projects.documents.get(uri)
+        state = self.analysis.states.get(uri)
+        return None if doc is None or state is None else OpenDocument(doc, state)
+
+    def open_documents(self) -> list[OpenDocument]:
+        """Every open memory document (a copy: handlers may open or close documents meanwhile)."""
+        return [found for uri in list(self.projects.documents) if (found := self.document(uri))]
+
+    def is_open(self, doc: MemoryDocument) -> bool:
+        """Whether ``doc`` is still open (not closed, nor closed and opened again)."""
+        return self.projects.documents.get(doc.uri) is doc
+
+    def track(self, doc: MemoryDocument, state: DocState) -> None:
+        """Start tracking a document that was opened."""
+        self.projects.open(doc)
+        self.analysis.states[doc.uri] = state
+
+    def untrack(self, uri: str) -> MemoryDocument | None:
+        """Stop tracking a document that was closed; the document, if it was tracked."""
+        self.analysis.states.pop(uri, None)
+        return self.projects.close(uri)
 
     # -- talking to the client -------------------------------------------------------
 
@@ -179,9 +212,10 @@ class MemoryServer(LanguageServer):
         An open or a change always publishes, with the new version (SPEC §7); a
         background refresh (similar hints, the other store) only when they changed.
         """
-        state = self.analysis.states.get(doc.uri)
-        if state is None:
+        found = self.document(doc.uri)
+        if found is None:
             return
+        state = found.state
         if self.pull:
             self.request_refresh()
             return
@@ -215,11 +249,8 @@ class MemoryServer(LanguageServer):
         """Recheck every open memory document (after a store, trust or settings change)."""
         if self.pull and except_uri is None:
             self.request_refresh()
-        for doc in list(self.projects.documents.values()):
+        for doc, state in self.open_documents():
             if doc.uri == except_uri:
-                continue
-            state = self.analysis.states.get(doc.uri)
-            if state is None:
                 continue
             if redescribe:
                 info = self.projects.describe(doc.path)
@@ -252,13 +283,14 @@ class MemoryServer(LanguageServer):
 
     def start_similar(self, doc: MemoryDocument) -> None:
         """All ``similar`` pairs once, in a daemon thread, then a second publish."""
-        state = self.analysis.states.get(doc.uri)
+        found = self.document(doc.uri)
         if (
-            state is None
+            found is None
             or self.projects.settings.severity.get("similar") == "off"
             or doc.size > MAX_STORE_BYTES
         ):
             return
+        state = found.state
         keys = self.analysis.similar_snapshot(doc)
         threshold = self.analysis.similar_threshold()
         loop = asyncio.get_running_loop()
@@ -268,7 +300,7 @@ class MemoryServer(LanguageServer):
 
         def done(pairs: dict[tuple[str, str], float] | None) -> None:
             progress.finish()
-            if pairs is None or self.analysis.states.get(doc.uri) is not state:
+            if pairs is None or not self.is_open(doc):
                 return
             state.similar = pairs
             state.similar_ready = True
@@ -296,7 +328,7 @@ class MemoryServer(LanguageServer):
         """Compare the edited notes against the rest once typing pauses."""
 
         def run() -> None:
-            if self.projects.documents.get(doc.uri) is not doc:
+            if not self.is_open(doc):
                 return
             self.analysis.similar_incremental(doc)
             self.publish(doc)
@@ -456,8 +488,7 @@ def did_open(ls: MemoryServer, params: lsp.DidOpenTextDocumentParams) -> None:
     if info is None:
         return
     doc = MemoryDocument(item.uri, path, item.text, item.version)
-    ls.projects.open(doc)
-    ls.analysis.states[doc.uri] = DocState(info, disk_facts(doc))
+    ls.track(doc, DocState(info, disk_facts(doc)))
     ls.publish(doc, always=True)
     ls.start_similar(doc)
     ls.later("others", "", OTHERS_DELAY, lambda: ls.refresh_all(except_uri=doc.uri))
@@ -466,9 +497,10 @@ def did_open(ls: MemoryServer, params: lsp.DidOpenTextDocumentParams) -> None:
 @guarded
 def did_change(ls: MemoryServer, params: lsp.DidChangeTextDocumentParams) -> None:
     """Apply the edit to the per-line state, then re-check what it touched."""
-    doc = ls.projects.documents.get(params.text_document.uri)
-    if doc is None:
+    found = ls.document(params.text_document.uri)
+    if found is None:
         return
+    doc = found.doc
     notes_before = doc.notes_version
     encoding = ls.analysis.encoding
     for change in params.content_changes:
@@ -489,11 +521,10 @@ def did_change(ls: MemoryServer, params: lsp.DidChangeTextDocumentParams) -> Non
 @guarded
 def did_close(ls: MemoryServer, params: lsp.DidCloseTextDocumentParams) -> None:
     """Forget the document and clear its diagnostics."""
-    doc = ls.projects.close(params.text_document.uri)
+    doc = ls.untrack(params.text_document.uri)
     if doc is None:
         return
     commands.buffer_closed(ls, doc.uri)
-    ls.analysis.states.pop(doc.uri, None)
     if not ls.pull:
         ls.send_raw(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS, {"uri": doc.uri, "diagnostics": []})
     ls.projects.invalidate()
@@ -503,10 +534,10 @@ def did_close(ls: MemoryServer, params: lsp.DidCloseTextDocumentParams) -> None:
 @guarded
 def did_save(ls: MemoryServer, params: lsp.DidSaveTextDocumentParams) -> None:
     """The file on disk changed: re-read what depends on it."""
-    doc = ls.projects.documents.get(params.text_document.uri)
-    if doc is not None and (state := ls.analysis.states.get(doc.uri)) is not None:
-        state.disk = disk_facts(doc)
-        commands.buffer_changed(ls, doc)  # saved: the buffer is the file now
+    found = ls.document(params.text_document.uri)
+    if found is not None:
+        found.state.disk = disk_facts(found.doc)
+        commands.buffer_changed(ls, found.doc)  # saved: the buffer is the file now
     ls.projects.invalidate()
     ls.refresh_all()
 
@@ -514,11 +545,9 @@ def did_save(ls: MemoryServer, params: lsp.DidSaveTextDocumentParams) -> None:
 @guarded
 def did_change_watched_files(ls: MemoryServer, params: lsp.DidChangeWatchedFilesParams) -> None:
     """A store, ``bytefly.json`` or ``trust.json`` changed on disk: recheck everything."""
-    for doc in ls.projects.documents.values():
-        state = ls.analysis.states.get(doc.uri)
-        if state is not None:
-            state.disk = disk_facts(doc)
-            state.not_injected = None
+    for doc, state in ls.open_documents():
+        state.disk = disk_facts(doc)
+        state.not_injected = None
     ls.projects.invalidate()
     ls.refresh_all(redescribe=True)
 
@@ -549,10 +578,10 @@ def did_change_folders(ls: MemoryServer, params: lsp.DidChangeWorkspaceFoldersPa
 
 def pull_diagnostics(ls: MemoryServer, params: lsp.DocumentDiagnosticParams) -> Any:
     """``textDocument/diagnostic``: the full report, or ``unchanged`` for the same result."""
-    doc = ls.projects.documents.get(params.text_document.uri)
-    state = ls.analysis.states.get(params.text_document.uri)
-    if doc is None or state is None:
+    found = ls.document(params.text_document.uri)
+    if found is None:
         return {"kind": "full", "items": []}
+    doc, state = found
     items = ls.analysis.items(doc)
     if items == state.sent and params.previous_result_id == str(state.result_id):
         return {"kind": "unchanged", "resultId": str(state.result_id)}
