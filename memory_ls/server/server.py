@@ -9,12 +9,10 @@ server carries on.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import gc
 import logging
 import sys
-import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple, TypeVar
@@ -29,8 +27,8 @@ from pygls.lsp.server import LanguageServer
 from pygls.uris import from_fs_path, to_fs_path
 
 from memory_ls import __version__
-from memory_ls.core.text import MAX_STORE_BYTES
-from memory_ls.server import code_actions, commands, formatting, hover, lens, symbols
+from memory_ls.server import background, code_actions, commands, formatting, hover, lens, symbols
+from memory_ls.server.background import Timers
 from memory_ls.server.diagnostics import Analysis, DocState, disk_facts
 from memory_ls.server.documents import MemoryDocument, Span
 from memory_ls.server.protocol import CLIENT_TIMEOUT, FramedStdin, MemoryProtocol, send_json
@@ -40,53 +38,8 @@ from memory_ls.server.workspace import Projects
 log = logging.getLogger("memory_ls.server")
 F = TypeVar("F", bound=Callable[..., Any])
 
-SIMILAR_DELAY = 0.05
-"""Seconds of quiet after an edit before the edited notes are compared for ``similar``."""
 OTHERS_DELAY = 0.03
 """Seconds after an edit before the other store's diagnostics are refreshed."""
-PROGRESS_MIN_NOTES = 500
-"""Stores with fewer notes finish the ``similar`` pass too fast to show progress."""
-
-
-class WorkProgress:
-    """One ``$/progress`` begin/end pair around background work.
-
-    The token is created with ``window/workDoneProgress/create`` (a request, so
-    it is awaited in a task); ``finish`` may come first, and then ends it as
-    soon as it has begun.
-    """
-
-    def __init__(self, server: MemoryServer, message: str | None) -> None:
-        self.server = server
-        self.token: str | None = None
-        self.finished = False
-        if message is not None:
-            asyncio.get_running_loop().create_task(self._begin(message))
-
-    async def _begin(self, message: str) -> None:
-        token = f"memory-ls/{id(self)}"
-        progress = self.server.work_done_progress
-        try:
-            await asyncio.wait_for(progress.create_async(token), CLIENT_TIMEOUT)
-            progress.begin(token, lsp.WorkDoneProgressBegin(title="memory-ls", message=message))
-        except Exception as exc:  # the client refused or never answered: no progress
-            log.info("no work-done progress: %r", exc)
-            return
-        self.token = token
-        if self.finished:
-            self._end()
-
-    def finish(self) -> None:
-        """The work is done: end the progress (now, or once it has begun)."""
-        self.finished = True
-        if self.token is not None:
-            self._end()
-
-    def _end(self) -> None:
-        token, self.token = self.token, None
-        if token is not None:
-            with contextlib.suppress(Exception):
-                self.server.work_done_progress.end(token, lsp.WorkDoneProgressEnd())
 
 
 class OpenDocument(NamedTuple):
@@ -114,7 +67,7 @@ class MemoryServer(LanguageServer):
         self.pull = False
         self.init_settings = Settings()
         self.reported: set[str] = set()
-        self._timers: dict[tuple[str, str], asyncio.TimerHandle] = {}
+        self.timers = Timers(lambda message: self.log(message, lsp.MessageType.Error))
         self._refresh_requested = False
 
     # -- open documents --------------------------------------------------------------
@@ -243,7 +196,7 @@ class MemoryServer(LanguageServer):
             except Exception as exc:
                 log.warning("diagnostic refresh failed: %r", exc)
 
-        self.later("refresh", "", 0.02, send)
+        self.timers.later("refresh", "", 0.02, send)
 
     def refresh_all(self, *, except_uri: str | None = None, redescribe: bool = False) -> None:
         """Recheck every open memory document (after a store, trust or settings change)."""
@@ -264,77 +217,6 @@ class MemoryServer(LanguageServer):
                 self.publish(doc)
             except Exception as exc:
                 self.log(f"memory-ls: could not check {doc.uri}: {exc!r}", lsp.MessageType.Error)
-
-    def later(self, kind: str, key: str, delay: float, fn: Callable[[], None]) -> None:
-        """Run ``fn`` after ``delay`` seconds, replacing a pending call of the same kind."""
-        timer = self._timers.pop((kind, key), None)
-        if timer is not None:
-            timer.cancel()
-        loop = asyncio.get_running_loop()
-
-        def run() -> None:
-            self._timers.pop((kind, key), None)
-            try:
-                fn()
-            except Exception as exc:
-                self.log(f"memory-ls: {kind} failed: {exc!r}", lsp.MessageType.Error)
-
-        self._timers[(kind, key)] = loop.call_later(delay, run)
-
-    def start_similar(self, doc: MemoryDocument) -> None:
-        """All ``similar`` pairs once, in a daemon thread, then a second publish."""
-        found = self.document(doc.uri)
-        if (
-            found is None
-            or self.projects.settings.severity.get("similar") == "off"
-            or doc.size > MAX_STORE_BYTES
-        ):
-            return
-        state = found.state
-        keys = self.analysis.similar_snapshot(doc)
-        threshold = self.analysis.similar_threshold()
-        loop = asyncio.get_running_loop()
-        progress = self.background_progress(
-            f"Looking for similar notes among {len(keys)}", len(keys)
-        )
-
-        def done(pairs: dict[tuple[str, str], float] | None) -> None:
-            progress.finish()
-            if pairs is None or not self.is_open(doc):
-                return
-            state.similar = pairs
-            state.similar_ready = True
-            self.analysis.similar_incremental(doc)
-            self.publish(doc)
-
-        def work() -> None:
-            # A daemon thread, so a long pass never holds up the server's exit.
-            try:
-                pairs = self.analysis.all_pairs(keys, threshold)
-            except Exception as exc:
-                log.warning("similar hints failed: %r", exc)
-                pairs = None
-            with contextlib.suppress(RuntimeError):  # the loop is gone: exiting
-                loop.call_soon_threadsafe(done, pairs)
-
-        threading.Thread(target=work, name="memory-ls-similar", daemon=True).start()
-
-    def background_progress(self, message: str, size: int) -> WorkProgress:
-        """Work-done progress for a long pass, when the client shows it (else a no-op)."""
-        report = size >= PROGRESS_MIN_NOTES and bool(self.capability("window.work_done_progress"))
-        return WorkProgress(self, message if report else None)
-
-    def similar_after_edit(self, doc: MemoryDocument) -> None:
-        """Compare the edited notes against the rest once typing pauses."""
-
-        def run() -> None:
-            if not self.is_open(doc):
-                return
-            self.analysis.similar_incremental(doc)
-            self.publish(doc)
-
-        if self.projects.settings.severity.get("similar") != "off":
-            self.later("similar", doc.uri, SIMILAR_DELAY, run)
 
     # -- settings --------------------------------------------------------------------
 
@@ -490,8 +372,8 @@ def did_open(ls: MemoryServer, params: lsp.DidOpenTextDocumentParams) -> None:
     doc = MemoryDocument(item.uri, path, item.text, item.version)
     ls.track(doc, DocState(info, disk_facts(doc)))
     ls.publish(doc, always=True)
-    ls.start_similar(doc)
-    ls.later("others", "", OTHERS_DELAY, lambda: ls.refresh_all(except_uri=doc.uri))
+    background.start_similar(ls, doc)
+    ls.timers.later("others", "", OTHERS_DELAY, lambda: ls.refresh_all(except_uri=doc.uri))
 
 
 @guarded
@@ -514,8 +396,8 @@ def did_change(ls: MemoryServer, params: lsp.DidChangeTextDocumentParams) -> Non
     commands.buffer_changed(ls, doc)
     ls.publish(doc, always=True)
     if doc.notes_version != notes_before:
-        ls.similar_after_edit(doc)
-        ls.later("others", "", OTHERS_DELAY, lambda: ls.refresh_all(except_uri=doc.uri))
+        background.similar_after_edit(ls, doc)
+        ls.timers.later("others", "", OTHERS_DELAY, lambda: ls.refresh_all(except_uri=doc.uri))
 
 
 @guarded
