@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from lsprotocol import types as lsp
 
 from memory_ls.core.text import MAX_STORE_BYTES
+from memory_ls.server import publishing
 from memory_ls.server.documents import MemoryDocument
 from memory_ls.server.protocol import CLIENT_TIMEOUT
 
@@ -125,7 +126,7 @@ def start_similar(ls: MemoryServer, doc: MemoryDocument) -> None:
         state.similar = pairs
         state.similar_ready = True
         ls.analysis.similar_incremental(doc)
-        ls.publish(doc)
+        publishing.publish(ls, doc)
 
     def work() -> None:
         # A daemon thread, so a long pass never holds up the server's exit.
@@ -147,7 +148,7 @@ def similar_after_edit(ls: MemoryServer, doc: MemoryDocument) -> None:
         if not ls.is_open(doc):
             return
         ls.analysis.similar_incremental(doc)
-        ls.publish(doc)
+        publishing.publish(ls, doc)
 
     if ls.projects.settings.severity.get("similar") != "off":
         ls.timers.later("similar", doc.uri, SIMILAR_DELAY, run)

@@ -40,6 +40,7 @@ from memory_ls.core.actions import (
     check_text,
 )
 from memory_ls.core.models import MemoryResult, Scope, other_scope
+from memory_ls.server import publishing
 from memory_ls.server.documents import MemoryDocument
 from memory_ls.server.edits import replacing_edit
 from memory_ls.server.workspace import canonical
@@ -136,7 +137,7 @@ async def execute(ls: MemoryServer, command: str, args: tuple[Any, ...]) -> Any:
     if name == "reload":
         reloaded = runtime.reload_result()
         ls.projects.invalidate()
-        ls.refresh_all()
+        publishing.refresh_all(ls)
         return reloaded
     return await _mutate(ls, runtime, name, arg)
 
@@ -169,7 +170,7 @@ async def _mutate(
                         functools.partial(_file_text, runtime, s),
                     )
                     await sync_buffer(ls, doc, change)
-    ls.refresh_all()
+    publishing.refresh_all(ls)
     return result
 
 
@@ -377,7 +378,7 @@ async def _apply(ls: MemoryServer, doc: MemoryDocument, edit: lsp.TextEdit, acti
 def _behind(ls: MemoryServer, doc: MemoryDocument, change: BufferChange) -> None:
     """The buffer lacks the change: say so on the document and in a warning."""
     _set_missing(ls, doc, [*ls.open_buffers.missing.get(doc.uri, []), change])
-    ls.publish(doc)
+    publishing.publish(ls, doc)
     message = f"{doc.path}: {change.behind_message}"
     try:
         ls.window_show_message(lsp.ShowMessageParams(type=lsp.MessageType.Warning, message=message))

@@ -27,11 +27,20 @@ from pygls.lsp.server import LanguageServer
 from pygls.uris import from_fs_path, to_fs_path
 
 from memory_ls import __version__
-from memory_ls.server import background, code_actions, commands, formatting, hover, lens, symbols
+from memory_ls.server import (
+    background,
+    code_actions,
+    commands,
+    formatting,
+    hover,
+    lens,
+    publishing,
+    symbols,
+)
 from memory_ls.server.background import Timers
 from memory_ls.server.diagnostics import Analysis, DocState, disk_facts
 from memory_ls.server.documents import MemoryDocument, Span
-from memory_ls.server.protocol import CLIENT_TIMEOUT, FramedStdin, MemoryProtocol, send_json
+from memory_ls.server.protocol import CLIENT_TIMEOUT, FramedStdin, MemoryProtocol
 from memory_ls.server.settings import SECTION, Settings, parse_settings
 from memory_ls.server.workspace import Projects
 
@@ -68,7 +77,7 @@ class MemoryServer(LanguageServer):
         self.init_settings = Settings()
         self.reported: set[str] = set()
         self.timers = Timers(lambda message: self.log(message, lsp.MessageType.Error))
-        self._refresh_requested = False
+        self.refresh_requested = False
 
     # -- open documents --------------------------------------------------------------
 
@@ -153,71 +162,6 @@ class MemoryServer(LanguageServer):
             )
         return lsp.WorkspaceEdit(changes={doc.uri: list(edits)})
 
-    def send_raw(self, method: str, params: dict[str, Any]) -> None:
-        """A notification built as plain JSON (diagnostics are sent this way: it is cheaper)."""
-        send_json(self.protocol, {"jsonrpc": "2.0", "method": method, "params": params})
-
-    # -- diagnostics -----------------------------------------------------------------
-
-    def publish(self, doc: MemoryDocument, always: bool = False) -> None:
-        """Push ``doc``'s diagnostics (pull clients are asked to re-pull instead).
-
-        An open or a change always publishes, with the new version (SPEC §7); a
-        background refresh (similar hints, the other store) only when they changed.
-        """
-        found = self.document(doc.uri)
-        if found is None:
-            return
-        state = found.state
-        if self.pull:
-            self.request_refresh()
-            return
-        items = self.analysis.items(doc)
-        if items == state.sent and not always:
-            return
-        state.sent = items
-        self.send_raw(
-            lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS,
-            {"uri": doc.uri, "version": doc.version, "diagnostics": items},
-        )
-
-    def request_refresh(self) -> None:
-        """Ask a pull client to pull again (once per burst)."""
-        if not self.capability("workspace.diagnostics.refresh_support"):
-            return
-        if self._refresh_requested:
-            return
-        self._refresh_requested = True
-
-        def send() -> None:
-            self._refresh_requested = False
-            try:
-                self.workspace_diagnostic_refresh(None)
-            except Exception as exc:
-                log.warning("diagnostic refresh failed: %r", exc)
-
-        self.timers.later("refresh", "", 0.02, send)
-
-    def refresh_all(self, *, except_uri: str | None = None, redescribe: bool = False) -> None:
-        """Recheck every open memory document (after a store, trust or settings change)."""
-        if self.pull and except_uri is None:
-            self.request_refresh()
-        for doc, state in self.open_documents():
-            if doc.uri == except_uri:
-                continue
-            if redescribe:
-                info = self.projects.describe(doc.path)
-                if info is None:
-                    continue
-                state.info = info
-                state.not_injected = None
-            if self.pull:
-                continue
-            try:
-                self.publish(doc)
-            except Exception as exc:
-                self.log(f"memory-ls: could not check {doc.uri}: {exc!r}", lsp.MessageType.Error)
-
     # -- settings --------------------------------------------------------------------
 
     async def pull_settings(self) -> None:
@@ -244,7 +188,7 @@ class MemoryServer(LanguageServer):
         if settings == self.projects.settings:
             return
         self.projects.configure(settings)
-        self.refresh_all(redescribe=True)
+        publishing.refresh_all(self, redescribe=True)
 
     def folders_from(self, params: lsp.InitializeParams) -> list[Path]:
         """The workspace folders (or the root) as paths."""
@@ -284,26 +228,7 @@ def initialize(ls: MemoryServer, params: lsp.InitializeParams) -> None:
     ls.projects.configure(settings, ls.folders_from(params))
     encoding = ls.workspace.position_encoding or "utf-16"
     ls.analysis.encoding = str(getattr(encoding, "value", encoding))
-    ls.pull = params.capabilities.text_document is not None and (
-        params.capabilities.text_document.diagnostic is not None
-    )
-    if ls.pull:
-        # Pulled and pushed diagnostics are the same structure; a client that shows
-        # related information on pushes (Neovim declares it only there) shows it here.
-        ls.analysis.related = bool(
-            ls.capability("text_document.diagnostic.related_information")
-            or ls.capability("text_document.publish_diagnostics.related_information")
-        )
-        ls.feature(
-            lsp.TEXT_DOCUMENT_DIAGNOSTIC,
-            lsp.DiagnosticOptions(
-                identifier="memory", inter_file_dependencies=True, workspace_diagnostics=False
-            ),
-        )(pull_diagnostics)
-    else:
-        ls.analysis.related = bool(
-            ls.capability("text_document.publish_diagnostics.related_information")
-        )
+    publishing.negotiate(ls, params)
 
 
 async def initialized(ls: MemoryServer, params: lsp.InitializedParams) -> None:
@@ -371,9 +296,11 @@ def did_open(ls: MemoryServer, params: lsp.DidOpenTextDocumentParams) -> None:
         return
     doc = MemoryDocument(item.uri, path, item.text, item.version)
     ls.track(doc, DocState(info, disk_facts(doc)))
-    ls.publish(doc, always=True)
+    publishing.publish(ls, doc, always=True)
     background.start_similar(ls, doc)
-    ls.timers.later("others", "", OTHERS_DELAY, lambda: ls.refresh_all(except_uri=doc.uri))
+    ls.timers.later(
+        "others", "", OTHERS_DELAY, lambda: publishing.refresh_all(ls, except_uri=doc.uri)
+    )
 
 
 @guarded
@@ -394,10 +321,12 @@ def did_change(ls: MemoryServer, params: lsp.DidChangeTextDocumentParams) -> Non
             doc.apply_change(None, change.text, encoding)
     doc.version = params.text_document.version
     commands.buffer_changed(ls, doc)
-    ls.publish(doc, always=True)
+    publishing.publish(ls, doc, always=True)
     if doc.notes_version != notes_before:
         background.similar_after_edit(ls, doc)
-        ls.timers.later("others", "", OTHERS_DELAY, lambda: ls.refresh_all(except_uri=doc.uri))
+        ls.timers.later(
+            "others", "", OTHERS_DELAY, lambda: publishing.refresh_all(ls, except_uri=doc.uri)
+        )
 
 
 @guarded
@@ -407,10 +336,9 @@ def did_close(ls: MemoryServer, params: lsp.DidCloseTextDocumentParams) -> None:
     if doc is None:
         return
     commands.buffer_closed(ls, doc.uri)
-    if not ls.pull:
-        ls.send_raw(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS, {"uri": doc.uri, "diagnostics": []})
+    publishing.clear(ls, doc.uri)
     ls.projects.invalidate()
-    ls.refresh_all()
+    publishing.refresh_all(ls)
 
 
 @guarded
@@ -421,7 +349,7 @@ def did_save(ls: MemoryServer, params: lsp.DidSaveTextDocumentParams) -> None:
         found.state.disk = disk_facts(found.doc)
         commands.buffer_changed(ls, found.doc)  # saved: the buffer is the file now
     ls.projects.invalidate()
-    ls.refresh_all()
+    publishing.refresh_all(ls)
 
 
 @guarded
@@ -431,7 +359,7 @@ def did_change_watched_files(ls: MemoryServer, params: lsp.DidChangeWatchedFiles
         state.disk = disk_facts(doc)
         state.not_injected = None
     ls.projects.invalidate()
-    ls.refresh_all(redescribe=True)
+    publishing.refresh_all(ls, redescribe=True)
 
 
 async def did_change_configuration(
@@ -455,22 +383,7 @@ def did_change_folders(ls: MemoryServer, params: lsp.DidChangeWorkspaceFoldersPa
     folders = [f for f in folders if str(f) not in removed]
     folders += [Path(p) for f in params.event.added if (p := to_fs_path(f.uri))]
     ls.projects.configure(ls.projects.settings, folders)
-    ls.refresh_all(redescribe=True)
-
-
-def pull_diagnostics(ls: MemoryServer, params: lsp.DocumentDiagnosticParams) -> Any:
-    """``textDocument/diagnostic``: the full report, or ``unchanged`` for the same result."""
-    found = ls.document(params.text_document.uri)
-    if found is None:
-        return {"kind": "full", "items": []}
-    doc, state = found
-    items = ls.analysis.items(doc)
-    if items == state.sent and params.previous_result_id == str(state.result_id):
-        return {"kind": "unchanged", "resultId": str(state.result_id)}
-    if items != state.sent:
-        state.result_id += 1
-        state.sent = items
-    return {"kind": "full", "resultId": str(state.result_id), "items": items}
+    publishing.refresh_all(ls, redescribe=True)
 
 
 def make_command(name: str) -> Callable[..., Any]:
