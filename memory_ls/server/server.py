@@ -35,13 +35,14 @@ from memory_ls.server import (
     hover,
     lens,
     publishing,
+    settings_sync,
     symbols,
 )
 from memory_ls.server.background import Timers
 from memory_ls.server.diagnostics import Analysis, DocState, disk_facts
 from memory_ls.server.documents import MemoryDocument, Span
 from memory_ls.server.protocol import CLIENT_TIMEOUT, FramedStdin, MemoryProtocol
-from memory_ls.server.settings import SECTION, Settings, parse_settings
+from memory_ls.server.settings import Settings
 from memory_ls.server.workspace import Projects
 
 log = logging.getLogger("memory_ls.server")
@@ -127,13 +128,6 @@ class MemoryServer(LanguageServer):
             return  # the client's mistake (bad params, unknown method), already answered
         self.log(f"memory-ls: internal error: {error}", lsp.MessageType.Error)
 
-    def report_problems(self, problems: list[str]) -> None:
-        """Report each settings problem once."""
-        for problem in problems:
-            if problem not in self.reported:
-                self.reported.add(problem)
-                self.log(f"memory-ls settings: {problem}", lsp.MessageType.Warning)
-
     def capability(self, path: str) -> Any:
         """A client capability by dotted path (``None`` when not declared)."""
         value: Any = self.client_capabilities
@@ -161,34 +155,6 @@ class MemoryServer(LanguageServer):
                 ]
             )
         return lsp.WorkspaceEdit(changes={doc.uri: list(edits)})
-
-    # -- settings --------------------------------------------------------------------
-
-    async def pull_settings(self) -> None:
-        """Read ``memoryLs`` from ``workspace/configuration`` (when the client has it)."""
-        if not self.capability("workspace.configuration"):
-            return
-        try:
-            answer = await asyncio.wait_for(
-                self.workspace_configuration_async(
-                    lsp.ConfigurationParams(items=[lsp.ConfigurationItem(section=SECTION)])
-                ),
-                CLIENT_TIMEOUT,
-            )
-        except Exception as exc:
-            self.log(f"memory-ls: workspace/configuration failed: {exc!r}", lsp.MessageType.Warning)
-            return
-        raw = answer[0] if answer else None
-        self.apply_settings(raw)
-
-    def apply_settings(self, raw: object) -> None:
-        """Merge ``raw`` over the initialization options; rebuild projects if anything changed."""
-        settings, problems = parse_settings(raw, self.init_settings)
-        self.report_problems(problems)
-        if settings == self.projects.settings:
-            return
-        self.projects.configure(settings)
-        publishing.refresh_all(self, redescribe=True)
 
     def folders_from(self, params: lsp.InitializeParams) -> list[Path]:
         """The workspace folders (or the root) as paths."""
@@ -221,10 +187,7 @@ def guarded(fn: F) -> F:
 
 def initialize(ls: MemoryServer, params: lsp.InitializeParams) -> None:
     """Read settings and folders; offer pull diagnostics only to clients that declare them."""
-    raw = params.initialization_options
-    settings, problems = parse_settings(raw)
-    ls.init_settings = settings
-    ls.report_problems(problems)
+    settings = settings_sync.from_initialization_options(ls, params.initialization_options)
     ls.projects.configure(settings, ls.folders_from(params))
     encoding = ls.workspace.position_encoding or "utf-16"
     ls.analysis.encoding = str(getattr(encoding, "value", encoding))
@@ -234,7 +197,7 @@ def initialize(ls: MemoryServer, params: lsp.InitializeParams) -> None:
 async def initialized(ls: MemoryServer, params: lsp.InitializedParams) -> None:
     """Pull settings, watch the files memory depends on, then freeze start-up garbage."""
     try:
-        await ls.pull_settings()
+        await settings_sync.pull_settings(ls)
         await register_watchers(ls)
     except Exception as exc:
         ls.log(f"memory-ls: start-up step failed: {exc!r}", lsp.MessageType.Warning)
@@ -362,19 +325,6 @@ def did_change_watched_files(ls: MemoryServer, params: lsp.DidChangeWatchedFiles
     publishing.refresh_all(ls, redescribe=True)
 
 
-async def did_change_configuration(
-    ls: MemoryServer, params: lsp.DidChangeConfigurationParams
-) -> None:
-    """Re-pull ``memoryLs`` (or take pushed settings from clients without pull)."""
-    try:
-        if ls.capability("workspace.configuration"):
-            await ls.pull_settings()
-        elif isinstance(params.settings, dict) and SECTION in params.settings:
-            ls.apply_settings(params.settings[SECTION])
-    except Exception as exc:
-        ls.log(f"memory-ls: settings update failed: {exc!r}", lsp.MessageType.Error)
-
-
 @guarded
 def did_change_folders(ls: MemoryServer, params: lsp.DidChangeWorkspaceFoldersParams) -> None:
     """Each workspace folder is its own project."""
@@ -412,10 +362,10 @@ def create_server() -> MemoryServer:
     ls.feature(lsp.TEXT_DOCUMENT_DID_CLOSE)(did_close)
     ls.feature(lsp.TEXT_DOCUMENT_DID_SAVE, lsp.SaveOptions(include_text=False))(did_save)
     ls.feature(lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES)(did_change_watched_files)
-    ls.feature(lsp.WORKSPACE_DID_CHANGE_CONFIGURATION)(did_change_configuration)
     ls.feature(lsp.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)(did_change_folders)
     for name in commands.COMMANDS:
         ls.command(name)(make_command(name))
+    settings_sync.register(ls)
     code_actions.register(ls)
     symbols.register(ls)
     hover.register(ls)
