@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types as lsp
-from pygls.exceptions import JsonRpcInvalidParams
+from pygls.exceptions import JsonRpcException, JsonRpcInternalError, JsonRpcInvalidParams
 from pygls.uris import to_fs_path
 
 from memory_ls.core.actions import (
@@ -410,3 +410,30 @@ async def _confirm_clear(ls: MemoryServer, runtime: MemoryRuntime, scope: Scope)
     if answer is None or answer.title != "Clear":
         return CLEAR_DECLINED
     return None
+
+
+# -- registration ------------------------------------------------------------------
+
+
+def register(ls: MemoryServer) -> None:
+    """Every ``memory.*`` command."""
+    for name in COMMANDS:
+        ls.command(name)(_handler(name))
+
+
+def _handler(name: str) -> Callable[..., Any]:
+    """The handler of one command: anything unexpected is an ``InternalError`` naming it."""
+
+    # pygls reads a command handler's annotations at run time (typing.get_type_hints), and
+    # MemoryServer is only imported for type checking here: ``ls`` is known by its name.
+    async def handler(ls: Any, *args: Any) -> Any:
+        try:
+            return await execute(ls, name, args)
+        except JsonRpcException:
+            raise
+        except Exception as exc:
+            log.exception("command %s failed", name)
+            raise JsonRpcInternalError(f"{name} failed: {exc}") from None
+
+    handler.__name__ = name.replace(".", "_")
+    return handler

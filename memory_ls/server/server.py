@@ -1,9 +1,9 @@
-"""The language server: wiring of every feature, and :func:`serve` (SPEC §7).
+"""The language server: its state, the wiring of the feature modules, and :func:`serve` (SPEC §7).
 
-Each handler reads like a sentence: find the document, ask the feature module,
-send the answer. Anything unexpected in a notification handler is logged to
-the client's log (``window/logMessage``), never shown as a pop-up, and the
-server carries on.
+Each feature module registers its own handlers (``register(ls)``), and each
+handler reads like a sentence: get the document (:meth:`MemoryServer.document`),
+ask the analysis or the runtime, send the answer. ``docs/architecture.md`` says
+which module holds what.
 """
 
 from __future__ import annotations
@@ -11,8 +11,7 @@ from __future__ import annotations
 import gc
 import logging
 import sys
-from collections.abc import Callable
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, NamedTuple
 
 from lsprotocol import types as lsp
 from pygls.exceptions import (
@@ -42,7 +41,6 @@ from memory_ls.server.settings import Settings
 from memory_ls.server.workspace import Projects
 
 log = logging.getLogger("memory_ls.server")
-F = TypeVar("F", bound=Callable[..., Any])
 
 
 class OpenDocument(NamedTuple):
@@ -65,13 +63,21 @@ class MemoryServer(LanguageServer):
             protocol_cls=MemoryProtocol,
         )
         self.projects = Projects()
+        """Every project, and the open documents (``workspace.py``)."""
         self.analysis = Analysis(self.projects)
+        """Each open document's diagnostics state and findings (``diagnostics.py``)."""
         self.open_buffers = commands.OpenBuffers()
-        self.pull = False
-        self.init_settings = Settings()
-        self.reported: set[str] = set()
+        """The order of commands per store, and what open buffers lack (``commands.py``)."""
         self.timers = Timers(lambda message: self.log(message, lsp.MessageType.Error))
+        """Calls that wait for a pause (``background.py``)."""
+        self.pull = False
+        """Whether the client pulls diagnostics, decided at initialize (``publishing.py``)."""
         self.refresh_requested = False
+        """Whether a ``workspace/diagnostic/refresh`` is already scheduled (``publishing.py``)."""
+        self.init_settings = Settings()
+        """The settings in ``initializationOptions``, under the client's later ones."""
+        self.reported: set[str] = set()
+        """Settings problems already reported (each is reported once)."""
 
     # -- open documents --------------------------------------------------------------
 
@@ -150,7 +156,7 @@ class MemoryServer(LanguageServer):
         return lsp.WorkspaceEdit(changes={doc.uri: list(edits)})
 
 
-# -- handlers ---------------------------------------------------------------------------
+# -- wiring -----------------------------------------------------------------------------
 
 
 def initialize(ls: MemoryServer, params: lsp.InitializeParams) -> None:
@@ -173,30 +179,13 @@ async def initialized(ls: MemoryServer, params: lsp.InitializedParams) -> None:
     gc.freeze()
 
 
-def make_command(name: str) -> Callable[..., Any]:
-    """The handler of one ``memory.*`` command."""
-
-    async def handler(ls: MemoryServer, *args: Any) -> Any:
-        try:
-            return await commands.execute(ls, name, args)
-        except JsonRpcException:
-            raise
-        except Exception as exc:
-            log.exception("command %s failed", name)
-            raise JsonRpcInternalError(f"{name} failed: {exc}") from None
-
-    handler.__name__ = name.replace(".", "_")
-    return handler
-
-
 def create_server() -> MemoryServer:
     """A server with every feature registered."""
     ls = MemoryServer()
     ls.feature(lsp.INITIALIZE)(initialize)
     ls.feature(lsp.INITIALIZED)(initialized)
     document_sync.register(ls)
-    for name in commands.COMMANDS:
-        ls.command(name)(make_command(name))
+    commands.register(ls)
     settings_sync.register(ls)
     code_actions.register(ls)
     symbols.register(ls)
