@@ -45,9 +45,10 @@ def _wanted(kind: str, only: list[str] | None) -> bool:
 
 def code_action(ls: MemoryServer, params: lsp.CodeActionParams) -> list[lsp.CodeAction] | None:
     """Every action that applies to the range, filtered by ``context.only``."""
-    doc = ls.projects.documents.get(params.text_document.uri)
-    if doc is None:
+    found = ls.document(params.text_document.uri)
+    if found is None:
         return None
+    doc = found.doc
     only = [str(k) for k in params.context.only] if params.context.only else None
     actions: list[lsp.CodeAction] = []
     if _wanted(QUICKFIX, only):
@@ -55,10 +56,10 @@ def code_action(ls: MemoryServer, params: lsp.CodeActionParams) -> list[lsp.Code
             if diag.source not in ("memory", None) or diag.code is None:
                 continue
             code = str(diag.code)
-            found = fixes.quick_fixes(doc.lines, code, diag.data)
-            if found is None:  # no data the fix can read: use the diagnostic as it is now
-                found = fixes.quick_fixes(doc.lines, code, _data_for(ls, doc, diag)) or []
-            actions.extend(_edit_action(ls, doc, fix, QUICKFIX, diag) for fix in found)
+            quick = fixes.quick_fixes(doc.lines, code, diag.data)
+            if quick is None:  # no data the fix can read: use the diagnostic as it is now
+                quick = fixes.quick_fixes(doc.lines, code, _data_for(ls, doc, diag)) or []
+            actions.extend(_edit_action(ls, doc, fix, QUICKFIX, diag) for fix in quick)
     actions.extend(_note_actions(ls, doc, params.range, only))
     if _wanted(FIX_ALL, only) and (fix_all := fixes.fix_all_fix(doc.lines)) is not None:
         actions.append(_edit_action(ls, doc, fix_all, FIX_ALL))
@@ -87,7 +88,7 @@ def _data_for(ls: MemoryServer, doc: MemoryDocument, diag: lsp.Diagnostic) -> An
     """The ``data`` of a diagnostic the client sent back without it (clients that do
     not declare ``dataSupport`` may drop it): the current one with the same code and
     start line."""
-    if doc.uri not in ls.analysis.states:
+    if ls.document(doc.uri) is None:
         return None
     line = diag.range.start.line
     for item in ls.analysis.items(doc):
@@ -108,8 +109,8 @@ def _note_actions(
     if not notes:
         return []
     out: list[lsp.CodeAction] = []
-    state = ls.analysis.states.get(doc.uri)
-    scope = state.info.scope if state else None
+    found = ls.document(doc.uri)
+    scope = found.state.info.scope if found else None
     if len(notes) == 1:
         b = notes[0]
         if _wanted(REWRITE, only) and (forget := fixes.forget_fix(doc.lines, b.line)) is not None:

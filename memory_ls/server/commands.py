@@ -26,11 +26,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types as lsp
-from pygls.exceptions import JsonRpcInvalidParams
+from pygls.exceptions import JsonRpcException, JsonRpcInternalError, JsonRpcInvalidParams
 from pygls.uris import to_fs_path
 
 from memory_ls.core.actions import Change, check_scope, read_request
 from memory_ls.core.models import MemoryResult, Scope
+from memory_ls.server import publishing
 from memory_ls.server.documents import MemoryDocument
 from memory_ls.server.edits import replacing_edit
 from memory_ls.store.paths import canonical_path, refused_project_store
@@ -130,7 +131,7 @@ async def execute(ls: MemoryServer, command: str, args: tuple[Any, ...]) -> Any:
     if name == "reload":
         reloaded = runtime.reload_result()
         ls.projects.invalidate()
-        ls.refresh_all()
+        publishing.refresh_all(ls)
         return reloaded
     return await _mutate(ls, runtime, name, arg)
 
@@ -164,7 +165,7 @@ async def _mutate(
                         functools.partial(_file_text, runtime, s),
                     )
                     await sync_buffer(ls, doc, change)
-    ls.refresh_all()
+    publishing.refresh_all(ls)
     return result
 
 
@@ -280,9 +281,9 @@ def _set_missing(ls: MemoryServer, doc: MemoryDocument, changes: list[BufferChan
         ls.open_buffers.missing[doc.uri] = changes
     else:
         ls.open_buffers.missing.pop(doc.uri, None)
-    state = ls.analysis.states.get(doc.uri)
-    if state is not None:
-        state.behind = list(dict.fromkeys(c.behind_message for c in changes))
+    found = ls.document(doc.uri)
+    if found is not None:
+        found.state.behind = list(dict.fromkeys(c.behind_message for c in changes))
 
 
 async def sync_buffer(ls: MemoryServer, doc: MemoryDocument, change: BufferChange) -> None:
@@ -296,7 +297,7 @@ async def sync_buffer(ls: MemoryServer, doc: MemoryDocument, change: BufferChang
     """
 
     def closed() -> bool:
-        return ls.projects.documents.get(doc.uri) is not doc
+        return not ls.is_open(doc)
 
     def held() -> bool:
         return closed() or change.held_by(doc.text())
@@ -354,7 +355,7 @@ async def _apply(ls: MemoryServer, doc: MemoryDocument, edit: lsp.TextEdit, acti
 def _behind(ls: MemoryServer, doc: MemoryDocument, change: BufferChange) -> None:
     """The buffer lacks the change: say so on the document and in a warning."""
     _set_missing(ls, doc, [*ls.open_buffers.missing.get(doc.uri, []), change])
-    ls.publish(doc)
+    publishing.publish(ls, doc)
     message = f"{doc.path}: {change.behind_message}"
     try:
         ls.window_show_message(lsp.ShowMessageParams(type=lsp.MessageType.Warning, message=message))
@@ -386,3 +387,30 @@ async def _confirm_clear(ls: MemoryServer, runtime: MemoryRuntime, scope: Scope)
     if answer is None or answer.title != "Clear":
         return CLEAR_DECLINED
     return None
+
+
+# -- registration ------------------------------------------------------------------
+
+
+def register(ls: MemoryServer) -> None:
+    """Every ``memory.*`` command."""
+    for name in COMMANDS:
+        ls.command(name)(_handler(name))
+
+
+def _handler(name: str) -> Callable[..., Any]:
+    """The handler of one command: anything unexpected is an ``InternalError`` naming it."""
+
+    # pygls reads a command handler's annotations at run time (typing.get_type_hints), and
+    # MemoryServer is only imported for type checking here: ``ls`` is known by its name.
+    async def handler(ls: Any, *args: Any) -> Any:
+        try:
+            return await execute(ls, name, args)
+        except JsonRpcException:
+            raise
+        except Exception as exc:
+            log.exception("command %s failed", name)
+            raise JsonRpcInternalError(f"{name} failed: {exc}") from None
+
+    handler.__name__ = name.replace(".", "_")
+    return handler

@@ -36,7 +36,7 @@ def format_document(
     ls: MemoryServer, params: lsp.DocumentFormattingParams
 ) -> list[lsp.TextEdit] | None:
     """Normalise every note and its bullet marker."""
-    doc = ls.projects.documents.get(params.text_document.uri)
-    if doc is None:
+    found = ls.document(params.text_document.uri)
+    if found is None:
         return None
-    return text_edits(doc, format_edits(doc), ls.analysis.encoding)
+    return text_edits(found.doc, format_edits(found.doc), ls.analysis.encoding)

@@ -20,10 +20,10 @@ def register(ls: MemoryServer) -> None:
 
 def hover(ls: MemoryServer, params: lsp.HoverParams) -> lsp.Hover | None:
     """What the agent does with the note under the cursor."""
-    doc = ls.projects.documents.get(params.text_document.uri)
-    state = ls.analysis.states.get(params.text_document.uri)
-    if doc is None or state is None:
+    found = ls.document(params.text_document.uri)
+    if found is None:
         return None
+    doc, state = found
     b = doc.bullet_at(params.position.line)
     if b is None or not b.note:
         return None

@@ -19,14 +19,17 @@ def register(ls: MemoryServer) -> None:
 
 def lens_title(ls: MemoryServer, uri: str) -> str | None:
     """``N notes · used/cap bytes in recall · M left out`` for an open store."""
-    doc = ls.projects.documents.get(uri)
-    state = ls.analysis.states.get(uri)
-    if doc is None or state is None or state.info.scope is None:
+    found = ls.document(uri)
+    if found is None:
+        return None
+    doc, state = found
+    scope = state.info.scope
+    if scope is None:
         return None
     count = len(doc.notes())
     plan, _ = ls.projects.plan(state.info.runtime)
     trusted = state.info.runtime.trust().trusted
-    verdict = scope_recall(plan, state.info.scope, trusted=trusted)
+    verdict = scope_recall(plan, scope, trusted=trusted)
     if verdict.state == "untrusted":
         return f"{count} notes · not recalled: {state.info.runtime.trust().summary}"
     if verdict.state == "recall-off":
@@ -38,11 +41,11 @@ def lens_title(ls: MemoryServer, uri: str) -> str | None:
 def code_lens(ls: MemoryServer, params: lsp.CodeLensParams) -> list[lsp.CodeLens] | None:
     """One lens on line 0 that runs ``memory.doctor``."""
     title = lens_title(ls, params.text_document.uri)
-    if title is None:
+    found = ls.document(params.text_document.uri)
+    if title is None or found is None:
         return None
-    state = ls.analysis.states[params.text_document.uri]
     argument: dict[str, Any] = {}
-    if state.info.scope == "project":
+    if found.state.info.scope == "project":
         argument["uri"] = params.text_document.uri
     return [
         lsp.CodeLens(

@@ -1,325 +1,53 @@
-"""The language server: wiring of every feature, and :func:`serve` (SPEC §7).
+"""The language server: its state, the wiring of the feature modules, and :func:`serve` (SPEC §7).
 
-Each handler reads like a sentence: find the document, ask the feature module,
-send the answer. Anything unexpected in a notification handler is logged to
-the client's log (``window/logMessage``), never shown as a pop-up, and the
-server carries on.
+Each feature module registers its own handlers (``register(ls)``), and each
+handler reads like a sentence: get the document (:meth:`MemoryServer.document`),
+ask the analysis or the runtime, send the answer. ``docs/architecture.md`` says
+which module holds what.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import functools
 import gc
-import json
 import logging
-import re
 import sys
-import threading
-from collections.abc import Callable, Generator
-from pathlib import Path
-from typing import Any, BinaryIO, TypeVar
+from typing import Any, NamedTuple
 
-import attrs
-import cattrs
-import cattrs.v
-from cattrs import Converter
 from lsprotocol import types as lsp
 from pygls.exceptions import (
     FeatureRequestError,
     JsonRpcException,
     JsonRpcInternalError,
-    JsonRpcInvalidParams,
-    JsonRpcInvalidRequest,
-    JsonRpcParseError,
-    JsonRpcServerNotInitialized,
 )
 from pygls.lsp.server import LanguageServer
-from pygls.protocol import (
-    JsonRPCNotification,
-    JsonRPCProtocol,
-    JsonRPCRequestMessage,
-    LanguageServerProtocol,
-    lsp_method,
-)
-from pygls.protocol.json_rpc import MsgId
-from pygls.uris import from_fs_path, to_fs_path
 
 from memory_ls import __version__
-from memory_ls.core.text import MAX_STORE_BYTES, without_lone_surrogates
-from memory_ls.server import code_actions, commands, formatting, hover, lens, symbols
-from memory_ls.server.diagnostics import Analysis, DocState, disk_facts
-from memory_ls.server.documents import MemoryDocument, Span
-from memory_ls.server.settings import SECTION, Settings, parse_settings
+from memory_ls.server import (
+    code_actions,
+    commands,
+    document_sync,
+    formatting,
+    hover,
+    lens,
+    publishing,
+    settings_sync,
+    symbols,
+)
+from memory_ls.server.background import Timers
+from memory_ls.server.diagnostics import Analysis, DocState
+from memory_ls.server.documents import MemoryDocument
+from memory_ls.server.protocol import FramedStdin, MemoryProtocol
+from memory_ls.server.settings import Settings
 from memory_ls.server.workspace import Projects
 
 log = logging.getLogger("memory_ls.server")
-F = TypeVar("F", bound=Callable[..., Any])
-
-SIMILAR_DELAY = 0.05
-"""Seconds of quiet after an edit before the edited notes are compared for ``similar``."""
-OTHERS_DELAY = 0.03
-"""Seconds after an edit before the other store's diagnostics are refreshed."""
-CLIENT_TIMEOUT = 5.0
-PROGRESS_MIN_NOTES = 500
-"""Stores with fewer notes finish the ``similar`` pass too fast to show progress."""
 
 
-MAX_MESSAGE_BYTES = 64 * 1024 * 1024
-"""A message body over this size is refused unread (VS Code itself keeps larger files from servers)."""
-MAX_HEADER_LINE = 64 * 1024
-"""Header lines are read in pieces of at most this size, so junk without line breaks stays bounded."""
-OVERSIZED = "memoryLsOversized"
-"""Key of the stand-in body :class:`FramedStdin` returns for a message it refused unread."""
+class OpenDocument(NamedTuple):
+    """An open memory document and its diagnostics state."""
 
-
-class FramedStdin:
-    """Standard input for pygls' stdio loop, safe from a ``Content-Length`` that lies.
-
-    pygls reads a header line with ``readline`` and then exactly ``Content-Length``
-    bytes with ``read``. Read as it is, a length that is too large makes it allocate
-    that much at once (a ``MemoryError`` that ends the server), and one that is too
-    small leaves the rest of the body in front of the next header, so that header is
-    never recognised and every later message is lost. Here a header that follows junk
-    on the same line is found again, and a body over :data:`MAX_MESSAGE_BYTES` is not
-    read: pygls gets a small stand-in that :class:`MemoryProtocol` answers with an
-    error, and the body's bytes are then skipped as junk up to the next header.
-    """
-
-    def __init__(self, stream: BinaryIO) -> None:
-        self.stream = stream
-
-    def readline(self) -> bytes:
-        """The next header line, starting at its ``Content-Length`` when junk came first."""
-        line = self.stream.readline(MAX_HEADER_LINE)
-        at = line.rfind(b"Content-Length: ")
-        return line[at:] if at > 0 else line
-
-    def read(self, size: int) -> bytes:
-        """A message body of ``size`` bytes, or the stand-in for one too large to read."""
-        if size > MAX_MESSAGE_BYTES:
-            return json.dumps({OVERSIZED: size}).encode()
-        return self.stream.read(size)
-
-
-def _valid_id(value: object) -> bool:
-    # JSON-RPC allows null and fractions too, but an LSP id is an integer or a string.
-    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
-
-
-def _camel(path: str) -> str:
-    return re.sub(r"_([a-z])", lambda m: m.group(1).upper(), path)
-
-
-def _describe(exc: BaseException, expected: type | None) -> str:
-    # lsprotocol's own checks (negative positions, out-of-range integers) say it best.
-    if isinstance(exc, ValueError) and expected is None:
-        return str(exc).rstrip(".")
-    return cattrs.v.format_exception(exc, expected)
-
-
-def unreadable(exc: BaseException) -> str:
-    """Why a message could not be read into its type, naming each field (camelCase, as sent)."""
-    problems = cattrs.transform_error(exc, path="", format_exception=_describe)
-    described = (_camel(p).replace(" @ .", " at ", 1).removesuffix(" @ ") for p in problems)
-    return "; ".join(described) or str(exc)
-
-
-class MemoryProtocol(LanguageServerProtocol):
-    """pygls' protocol, with every request answered, and minus its copy of open documents.
-
-    **Every request gets a response** (SPEC §7 "Bad requests"). pygls drops a
-    request whose params do not fit lsprotocol's types (it logs the error and the
-    client waits forever), drops requests after ``shutdown``, and runs them before
-    ``initialize``. Here pygls' object hook leaves requests and notifications as
-    plain JSON and :meth:`handle_message`, which sees only whole messages, reads
-    them: a request that cannot be read gets ``InvalidParams`` (naming the fields)
-    or ``InvalidRequest`` with its id (``null`` when the id itself is unusable);
-    a notification that cannot be read is logged and ignored. A body that is not
-    JSON gets a ``ParseError`` from :meth:`MemoryServer.report_server_error`.
-
-    pygls also keeps every open document and re-splits its whole text on each
-    incremental change; memory-ls keeps its own per-line state instead, so the
-    built-in handlers only pass the notifications on.
-    """
-
-    def __init__(self, server: LanguageServer, converter: Converter) -> None:
-        super().__init__(server, converter)
-        self.initialize_received = False
-        self.exit_code = 0
-        """What ``serve`` returns: 1 after an ``exit`` that came without ``shutdown`` (LSP)."""
-
-    def structure_message(self, data: dict[str, Any]) -> Any:
-        """Leave requests and notifications as JSON for :meth:`handle_message`.
-
-        This is the object hook of pygls' ``json.loads``: it runs on every object,
-        innermost first, so it cannot tell a message from an object inside one.
-        Responses from the client still go to pygls; one it cannot read fails the
-        request that waits for it at once, instead of leaving it to time out.
-        """
-        if "method" in data:
-            return data
-        try:
-            return super().structure_message(data)
-        except JsonRpcException as exc:
-            if not ("result" in data and _valid_id(data.get("id"))):
-                raise
-            problem = unreadable(exc.__cause__ or exc)
-            message = f"the client's answer to request {data['id']} could not be read: {problem}"
-            error = lsp.ResponseError(code=JsonRpcInvalidParams.CODE, message=message)
-            return lsp.ResponseErrorMessage(id=data["id"], error=error)
-
-    def handle_message(self, message: Any) -> None:
-        """Read a request or notification and pass it on; answer or log one that cannot be served."""
-        if not attrs.has(type(message)):  # plain JSON: a request, a notification or junk
-            message = self._read(message)
-            if message is None:
-                return
-        method = getattr(message, "method", None)
-        if method == lsp.EXIT:
-            self.exit_code = 0 if self._shutdown else 1
-        elif method == lsp.INITIALIZE:
-            self.initialize_received = True
-        super().handle_message(message)
-
-    def _read(self, data: object) -> Any:
-        """The typed message in ``data``, or ``None`` once a bad one is answered or logged."""
-        if not isinstance(data, dict) or "method" not in data:
-            self._junk(data)
-            return None
-        method, is_request, msg_id = data["method"], "id" in data, data.get("id")
-        try:
-            problem = self._problem(data)
-            if problem is None:
-                message_type = self.get_message_type(method)
-                if message_type is None:  # unknown: pygls answers MethodNotFound
-                    message_type = JsonRPCRequestMessage if is_request else JsonRPCNotification
-                    data = {"params": None, **data}  # pygls' fallback types require the field
-                return self._converter.structure(without_lone_surrogates(data), message_type)
-        except RecursionError:
-            problem = JsonRpcInvalidRequest("the message is nested too deeply")
-        except Exception as exc:
-            problem = JsonRpcInvalidParams(f"Invalid params for {method}: {unreadable(exc)}")
-        if is_request:
-            self._answer(msg_id if _valid_id(msg_id) else None, problem)
-        else:
-            log.info("ignored %.100r: %s", method, problem.message)
-            report = getattr(self._server, "log", None)
-            if report is not None and self.initialize_received and not self._shutdown:
-                report(f"memory-ls: ignored {method!r:.100}: {problem.message}")
-        return None
-
-    def _problem(self, data: dict[str, Any]) -> JsonRpcException | None:
-        """What makes the request or notification ``data`` unservable, before its params are read."""
-        method = data["method"]
-        if "id" in data and not _valid_id(data["id"]):
-            return JsonRpcInvalidRequest("the id must be an integer or a string")
-        if data.get("jsonrpc") != JsonRPCProtocol.VERSION:
-            return JsonRpcInvalidRequest('"jsonrpc" must be "2.0"')
-        if not isinstance(method, str):
-            return JsonRpcInvalidRequest("the method must be a string")
-        # LSP's order: initialize first, once; nothing but exit after shutdown.
-        if self._shutdown and method != lsp.EXIT:
-            return JsonRpcInvalidRequest("the server is shutting down: only exit is accepted")
-        if method == lsp.INITIALIZE and self.initialize_received:
-            return JsonRpcInvalidRequest("initialize was already received")
-        if not self.initialize_received and method not in (lsp.INITIALIZE, lsp.EXIT):
-            return JsonRpcServerNotInitialized("the server is not initialized: send initialize")
-        message_type = self.get_message_type(method)
-        if message_type is None:
-            return None
-        if "id" in data and "id" not in attrs.fields_dict(message_type):
-            return JsonRpcInvalidRequest(f"{method} is a notification: it takes no id")
-        params = data.get("params")
-        if params is not None and not isinstance(params, dict):
-            kind = type(params).__name__
-            return JsonRpcInvalidParams(f"Invalid params for {method}: not an object ({kind})")
-        return None
-
-    def _junk(self, data: object) -> None:
-        """Answer what is neither a request nor a notification (a response is only logged)."""
-        if isinstance(data, dict) and OVERSIZED in data:
-            size = data[OVERSIZED]
-            problem = f"the message of {size} bytes is over the limit of {MAX_MESSAGE_BYTES} bytes"
-            self._answer(None, JsonRpcInvalidRequest(f"{problem}; it was skipped"))
-        elif isinstance(data, dict) and ("result" in data or "error" in data):
-            log.warning("ignored a response that is not JSON-RPC 2.0: %.200r", data)
-        else:
-            self._answer(None, JsonRpcInvalidRequest("not a JSON-RPC 2.0 request"))
-
-    def _answer(self, msg_id: MsgId | None, error: JsonRpcException) -> None:
-        # Plain JSON: pygls' ResponseErrorMessage would drop an ``"id": null``.
-        answer = {"code": error.code, "message": error.message}
-        if error.data is not None:
-            answer["data"] = error.data
-        self._send_data({"jsonrpc": JsonRPCProtocol.VERSION, "id": msg_id, "error": answer})
-
-    def answer_unparsable(self, error: Exception) -> None:
-        """A body that is not JSON: ``ParseError`` (its id cannot be known, so ``null``)."""
-        self._answer(None, JsonRpcParseError(f"Parse error: {error}"))
-
-    @lsp_method(lsp.TEXT_DOCUMENT_DID_OPEN)
-    def lsp_text_document__did_open(
-        self, params: lsp.DidOpenTextDocumentParams
-    ) -> Generator[Any, Any, None]:
-        if (handler := self.fm.features.get(lsp.TEXT_DOCUMENT_DID_OPEN)) is not None:
-            yield handler, (params,), None
-
-    @lsp_method(lsp.TEXT_DOCUMENT_DID_CHANGE)
-    def lsp_text_document__did_change(
-        self, params: lsp.DidChangeTextDocumentParams
-    ) -> Generator[Any, Any, None]:
-        if (handler := self.fm.features.get(lsp.TEXT_DOCUMENT_DID_CHANGE)) is not None:
-            yield handler, (params,), None
-
-    @lsp_method(lsp.TEXT_DOCUMENT_DID_CLOSE)
-    def lsp_text_document__did_close(
-        self, params: lsp.DidCloseTextDocumentParams
-    ) -> Generator[Any, Any, None]:
-        if (handler := self.fm.features.get(lsp.TEXT_DOCUMENT_DID_CLOSE)) is not None:
-            yield handler, (params,), None
-
-
-class WorkProgress:
-    """One ``$/progress`` begin/end pair around background work.
-
-    The token is created with ``window/workDoneProgress/create`` (a request, so
-    it is awaited in a task); ``finish`` may come first, and then ends it as
-    soon as it has begun.
-    """
-
-    def __init__(self, server: MemoryServer, message: str | None) -> None:
-        self.server = server
-        self.token: str | None = None
-        self.finished = False
-        if message is not None:
-            asyncio.get_running_loop().create_task(self._begin(message))
-
-    async def _begin(self, message: str) -> None:
-        token = f"memory-ls/{id(self)}"
-        progress = self.server.work_done_progress
-        try:
-            await asyncio.wait_for(progress.create_async(token), CLIENT_TIMEOUT)
-            progress.begin(token, lsp.WorkDoneProgressBegin(title="memory-ls", message=message))
-        except Exception as exc:  # the client refused or never answered: no progress
-            log.info("no work-done progress: %r", exc)
-            return
-        self.token = token
-        if self.finished:
-            self._end()
-
-    def finish(self) -> None:
-        """The work is done: end the progress (now, or once it has begun)."""
-        self.finished = True
-        if self.token is not None:
-            self._end()
-
-    def _end(self) -> None:
-        token, self.token = self.token, None
-        if token is not None:
-            with contextlib.suppress(Exception):
-                self.server.work_done_progress.end(token, lsp.WorkDoneProgressEnd())
+    doc: MemoryDocument
+    state: DocState
 
 
 class MemoryServer(LanguageServer):
@@ -335,13 +63,47 @@ class MemoryServer(LanguageServer):
             protocol_cls=MemoryProtocol,
         )
         self.projects = Projects()
+        """Every project, and the open documents (``workspace.py``)."""
         self.analysis = Analysis(self.projects)
+        """Each open document's diagnostics state and findings (``diagnostics.py``)."""
         self.open_buffers = commands.OpenBuffers()
+        """The order of commands per store, and what open buffers lack (``commands.py``)."""
+        self.timers = Timers(lambda message: self.log(message, lsp.MessageType.Error))
+        """Calls that wait for a pause (``background.py``)."""
         self.pull = False
+        """Whether the client pulls diagnostics, decided at initialize (``publishing.py``)."""
+        self.refresh_requested = False
+        """Whether a ``workspace/diagnostic/refresh`` is already scheduled (``publishing.py``)."""
         self.init_settings = Settings()
+        """The settings in ``initializationOptions``, under the client's later ones."""
         self.reported: set[str] = set()
-        self._timers: dict[tuple[str, str], asyncio.TimerHandle] = {}
-        self._refresh_requested = False
+        """Settings problems already reported (each is reported once)."""
+
+    # -- open documents --------------------------------------------------------------
+
+    def document(self, uri: str) -> OpenDocument | None:
+        """The open memory document at ``uri`` and its diagnostics state, if there is one."""
+        doc = self.projects.documents.get(uri)
+        state = self.analysis.states.get(uri)
+        return None if doc is None or state is None else OpenDocument(doc, state)
+
+    def open_documents(self) -> list[OpenDocument]:
+        """Every open memory document (a copy: handlers may open or close documents meanwhile)."""
+        return [found for uri in list(self.projects.documents) if (found := self.document(uri))]
+
+    def is_open(self, doc: MemoryDocument) -> bool:
+        """Whether ``doc`` is still open (not closed, nor closed and opened again)."""
+        return self.projects.documents.get(doc.uri) is doc
+
+    def track(self, doc: MemoryDocument, state: DocState) -> None:
+        """Start tracking a document that was opened."""
+        self.projects.open(doc)
+        self.analysis.states[doc.uri] = state
+
+    def untrack(self, uri: str) -> MemoryDocument | None:
+        """Stop tracking a document that was closed; the document, if it was tracked."""
+        self.analysis.states.pop(uri, None)
+        return self.projects.close(uri)
 
     # -- talking to the client -------------------------------------------------------
 
@@ -364,13 +126,6 @@ class MemoryServer(LanguageServer):
         if source is FeatureRequestError and not isinstance(error, JsonRpcInternalError):
             return  # the client's mistake (bad params, unknown method), already answered
         self.log(f"memory-ls: internal error: {error}", lsp.MessageType.Error)
-
-    def report_problems(self, problems: list[str]) -> None:
-        """Report each settings problem once."""
-        for problem in problems:
-            if problem not in self.reported:
-                self.reported.add(problem)
-                self.log(f"memory-ls settings: {problem}", lsp.MessageType.Warning)
 
     def capability(self, path: str) -> Any:
         """A client capability by dotted path (``None`` when not declared)."""
@@ -400,415 +155,28 @@ class MemoryServer(LanguageServer):
             )
         return lsp.WorkspaceEdit(changes={doc.uri: list(edits)})
 
-    def send_raw(self, method: str, params: dict[str, Any]) -> None:
-        """A notification built as plain JSON (diagnostics are sent this way: it is cheaper)."""
-        self.protocol._send_data({"jsonrpc": "2.0", "method": method, "params": params})
 
-    # -- diagnostics -----------------------------------------------------------------
-
-    def publish(self, doc: MemoryDocument, always: bool = False) -> None:
-        """Push ``doc``'s diagnostics (pull clients are asked to re-pull instead).
-
-        An open or a change always publishes, with the new version (SPEC §7); a
-        background refresh (similar hints, the other store) only when they changed.
-        """
-        state = self.analysis.states.get(doc.uri)
-        if state is None:
-            return
-        if self.pull:
-            self.request_refresh()
-            return
-        items = self.analysis.items(doc)
-        if items == state.sent and not always:
-            return
-        state.sent = items
-        self.send_raw(
-            lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS,
-            {"uri": doc.uri, "version": doc.version, "diagnostics": items},
-        )
-
-    def request_refresh(self) -> None:
-        """Ask a pull client to pull again (once per burst)."""
-        if not self.capability("workspace.diagnostics.refresh_support"):
-            return
-        if self._refresh_requested:
-            return
-        self._refresh_requested = True
-
-        def send() -> None:
-            self._refresh_requested = False
-            try:
-                self.workspace_diagnostic_refresh(None)
-            except Exception as exc:
-                log.warning("diagnostic refresh failed: %r", exc)
-
-        self.later("refresh", "", 0.02, send)
-
-    def refresh_all(self, *, except_uri: str | None = None, redescribe: bool = False) -> None:
-        """Recheck every open memory document (after a store, trust or settings change)."""
-        if self.pull and except_uri is None:
-            self.request_refresh()
-        for doc in list(self.projects.documents.values()):
-            if doc.uri == except_uri:
-                continue
-            state = self.analysis.states.get(doc.uri)
-            if state is None:
-                continue
-            if redescribe:
-                info = self.projects.describe(doc.path)
-                if info is None:
-                    continue
-                state.info = info
-                state.not_injected = None
-            if self.pull:
-                continue
-            try:
-                self.publish(doc)
-            except Exception as exc:
-                self.log(f"memory-ls: could not check {doc.uri}: {exc!r}", lsp.MessageType.Error)
-
-    def later(self, kind: str, key: str, delay: float, fn: Callable[[], None]) -> None:
-        """Run ``fn`` after ``delay`` seconds, replacing a pending call of the same kind."""
-        timer = self._timers.pop((kind, key), None)
-        if timer is not None:
-            timer.cancel()
-        loop = asyncio.get_running_loop()
-
-        def run() -> None:
-            self._timers.pop((kind, key), None)
-            try:
-                fn()
-            except Exception as exc:
-                self.log(f"memory-ls: {kind} failed: {exc!r}", lsp.MessageType.Error)
-
-        self._timers[(kind, key)] = loop.call_later(delay, run)
-
-    def start_similar(self, doc: MemoryDocument) -> None:
-        """All ``similar`` pairs once, in a daemon thread, then a second publish."""
-        state = self.analysis.states.get(doc.uri)
-        if (
-            state is None
-            or self.projects.settings.severity.get("similar") == "off"
-            or doc.size > MAX_STORE_BYTES
-        ):
-            return
-        keys = self.analysis.similar_snapshot(doc)
-        threshold = self.analysis.similar_threshold()
-        loop = asyncio.get_running_loop()
-        progress = self.background_progress(
-            f"Looking for similar notes among {len(keys)}", len(keys)
-        )
-
-        def done(pairs: dict[tuple[str, str], float] | None) -> None:
-            progress.finish()
-            if pairs is None or self.analysis.states.get(doc.uri) is not state:
-                return
-            state.similar = pairs
-            state.similar_ready = True
-            self.analysis.similar_incremental(doc)
-            self.publish(doc)
-
-        def work() -> None:
-            # A daemon thread, so a long pass never holds up the server's exit.
-            try:
-                pairs = self.analysis.all_pairs(keys, threshold)
-            except Exception as exc:
-                log.warning("similar hints failed: %r", exc)
-                pairs = None
-            with contextlib.suppress(RuntimeError):  # the loop is gone: exiting
-                loop.call_soon_threadsafe(done, pairs)
-
-        threading.Thread(target=work, name="memory-ls-similar", daemon=True).start()
-
-    def background_progress(self, message: str, size: int) -> WorkProgress:
-        """Work-done progress for a long pass, when the client shows it (else a no-op)."""
-        report = size >= PROGRESS_MIN_NOTES and bool(self.capability("window.work_done_progress"))
-        return WorkProgress(self, message if report else None)
-
-    def similar_after_edit(self, doc: MemoryDocument) -> None:
-        """Compare the edited notes against the rest once typing pauses."""
-
-        def run() -> None:
-            if self.projects.documents.get(doc.uri) is not doc:
-                return
-            self.analysis.similar_incremental(doc)
-            self.publish(doc)
-
-        if self.projects.settings.severity.get("similar") != "off":
-            self.later("similar", doc.uri, SIMILAR_DELAY, run)
-
-    # -- settings --------------------------------------------------------------------
-
-    async def pull_settings(self) -> None:
-        """Read ``memoryLs`` from ``workspace/configuration`` (when the client has it)."""
-        if not self.capability("workspace.configuration"):
-            return
-        try:
-            answer = await asyncio.wait_for(
-                self.workspace_configuration_async(
-                    lsp.ConfigurationParams(items=[lsp.ConfigurationItem(section=SECTION)])
-                ),
-                CLIENT_TIMEOUT,
-            )
-        except Exception as exc:
-            self.log(f"memory-ls: workspace/configuration failed: {exc!r}", lsp.MessageType.Warning)
-            return
-        raw = answer[0] if answer else None
-        self.apply_settings(raw)
-
-    def apply_settings(self, raw: object) -> None:
-        """Merge ``raw`` over the initialization options; rebuild projects if anything changed."""
-        settings, problems = parse_settings(raw, self.init_settings)
-        self.report_problems(problems)
-        if settings == self.projects.settings:
-            return
-        self.projects.configure(settings)
-        self.refresh_all(redescribe=True)
-
-    def folders_from(self, params: lsp.InitializeParams) -> list[Path]:
-        """The workspace folders (or the root) as paths."""
-        uris = [f.uri for f in params.workspace_folders or []]
-        if not uris and params.root_uri:
-            uris = [params.root_uri]
-        paths = [to_fs_path(u) for u in uris]
-        if not uris and params.root_path:
-            paths = [params.root_path]
-        return [Path(p) for p in paths if p]
-
-
-# -- handlers ---------------------------------------------------------------------------
-
-
-def guarded(fn: F) -> F:
-    """Log (never raise) whatever goes wrong in a notification handler."""
-
-    @functools.wraps(fn)
-    def wrapper(ls: MemoryServer, *args: Any) -> Any:
-        try:
-            return fn(ls, *args)
-        except Exception as exc:
-            log.exception("handler %s failed", fn.__name__)
-            ls.log(f"memory-ls: {fn.__name__} failed: {exc!r}", lsp.MessageType.Error)
-            return None
-
-    return wrapper  # type: ignore[return-value]
+# -- wiring -----------------------------------------------------------------------------
 
 
 def initialize(ls: MemoryServer, params: lsp.InitializeParams) -> None:
     """Read settings and folders; offer pull diagnostics only to clients that declare them."""
-    raw = params.initialization_options
-    settings, problems = parse_settings(raw)
-    ls.init_settings = settings
-    ls.report_problems(problems)
-    ls.projects.configure(settings, ls.folders_from(params))
+    settings = settings_sync.from_initialization_options(ls, params.initialization_options)
+    ls.projects.configure(settings, document_sync.folders_from(params))
     encoding = ls.workspace.position_encoding or "utf-16"
     ls.analysis.encoding = str(getattr(encoding, "value", encoding))
-    ls.pull = params.capabilities.text_document is not None and (
-        params.capabilities.text_document.diagnostic is not None
-    )
-    if ls.pull:
-        # Pulled and pushed diagnostics are the same structure; a client that shows
-        # related information on pushes (Neovim declares it only there) shows it here.
-        ls.analysis.related = bool(
-            ls.capability("text_document.diagnostic.related_information")
-            or ls.capability("text_document.publish_diagnostics.related_information")
-        )
-        ls.feature(
-            lsp.TEXT_DOCUMENT_DIAGNOSTIC,
-            lsp.DiagnosticOptions(
-                identifier="memory", inter_file_dependencies=True, workspace_diagnostics=False
-            ),
-        )(pull_diagnostics)
-    else:
-        ls.analysis.related = bool(
-            ls.capability("text_document.publish_diagnostics.related_information")
-        )
+    publishing.negotiate(ls, params)
 
 
 async def initialized(ls: MemoryServer, params: lsp.InitializedParams) -> None:
     """Pull settings, watch the files memory depends on, then freeze start-up garbage."""
     try:
-        await ls.pull_settings()
-        await register_watchers(ls)
+        await settings_sync.pull_settings(ls)
+        await document_sync.register_watchers(ls)
     except Exception as exc:
         ls.log(f"memory-ls: start-up step failed: {exc!r}", lsp.MessageType.Warning)
     gc.collect()
     gc.freeze()
-
-
-async def register_watchers(ls: MemoryServer) -> None:
-    """Watch the stores, ``bytefly.json`` and ``trust.json`` where the client allows it."""
-    if not ls.capability("workspace.did_change_watched_files.dynamic_registration"):
-        return
-    agent = ls.projects.default_runtime().agent_dir
-    watchers: list[lsp.FileSystemWatcher] = [
-        lsp.FileSystemWatcher(glob_pattern="**/.pi/memory.md"),
-        lsp.FileSystemWatcher(glob_pattern="**/.pi/bytefly.json"),
-    ]
-    if ls.capability("workspace.did_change_watched_files.relative_pattern_support"):
-        watchers.append(
-            lsp.FileSystemWatcher(
-                glob_pattern=lsp.RelativePattern(
-                    base_uri=from_fs_path(str(agent)) or str(agent),
-                    pattern="{memory.md,bytefly.json,trust.json}",
-                )
-            )
-        )
-    else:
-        watchers.extend(
-            lsp.FileSystemWatcher(glob_pattern=str(agent / name))
-            for name in ("memory.md", "bytefly.json", "trust.json")
-        )
-    params = lsp.RegistrationParams(
-        registrations=[
-            lsp.Registration(
-                id="memory-ls-watched-files",
-                method=lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES,
-                register_options=lsp.DidChangeWatchedFilesRegistrationOptions(watchers=watchers),
-            )
-        ]
-    )
-    await asyncio.wait_for(ls.client_register_capability_async(params), CLIENT_TIMEOUT)
-
-
-def _path_of(uri: str) -> Path | None:
-    if not uri.startswith("file:"):
-        return None
-    fs = to_fs_path(uri)
-    return Path(fs) if fs else None
-
-
-@guarded
-def did_open(ls: MemoryServer, params: lsp.DidOpenTextDocumentParams) -> None:
-    """Track a memory document and check it; other documents get nothing."""
-    item = params.text_document
-    path = _path_of(item.uri)
-    if path is None:
-        return
-    info = ls.projects.describe(path)
-    if info is None:
-        return
-    doc = MemoryDocument(item.uri, path, item.text, item.version)
-    ls.projects.open(doc)
-    ls.analysis.states[doc.uri] = DocState(info, disk_facts(doc))
-    ls.publish(doc, always=True)
-    ls.start_similar(doc)
-    ls.later("others", "", OTHERS_DELAY, lambda: ls.refresh_all(except_uri=doc.uri))
-
-
-@guarded
-def did_change(ls: MemoryServer, params: lsp.DidChangeTextDocumentParams) -> None:
-    """Apply the edit to the per-line state, then re-check what it touched."""
-    doc = ls.projects.documents.get(params.text_document.uri)
-    if doc is None:
-        return
-    notes_before = doc.notes_version
-    encoding = ls.analysis.encoding
-    for change in params.content_changes:
-        if isinstance(change, lsp.TextDocumentContentChangePartial):
-            r = change.range
-            span = Span(r.start.line, r.start.character, r.end.line, r.end.character)
-            doc.apply_change(span, change.text, encoding)
-        else:
-            doc.apply_change(None, change.text, encoding)
-    doc.version = params.text_document.version
-    commands.buffer_changed(ls, doc)
-    ls.publish(doc, always=True)
-    if doc.notes_version != notes_before:
-        ls.similar_after_edit(doc)
-        ls.later("others", "", OTHERS_DELAY, lambda: ls.refresh_all(except_uri=doc.uri))
-
-
-@guarded
-def did_close(ls: MemoryServer, params: lsp.DidCloseTextDocumentParams) -> None:
-    """Forget the document and clear its diagnostics."""
-    doc = ls.projects.close(params.text_document.uri)
-    if doc is None:
-        return
-    commands.buffer_closed(ls, doc.uri)
-    ls.analysis.states.pop(doc.uri, None)
-    if not ls.pull:
-        ls.send_raw(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS, {"uri": doc.uri, "diagnostics": []})
-    ls.projects.invalidate()
-    ls.refresh_all()
-
-
-@guarded
-def did_save(ls: MemoryServer, params: lsp.DidSaveTextDocumentParams) -> None:
-    """The file on disk changed: re-read what depends on it."""
-    doc = ls.projects.documents.get(params.text_document.uri)
-    if doc is not None and (state := ls.analysis.states.get(doc.uri)) is not None:
-        state.disk = disk_facts(doc)
-        commands.buffer_changed(ls, doc)  # saved: the buffer is the file now
-    ls.projects.invalidate()
-    ls.refresh_all()
-
-
-@guarded
-def did_change_watched_files(ls: MemoryServer, params: lsp.DidChangeWatchedFilesParams) -> None:
-    """A store, ``bytefly.json`` or ``trust.json`` changed on disk: recheck everything."""
-    for doc in ls.projects.documents.values():
-        state = ls.analysis.states.get(doc.uri)
-        if state is not None:
-            state.disk = disk_facts(doc)
-            state.not_injected = None
-    ls.projects.invalidate()
-    ls.refresh_all(redescribe=True)
-
-
-async def did_change_configuration(
-    ls: MemoryServer, params: lsp.DidChangeConfigurationParams
-) -> None:
-    """Re-pull ``memoryLs`` (or take pushed settings from clients without pull)."""
-    try:
-        if ls.capability("workspace.configuration"):
-            await ls.pull_settings()
-        elif isinstance(params.settings, dict) and SECTION in params.settings:
-            ls.apply_settings(params.settings[SECTION])
-    except Exception as exc:
-        ls.log(f"memory-ls: settings update failed: {exc!r}", lsp.MessageType.Error)
-
-
-@guarded
-def did_change_folders(ls: MemoryServer, params: lsp.DidChangeWorkspaceFoldersParams) -> None:
-    """Each workspace folder is its own project."""
-    folders = [ls.projects.folders[i] for i in range(len(ls.projects.folders))]
-    removed = {to_fs_path(f.uri) for f in params.event.removed}
-    folders = [f for f in folders if str(f) not in removed]
-    folders += [Path(p) for f in params.event.added if (p := to_fs_path(f.uri))]
-    ls.projects.configure(ls.projects.settings, folders)
-    ls.refresh_all(redescribe=True)
-
-
-def pull_diagnostics(ls: MemoryServer, params: lsp.DocumentDiagnosticParams) -> Any:
-    """``textDocument/diagnostic``: the full report, or ``unchanged`` for the same result."""
-    doc = ls.projects.documents.get(params.text_document.uri)
-    state = ls.analysis.states.get(params.text_document.uri)
-    if doc is None or state is None:
-        return {"kind": "full", "items": []}
-    items = ls.analysis.items(doc)
-    if items == state.sent and params.previous_result_id == str(state.result_id):
-        return {"kind": "unchanged", "resultId": str(state.result_id)}
-    if items != state.sent:
-        state.result_id += 1
-        state.sent = items
-    return {"kind": "full", "resultId": str(state.result_id), "items": items}
-
-
-def make_command(name: str) -> Callable[..., Any]:
-    """The handler of one ``memory.*`` command."""
-
-    async def handler(ls: MemoryServer, *args: Any) -> Any:
-        try:
-            return await commands.execute(ls, name, args)
-        except JsonRpcException:
-            raise
-        except Exception as exc:
-            log.exception("command %s failed", name)
-            raise JsonRpcInternalError(f"{name} failed: {exc}") from None
-
-    handler.__name__ = name.replace(".", "_")
-    return handler
 
 
 def create_server() -> MemoryServer:
@@ -816,15 +184,9 @@ def create_server() -> MemoryServer:
     ls = MemoryServer()
     ls.feature(lsp.INITIALIZE)(initialize)
     ls.feature(lsp.INITIALIZED)(initialized)
-    ls.feature(lsp.TEXT_DOCUMENT_DID_OPEN)(did_open)
-    ls.feature(lsp.TEXT_DOCUMENT_DID_CHANGE)(did_change)
-    ls.feature(lsp.TEXT_DOCUMENT_DID_CLOSE)(did_close)
-    ls.feature(lsp.TEXT_DOCUMENT_DID_SAVE, lsp.SaveOptions(include_text=False))(did_save)
-    ls.feature(lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES)(did_change_watched_files)
-    ls.feature(lsp.WORKSPACE_DID_CHANGE_CONFIGURATION)(did_change_configuration)
-    ls.feature(lsp.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)(did_change_folders)
-    for name in commands.COMMANDS:
-        ls.command(name)(make_command(name))
+    document_sync.register(ls)
+    commands.register(ls)
+    settings_sync.register(ls)
     code_actions.register(ls)
     symbols.register(ls)
     hover.register(ls)

@@ -28,11 +28,11 @@ def document_symbol(
     ls: MemoryServer, params: lsp.DocumentSymbolParams
 ) -> list[lsp.DocumentSymbol] | list[lsp.SymbolInformation] | None:
     """One symbol per note, for the outline and a picker."""
-    doc = ls.projects.documents.get(params.text_document.uri)
-    if doc is None:
+    found = ls.document(params.text_document.uri)
+    if found is None:
         return None
-    state = ls.analysis.states.get(doc.uri)
-    scope = state.info.scope if state and state.info.scope else "memory"
+    doc, state = found
+    scope = state.info.scope or "memory"
     enc = ls.analysis.encoding
     notes = [b for b in doc.bullets if b is not None and b.note]
     if ls.capability("text_document.document_symbol.hierarchical_document_symbol_support"):

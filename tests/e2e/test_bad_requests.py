@@ -8,6 +8,7 @@ the server must keep working afterwards.
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import queue
@@ -26,7 +27,8 @@ from lsprotocol import types as lsp
 from pygls.protocol import JsonRPCProtocol, LanguageServerProtocol
 
 from memory_ls.core.text import HEADER
-from memory_ls.server.server import MemoryProtocol, create_server
+from memory_ls.server.protocol import MemoryProtocol, send_json
+from memory_ls.server.server import create_server
 
 ANSWER_TIMEOUT = 1.0
 """Every request, however bad, is answered within this many seconds."""
@@ -744,3 +746,44 @@ async def test_pygls_read_loop_still_hands_messages_to_memory_protocol() -> None
         (1, SERVER_NOT_INITIALIZED),
         (None, PARSE_ERROR),
     ]
+
+
+def test_send_json_frames_a_message_through_a_pipe() -> None:
+    """``send_json`` uses pygls' private ``_send_data(data)``: if pygls changes it, fail here.
+
+    Messages go through a real pipe, as over stdio, and are read back by their
+    headers: each ``Content-Length`` counts its body's bytes (non-ASCII text
+    included), each body is the message as sent, and an ``"id": null`` stays.
+    """
+    assert list(inspect.signature(LanguageServerProtocol._send_data).parameters) == [
+        "self",
+        "data",
+    ]
+    ls = create_server()
+    messages: list[dict[str, Any]] = [
+        {
+            "jsonrpc": "2.0",
+            "method": "textDocument/publishDiagnostics",
+            "params": {
+                "uri": "file:///tmp/caf%C3%A9/.pi/memory.md",
+                "version": 3,
+                "diagnostics": [{"message": "naïve “note” 😀 \u2028", "severity": 2}],
+            },
+        },
+        {"jsonrpc": "2.0", "id": None, "error": {"code": INVALID_REQUEST, "message": "é"}},
+    ]
+    read_fd, write_fd = os.pipe()
+    with os.fdopen(read_fd, "rb") as pipe_in:
+        with os.fdopen(write_fd, "wb") as pipe_out:
+            ls.protocol.set_writer(pygls.io_.StdoutWriter(pipe_out))
+            for message in messages:
+                send_json(ls.protocol, message)
+        received = []
+        while header := pipe_in.readline():
+            fields = {}
+            while header != b"\r\n":
+                name, _, value = header.decode("ascii").partition(": ")
+                fields[name] = value.strip()
+                header = pipe_in.readline()
+            received.append(json.loads(pipe_in.read(int(fields["Content-Length"]))))
+    assert received == messages

@@ -1,0 +1,154 @@
+"""Work off the edit path: delayed calls, the ``similar`` pass in a thread, and its progress.
+
+A keystroke is answered from the per-line state at once; what can wait (the
+fuzzy ``similar`` comparison, the other store's refresh) runs here, after a
+short quiet period or in a daemon thread, and publishes again when it is done.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from lsprotocol import types as lsp
+
+from memory_ls.core.text import MAX_STORE_BYTES
+from memory_ls.server import publishing
+from memory_ls.server.documents import MemoryDocument
+from memory_ls.server.protocol import CLIENT_TIMEOUT
+
+if TYPE_CHECKING:
+    from memory_ls.server.server import MemoryServer
+
+log = logging.getLogger("memory_ls.server")
+
+SIMILAR_DELAY = 0.05
+"""Seconds of quiet after an edit before the edited notes are compared for ``similar``."""
+PROGRESS_MIN_NOTES = 500
+"""Stores with fewer notes finish the ``similar`` pass too fast to show progress."""
+
+
+class Timers:
+    """Calls delayed on the event loop, one pending call per kind and key."""
+
+    def __init__(self, report: Callable[[str], None]) -> None:
+        self._report = report
+        """Where a delayed call that failed is reported (the client's log)."""
+        self._pending: dict[tuple[str, str], asyncio.TimerHandle] = {}
+
+    def later(self, kind: str, key: str, delay: float, fn: Callable[[], None]) -> None:
+        """Run ``fn`` after ``delay`` seconds, replacing a pending call of the same kind."""
+        timer = self._pending.pop((kind, key), None)
+        if timer is not None:
+            timer.cancel()
+        loop = asyncio.get_running_loop()
+
+        def run() -> None:
+            self._pending.pop((kind, key), None)
+            try:
+                fn()
+            except Exception as exc:
+                self._report(f"memory-ls: {kind} failed: {exc!r}")
+
+        self._pending[(kind, key)] = loop.call_later(delay, run)
+
+
+class WorkProgress:
+    """One ``$/progress`` begin/end pair around background work.
+
+    The token is created with ``window/workDoneProgress/create`` (a request, so
+    it is awaited in a task); ``finish`` may come first, and then ends it as
+    soon as it has begun.
+    """
+
+    def __init__(self, server: MemoryServer, message: str | None) -> None:
+        self.server = server
+        self.token: str | None = None
+        self.finished = False
+        if message is not None:
+            asyncio.get_running_loop().create_task(self._begin(message))
+
+    async def _begin(self, message: str) -> None:
+        token = f"memory-ls/{id(self)}"
+        progress = self.server.work_done_progress
+        try:
+            await asyncio.wait_for(progress.create_async(token), CLIENT_TIMEOUT)
+            progress.begin(token, lsp.WorkDoneProgressBegin(title="memory-ls", message=message))
+        except Exception as exc:  # the client refused or never answered: no progress
+            log.info("no work-done progress: %r", exc)
+            return
+        self.token = token
+        if self.finished:
+            self._end()
+
+    def finish(self) -> None:
+        """The work is done: end the progress (now, or once it has begun)."""
+        self.finished = True
+        if self.token is not None:
+            self._end()
+
+    def _end(self) -> None:
+        token, self.token = self.token, None
+        if token is not None:
+            with contextlib.suppress(Exception):
+                self.server.work_done_progress.end(token, lsp.WorkDoneProgressEnd())
+
+
+def background_progress(ls: MemoryServer, message: str, size: int) -> WorkProgress:
+    """Work-done progress for a long pass, when the client shows it (else a no-op)."""
+    report = size >= PROGRESS_MIN_NOTES and bool(ls.capability("window.work_done_progress"))
+    return WorkProgress(ls, message if report else None)
+
+
+def start_similar(ls: MemoryServer, doc: MemoryDocument) -> None:
+    """All ``similar`` pairs once, in a daemon thread, then a second publish."""
+    found = ls.document(doc.uri)
+    if (
+        found is None
+        or ls.projects.settings.severity.get("similar") == "off"
+        or doc.size > MAX_STORE_BYTES
+    ):
+        return
+    state = found.state
+    keys = ls.analysis.similar_snapshot(doc)
+    threshold = ls.analysis.similar_threshold()
+    loop = asyncio.get_running_loop()
+    progress = background_progress(ls, f"Looking for similar notes among {len(keys)}", len(keys))
+
+    def done(pairs: dict[tuple[str, str], float] | None) -> None:
+        progress.finish()
+        if pairs is None or not ls.is_open(doc):
+            return
+        state.similar = pairs
+        state.similar_ready = True
+        ls.analysis.similar_incremental(doc)
+        publishing.publish(ls, doc)
+
+    def work() -> None:
+        # A daemon thread, so a long pass never holds up the server's exit.
+        try:
+            pairs = ls.analysis.all_pairs(keys, threshold)
+        except Exception as exc:
+            log.warning("similar hints failed: %r", exc)
+            pairs = None
+        with contextlib.suppress(RuntimeError):  # the loop is gone: exiting
+            loop.call_soon_threadsafe(done, pairs)
+
+    threading.Thread(target=work, name="memory-ls-similar", daemon=True).start()
+
+
+def similar_after_edit(ls: MemoryServer, doc: MemoryDocument) -> None:
+    """Compare the edited notes against the rest once typing pauses."""
+
+    def run() -> None:
+        if not ls.is_open(doc):
+            return
+        ls.analysis.similar_incremental(doc)
+        publishing.publish(ls, doc)
+
+    if ls.projects.settings.severity.get("similar") != "off":
+        ls.timers.later("similar", doc.uri, SIMILAR_DELAY, run)

@@ -1,0 +1,205 @@
+"""Open memory documents kept in step with the editor and the disk (SPEC §7 Documents).
+
+``didOpen``, ``didChange``, ``didClose`` and ``didSave`` track the buffers;
+watched files and workspace folders track the files and projects behind them.
+Each handler updates the state, publishes what the user is looking at at once,
+and leaves the rest (``similar`` hints, the other store) to
+:mod:`memory_ls.server.background`. Anything unexpected is logged to the
+client's log (``window/logMessage``), never shown as a pop-up, and the server
+carries on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from lsprotocol import types as lsp
+from pygls.uris import from_fs_path, to_fs_path
+
+from memory_ls.server import background, commands, publishing
+from memory_ls.server.diagnostics import DocState, disk_facts
+from memory_ls.server.documents import MemoryDocument, Span
+from memory_ls.server.protocol import CLIENT_TIMEOUT
+
+if TYPE_CHECKING:
+    from memory_ls.server.server import MemoryServer
+
+log = logging.getLogger("memory_ls.server")
+F = TypeVar("F", bound=Callable[..., Any])
+
+OTHERS_DELAY = 0.03
+"""Seconds after an edit before the other store's diagnostics are refreshed."""
+
+
+def register(ls: MemoryServer) -> None:
+    """Document and workspace synchronisation."""
+    ls.feature(lsp.TEXT_DOCUMENT_DID_OPEN)(did_open)
+    ls.feature(lsp.TEXT_DOCUMENT_DID_CHANGE)(did_change)
+    ls.feature(lsp.TEXT_DOCUMENT_DID_CLOSE)(did_close)
+    ls.feature(lsp.TEXT_DOCUMENT_DID_SAVE, lsp.SaveOptions(include_text=False))(did_save)
+    ls.feature(lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES)(did_change_watched_files)
+    ls.feature(lsp.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)(did_change_folders)
+
+
+def guarded(fn: F) -> F:
+    """Log (never raise) whatever goes wrong in a notification handler."""
+
+    @functools.wraps(fn)
+    def wrapper(ls: MemoryServer, *args: Any) -> Any:
+        try:
+            return fn(ls, *args)
+        except Exception as exc:
+            log.exception("handler %s failed", fn.__name__)
+            ls.log(f"memory-ls: {fn.__name__} failed: {exc!r}", lsp.MessageType.Error)
+            return None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def folders_from(params: lsp.InitializeParams) -> list[Path]:
+    """The workspace folders (or the root) as paths."""
+    uris = [f.uri for f in params.workspace_folders or []]
+    if not uris and params.root_uri:
+        uris = [params.root_uri]
+    paths = [to_fs_path(u) for u in uris]
+    if not uris and params.root_path:
+        paths = [params.root_path]
+    return [Path(p) for p in paths if p]
+
+
+async def register_watchers(ls: MemoryServer) -> None:
+    """Watch the stores, ``bytefly.json`` and ``trust.json`` where the client allows it."""
+    if not ls.capability("workspace.did_change_watched_files.dynamic_registration"):
+        return
+    agent = ls.projects.default_runtime().agent_dir
+    watchers: list[lsp.FileSystemWatcher] = [
+        lsp.FileSystemWatcher(glob_pattern="**/.pi/memory.md"),
+        lsp.FileSystemWatcher(glob_pattern="**/.pi/bytefly.json"),
+    ]
+    if ls.capability("workspace.did_change_watched_files.relative_pattern_support"):
+        watchers.append(
+            lsp.FileSystemWatcher(
+                glob_pattern=lsp.RelativePattern(
+                    base_uri=from_fs_path(str(agent)) or str(agent),
+                    pattern="{memory.md,bytefly.json,trust.json}",
+                )
+            )
+        )
+    else:
+        watchers.extend(
+            lsp.FileSystemWatcher(glob_pattern=str(agent / name))
+            for name in ("memory.md", "bytefly.json", "trust.json")
+        )
+    params = lsp.RegistrationParams(
+        registrations=[
+            lsp.Registration(
+                id="memory-ls-watched-files",
+                method=lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES,
+                register_options=lsp.DidChangeWatchedFilesRegistrationOptions(watchers=watchers),
+            )
+        ]
+    )
+    await asyncio.wait_for(ls.client_register_capability_async(params), CLIENT_TIMEOUT)
+
+
+def _path_of(uri: str) -> Path | None:
+    if not uri.startswith("file:"):
+        return None
+    fs = to_fs_path(uri)
+    return Path(fs) if fs else None
+
+
+def _refresh_others_soon(ls: MemoryServer, doc: MemoryDocument) -> None:
+    """Recheck the other open documents once edits pause (their duplicates and recall)."""
+    ls.timers.later(
+        "others", "", OTHERS_DELAY, lambda: publishing.refresh_all(ls, except_uri=doc.uri)
+    )
+
+
+@guarded
+def did_open(ls: MemoryServer, params: lsp.DidOpenTextDocumentParams) -> None:
+    """Track a memory document and check it; other documents get nothing."""
+    item = params.text_document
+    path = _path_of(item.uri)
+    if path is None:
+        return
+    info = ls.projects.describe(path)
+    if info is None:
+        return
+    doc = MemoryDocument(item.uri, path, item.text, item.version)
+    ls.track(doc, DocState(info, disk_facts(doc)))
+    publishing.publish(ls, doc, always=True)
+    background.start_similar(ls, doc)
+    _refresh_others_soon(ls, doc)
+
+
+@guarded
+def did_change(ls: MemoryServer, params: lsp.DidChangeTextDocumentParams) -> None:
+    """Apply the edit to the per-line state, then re-check what it touched."""
+    found = ls.document(params.text_document.uri)
+    if found is None:
+        return
+    doc = found.doc
+    notes_before = doc.notes_version
+    encoding = ls.analysis.encoding
+    for change in params.content_changes:
+        if isinstance(change, lsp.TextDocumentContentChangePartial):
+            r = change.range
+            span = Span(r.start.line, r.start.character, r.end.line, r.end.character)
+            doc.apply_change(span, change.text, encoding)
+        else:
+            doc.apply_change(None, change.text, encoding)
+    doc.version = params.text_document.version
+    commands.buffer_changed(ls, doc)
+    publishing.publish(ls, doc, always=True)
+    if doc.notes_version != notes_before:
+        background.similar_after_edit(ls, doc)
+        _refresh_others_soon(ls, doc)
+
+
+@guarded
+def did_close(ls: MemoryServer, params: lsp.DidCloseTextDocumentParams) -> None:
+    """Forget the document and clear its diagnostics."""
+    doc = ls.untrack(params.text_document.uri)
+    if doc is None:
+        return
+    commands.buffer_closed(ls, doc.uri)
+    publishing.clear(ls, doc.uri)
+    ls.projects.invalidate()
+    publishing.refresh_all(ls)
+
+
+@guarded
+def did_save(ls: MemoryServer, params: lsp.DidSaveTextDocumentParams) -> None:
+    """The file on disk changed: re-read what depends on it."""
+    found = ls.document(params.text_document.uri)
+    if found is not None:
+        found.state.disk = disk_facts(found.doc)
+        commands.buffer_changed(ls, found.doc)  # saved: the buffer is the file now
+    ls.projects.invalidate()
+    publishing.refresh_all(ls)
+
+
+@guarded
+def did_change_watched_files(ls: MemoryServer, params: lsp.DidChangeWatchedFilesParams) -> None:
+    """A store, ``bytefly.json`` or ``trust.json`` changed on disk: recheck everything."""
+    for doc, state in ls.open_documents():
+        state.disk = disk_facts(doc)
+        state.not_injected = None
+    ls.projects.invalidate()
+    publishing.refresh_all(ls, redescribe=True)
+
+
+@guarded
+def did_change_folders(ls: MemoryServer, params: lsp.DidChangeWorkspaceFoldersParams) -> None:
+    """Each workspace folder is its own project."""
+    removed = {to_fs_path(f.uri) for f in params.event.removed}
+    folders = [f for f in ls.projects.folders if str(f) not in removed]
+    folders += [Path(p) for f in params.event.added if (p := to_fs_path(f.uri))]
+    ls.projects.configure(ls.projects.settings, folders)
+    publishing.refresh_all(ls, redescribe=True)

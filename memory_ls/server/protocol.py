@@ -1,0 +1,273 @@
+"""The wire: stdio framing, reading every message, and writing plain JSON (SPEC §7 "Bad requests").
+
+:class:`FramedStdin` keeps pygls' stdio loop safe from a ``Content-Length`` that
+lies; :class:`MemoryProtocol` answers every request, however bad; and
+:func:`send_json` is the one place a message built as plain JSON is written.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections.abc import Generator
+from typing import Any, BinaryIO
+
+import attrs
+import cattrs
+import cattrs.v
+from cattrs import Converter
+from lsprotocol import types as lsp
+from pygls.exceptions import (
+    JsonRpcException,
+    JsonRpcInvalidParams,
+    JsonRpcInvalidRequest,
+    JsonRpcParseError,
+    JsonRpcServerNotInitialized,
+)
+from pygls.lsp.server import LanguageServer
+from pygls.protocol import (
+    JsonRPCNotification,
+    JsonRPCProtocol,
+    JsonRPCRequestMessage,
+    LanguageServerProtocol,
+    lsp_method,
+)
+from pygls.protocol.json_rpc import MsgId
+
+from memory_ls.core.text import without_lone_surrogates
+
+log = logging.getLogger("memory_ls.server")
+
+CLIENT_TIMEOUT = 5.0
+"""Seconds to wait for the client's answer to a request of the server's."""
+
+
+MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+"""A message body over this size is refused unread (VS Code itself keeps larger files from servers)."""
+MAX_HEADER_LINE = 64 * 1024
+"""Header lines are read in pieces of at most this size, so junk without line breaks stays bounded."""
+OVERSIZED = "memoryLsOversized"
+"""Key of the stand-in body :class:`FramedStdin` returns for a message it refused unread."""
+
+
+class FramedStdin:
+    """Standard input for pygls' stdio loop, safe from a ``Content-Length`` that lies.
+
+    pygls reads a header line with ``readline`` and then exactly ``Content-Length``
+    bytes with ``read``. Read as it is, a length that is too large makes it allocate
+    that much at once (a ``MemoryError`` that ends the server), and one that is too
+    small leaves the rest of the body in front of the next header, so that header is
+    never recognised and every later message is lost. Here a header that follows junk
+    on the same line is found again, and a body over :data:`MAX_MESSAGE_BYTES` is not
+    read: pygls gets a small stand-in that :class:`MemoryProtocol` answers with an
+    error, and the body's bytes are then skipped as junk up to the next header.
+    """
+
+    def __init__(self, stream: BinaryIO) -> None:
+        self.stream = stream
+
+    def readline(self) -> bytes:
+        """The next header line, starting at its ``Content-Length`` when junk came first."""
+        line = self.stream.readline(MAX_HEADER_LINE)
+        at = line.rfind(b"Content-Length: ")
+        return line[at:] if at > 0 else line
+
+    def read(self, size: int) -> bytes:
+        """A message body of ``size`` bytes, or the stand-in for one too large to read."""
+        if size > MAX_MESSAGE_BYTES:
+            return json.dumps({OVERSIZED: size}).encode()
+        return self.stream.read(size)
+
+
+def _valid_id(value: object) -> bool:
+    # JSON-RPC allows null and fractions too, but an LSP id is an integer or a string.
+    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+
+
+def _camel(path: str) -> str:
+    return re.sub(r"_([a-z])", lambda m: m.group(1).upper(), path)
+
+
+def _describe(exc: BaseException, expected: type | None) -> str:
+    # lsprotocol's own checks (negative positions, out-of-range integers) say it best.
+    if isinstance(exc, ValueError) and expected is None:
+        return str(exc).rstrip(".")
+    return cattrs.v.format_exception(exc, expected)
+
+
+def unreadable(exc: BaseException) -> str:
+    """Why a message could not be read into its type, naming each field (camelCase, as sent)."""
+    problems = cattrs.transform_error(exc, path="", format_exception=_describe)
+    described = (_camel(p).replace(" @ .", " at ", 1).removesuffix(" @ ") for p in problems)
+    return "; ".join(described) or str(exc)
+
+
+class MemoryProtocol(LanguageServerProtocol):
+    """pygls' protocol, with every request answered, and minus its copy of open documents.
+
+    **Every request gets a response** (SPEC §7 "Bad requests"). pygls drops a
+    request whose params do not fit lsprotocol's types (it logs the error and the
+    client waits forever), drops requests after ``shutdown``, and runs them before
+    ``initialize``. Here pygls' object hook leaves requests and notifications as
+    plain JSON and :meth:`handle_message`, which sees only whole messages, reads
+    them: a request that cannot be read gets ``InvalidParams`` (naming the fields)
+    or ``InvalidRequest`` with its id (``null`` when the id itself is unusable);
+    a notification that cannot be read is logged and ignored. A body that is not
+    JSON gets a ``ParseError`` from :meth:`MemoryServer.report_server_error`.
+
+    pygls also keeps every open document and re-splits its whole text on each
+    incremental change; memory-ls keeps its own per-line state instead, so the
+    built-in handlers only pass the notifications on.
+    """
+
+    def __init__(self, server: LanguageServer, converter: Converter) -> None:
+        super().__init__(server, converter)
+        self.initialize_received = False
+        self.exit_code = 0
+        """What ``serve`` returns: 1 after an ``exit`` that came without ``shutdown`` (LSP)."""
+
+    def structure_message(self, data: dict[str, Any]) -> Any:
+        """Leave requests and notifications as JSON for :meth:`handle_message`.
+
+        This is the object hook of pygls' ``json.loads``: it runs on every object,
+        innermost first, so it cannot tell a message from an object inside one.
+        Responses from the client still go to pygls; one it cannot read fails the
+        request that waits for it at once, instead of leaving it to time out.
+        """
+        if "method" in data:
+            return data
+        try:
+            return super().structure_message(data)
+        except JsonRpcException as exc:
+            if not ("result" in data and _valid_id(data.get("id"))):
+                raise
+            problem = unreadable(exc.__cause__ or exc)
+            message = f"the client's answer to request {data['id']} could not be read: {problem}"
+            error = lsp.ResponseError(code=JsonRpcInvalidParams.CODE, message=message)
+            return lsp.ResponseErrorMessage(id=data["id"], error=error)
+
+    def handle_message(self, message: Any) -> None:
+        """Read a request or notification and pass it on; answer or log one that cannot be served."""
+        if not attrs.has(type(message)):  # plain JSON: a request, a notification or junk
+            message = self._read(message)
+            if message is None:
+                return
+        method = getattr(message, "method", None)
+        if method == lsp.EXIT:
+            self.exit_code = 0 if self._shutdown else 1
+        elif method == lsp.INITIALIZE:
+            self.initialize_received = True
+        super().handle_message(message)
+
+    def _read(self, data: object) -> Any:
+        """The typed message in ``data``, or ``None`` once a bad one is answered or logged."""
+        if not isinstance(data, dict) or "method" not in data:
+            self._junk(data)
+            return None
+        method, is_request, msg_id = data["method"], "id" in data, data.get("id")
+        try:
+            problem = self._problem(data)
+            if problem is None:
+                message_type = self.get_message_type(method)
+                if message_type is None:  # unknown: pygls answers MethodNotFound
+                    message_type = JsonRPCRequestMessage if is_request else JsonRPCNotification
+                    data = {"params": None, **data}  # pygls' fallback types require the field
+                return self._converter.structure(without_lone_surrogates(data), message_type)
+        except RecursionError:
+            problem = JsonRpcInvalidRequest("the message is nested too deeply")
+        except Exception as exc:
+            problem = JsonRpcInvalidParams(f"Invalid params for {method}: {unreadable(exc)}")
+        if is_request:
+            self._answer(msg_id if _valid_id(msg_id) else None, problem)
+        else:
+            log.info("ignored %.100r: %s", method, problem.message)
+            report = getattr(self._server, "log", None)
+            if report is not None and self.initialize_received and not self._shutdown:
+                report(f"memory-ls: ignored {method!r:.100}: {problem.message}")
+        return None
+
+    def _problem(self, data: dict[str, Any]) -> JsonRpcException | None:
+        """What makes the request or notification ``data`` unservable, before its params are read."""
+        method = data["method"]
+        if "id" in data and not _valid_id(data["id"]):
+            return JsonRpcInvalidRequest("the id must be an integer or a string")
+        if data.get("jsonrpc") != JsonRPCProtocol.VERSION:
+            return JsonRpcInvalidRequest('"jsonrpc" must be "2.0"')
+        if not isinstance(method, str):
+            return JsonRpcInvalidRequest("the method must be a string")
+        # LSP's order: initialize first, once; nothing but exit after shutdown.
+        if self._shutdown and method != lsp.EXIT:
+            return JsonRpcInvalidRequest("the server is shutting down: only exit is accepted")
+        if method == lsp.INITIALIZE and self.initialize_received:
+            return JsonRpcInvalidRequest("initialize was already received")
+        if not self.initialize_received and method not in (lsp.INITIALIZE, lsp.EXIT):
+            return JsonRpcServerNotInitialized("the server is not initialized: send initialize")
+        message_type = self.get_message_type(method)
+        if message_type is None:
+            return None
+        if "id" in data and "id" not in attrs.fields_dict(message_type):
+            return JsonRpcInvalidRequest(f"{method} is a notification: it takes no id")
+        params = data.get("params")
+        if params is not None and not isinstance(params, dict):
+            kind = type(params).__name__
+            return JsonRpcInvalidParams(f"Invalid params for {method}: not an object ({kind})")
+        return None
+
+    def _junk(self, data: object) -> None:
+        """Answer what is neither a request nor a notification (a response is only logged)."""
+        if isinstance(data, dict) and OVERSIZED in data:
+            size = data[OVERSIZED]
+            problem = f"the message of {size} bytes is over the limit of {MAX_MESSAGE_BYTES} bytes"
+            self._answer(None, JsonRpcInvalidRequest(f"{problem}; it was skipped"))
+        elif isinstance(data, dict) and ("result" in data or "error" in data):
+            log.warning("ignored a response that is not JSON-RPC 2.0: %.200r", data)
+        else:
+            self._answer(None, JsonRpcInvalidRequest("not a JSON-RPC 2.0 request"))
+
+    def _answer(self, msg_id: MsgId | None, error: JsonRpcException) -> None:
+        # Plain JSON: pygls' ResponseErrorMessage would drop an ``"id": null``.
+        answer = {"code": error.code, "message": error.message}
+        if error.data is not None:
+            answer["data"] = error.data
+        send_json(self, {"jsonrpc": JsonRPCProtocol.VERSION, "id": msg_id, "error": answer})
+
+    def answer_unparsable(self, error: Exception) -> None:
+        """A body that is not JSON: ``ParseError`` (its id cannot be known, so ``null``)."""
+        self._answer(None, JsonRpcParseError(f"Parse error: {error}"))
+
+    @lsp_method(lsp.TEXT_DOCUMENT_DID_OPEN)
+    def lsp_text_document__did_open(
+        self, params: lsp.DidOpenTextDocumentParams
+    ) -> Generator[Any, Any, None]:
+        if (handler := self.fm.features.get(lsp.TEXT_DOCUMENT_DID_OPEN)) is not None:
+            yield handler, (params,), None
+
+    @lsp_method(lsp.TEXT_DOCUMENT_DID_CHANGE)
+    def lsp_text_document__did_change(
+        self, params: lsp.DidChangeTextDocumentParams
+    ) -> Generator[Any, Any, None]:
+        if (handler := self.fm.features.get(lsp.TEXT_DOCUMENT_DID_CHANGE)) is not None:
+            yield handler, (params,), None
+
+    @lsp_method(lsp.TEXT_DOCUMENT_DID_CLOSE)
+    def lsp_text_document__did_close(
+        self, params: lsp.DidCloseTextDocumentParams
+    ) -> Generator[Any, Any, None]:
+        if (handler := self.fm.features.get(lsp.TEXT_DOCUMENT_DID_CLOSE)) is not None:
+            yield handler, (params,), None
+
+
+def send_json(protocol: JsonRPCProtocol, message: dict[str, Any]) -> None:
+    """Write ``message``, a JSON-RPC message already built as plain JSON, to the client.
+
+    Two kinds of message are built that way: diagnostics, because building
+    lsprotocol objects and unstructuring them costs more than the analysis
+    itself (the speed issue wants them cheaper still), and the answers to bad
+    requests, because pygls' ``ResponseErrorMessage`` drops an ``"id": null``.
+    pygls has no public call for such a message, so this is the one use of its
+    private ``_send_data`` (which frames and writes any JSON-serialisable
+    value); ``tests/e2e/test_bad_requests.py::test_send_json_frames_a_message_through_a_pipe``
+    fails if pygls changes it.
+    """
+    protocol._send_data(message)

@@ -1,0 +1,141 @@
+"""Sending diagnostics: pushed, or pulled by clients that declare pull (SPEC §7 Diagnostics).
+
+A client that declares ``textDocument.diagnostic`` gets pull diagnostics only
+(and ``workspace/diagnostic/refresh`` when something outside the document
+changed); every other client gets ``textDocument/publishDiagnostics``, never
+both. What the diagnostics are is :mod:`memory_ls.server.diagnostics`' answer.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from lsprotocol import types as lsp
+
+from memory_ls.server.documents import MemoryDocument
+from memory_ls.server.protocol import send_json
+
+if TYPE_CHECKING:
+    from memory_ls.server.server import MemoryServer
+
+log = logging.getLogger("memory_ls.server")
+
+REFRESH_DELAY = 0.02
+"""Seconds a pull client's refresh waits, so a burst of changes asks it to pull once."""
+
+
+def negotiate(ls: MemoryServer, params: lsp.InitializeParams) -> None:
+    """Push or pull, as the client declares at ``initialize``.
+
+    ``textDocument/diagnostic`` is registered here rather than up front, so that
+    only a client that declares pull is offered it.
+    """
+    ls.pull = params.capabilities.text_document is not None and (
+        params.capabilities.text_document.diagnostic is not None
+    )
+    if ls.pull:
+        # Pulled and pushed diagnostics are the same structure; a client that shows
+        # related information on pushes (Neovim declares it only there) shows it here.
+        ls.analysis.related = bool(
+            ls.capability("text_document.diagnostic.related_information")
+            or ls.capability("text_document.publish_diagnostics.related_information")
+        )
+        ls.feature(
+            lsp.TEXT_DOCUMENT_DIAGNOSTIC,
+            lsp.DiagnosticOptions(
+                identifier="memory", inter_file_dependencies=True, workspace_diagnostics=False
+            ),
+        )(pull_diagnostics)
+    else:
+        ls.analysis.related = bool(
+            ls.capability("text_document.publish_diagnostics.related_information")
+        )
+
+
+def publish(ls: MemoryServer, doc: MemoryDocument, always: bool = False) -> None:
+    """Push ``doc``'s diagnostics (pull clients are asked to re-pull instead).
+
+    An open or a change always publishes, with the new version (SPEC §7); a
+    background refresh (similar hints, the other store) only when they changed.
+    """
+    found = ls.document(doc.uri)
+    if found is None:
+        return
+    state = found.state
+    if ls.pull:
+        request_refresh(ls)
+        return
+    items = ls.analysis.items(doc)
+    if items == state.sent and not always:
+        return
+    state.sent = items
+    _send(ls, {"uri": doc.uri, "version": doc.version, "diagnostics": items})
+
+
+def clear(ls: MemoryServer, uri: str) -> None:
+    """Clear the diagnostics of a document that was closed (pull clients drop them themselves)."""
+    if not ls.pull:
+        _send(ls, {"uri": uri, "diagnostics": []})
+
+
+def _send(ls: MemoryServer, params: dict[str, Any]) -> None:
+    # Plain JSON: building lsprotocol objects for every diagnostic costs more than the analysis.
+    message = {"jsonrpc": "2.0", "method": lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS, "params": params}
+    send_json(ls.protocol, message)
+
+
+def request_refresh(ls: MemoryServer) -> None:
+    """Ask a pull client to pull again (once per burst)."""
+    if not ls.capability("workspace.diagnostics.refresh_support"):
+        return
+    if ls.refresh_requested:
+        return
+    ls.refresh_requested = True
+
+    def send() -> None:
+        ls.refresh_requested = False
+        try:
+            ls.workspace_diagnostic_refresh(None)
+        except Exception as exc:
+            log.warning("diagnostic refresh failed: %r", exc)
+
+    ls.timers.later("refresh", "", REFRESH_DELAY, send)
+
+
+def refresh_all(
+    ls: MemoryServer, *, except_uri: str | None = None, redescribe: bool = False
+) -> None:
+    """Recheck every open memory document (after a store, trust or settings change)."""
+    if ls.pull and except_uri is None:
+        request_refresh(ls)
+    for doc, state in ls.open_documents():
+        if doc.uri == except_uri:
+            continue
+        if redescribe:
+            info = ls.projects.describe(doc.path)
+            if info is None:
+                continue
+            state.info = info
+            state.not_injected = None
+        if ls.pull:
+            continue
+        try:
+            publish(ls, doc)
+        except Exception as exc:
+            ls.log(f"memory-ls: could not check {doc.uri}: {exc!r}", lsp.MessageType.Error)
+
+
+def pull_diagnostics(ls: MemoryServer, params: lsp.DocumentDiagnosticParams) -> Any:
+    """``textDocument/diagnostic``: the full report, or ``unchanged`` for the same result."""
+    found = ls.document(params.text_document.uri)
+    if found is None:
+        return {"kind": "full", "items": []}
+    doc, state = found
+    items = ls.analysis.items(doc)
+    if items == state.sent and params.previous_result_id == str(state.result_id):
+        return {"kind": "unchanged", "resultId": str(state.result_id)}
+    if items != state.sent:
+        state.result_id += 1
+        state.sent = items
+    return {"kind": "full", "resultId": str(state.result_id), "items": items}
