@@ -18,8 +18,9 @@ from pygls.uris import from_fs_path
 
 from memory_ls.core.fixes import Edit, apply_edits
 from memory_ls.server import code_actions
+from memory_ls.server.document_sync import did_open
 from memory_ls.server.positions import from_client
-from memory_ls.server.server import MemoryServer, create_server, did_open
+from memory_ls.server.server import MemoryServer, create_server
 
 
 class _Sink:
