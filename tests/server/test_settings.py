@@ -161,12 +161,12 @@ def test_an_invalid_value_leaves_the_valid_ones_alone() -> None:
     assert (settings.read_only, settings.similar_threshold) == (False, DEFAULT_THRESHOLD)
 
 
-@pytest.mark.parametrize("code", sorted(CODES))
 @pytest.mark.parametrize("level", LEVELS)
-def test_every_code_takes_every_level(code: str, level: str) -> None:
-    settings, problems = parse_settings({"severity": {code: level}})
+def test_every_code_takes_every_level(level: str) -> None:
+    every = dict.fromkeys(CODES, level)
+    settings, problems = parse_settings({"severity": every})
     assert problems == []
-    assert settings.severity == {code: level}
+    assert settings.severity == every
 
 
 def test_severity_merges_per_code_over_the_layer_below() -> None:
