@@ -76,18 +76,16 @@ def run_cli(
     is piped in, else it reads an empty file); after ``timeout`` seconds it is
     killed and ``subprocess.TimeoutExpired`` fails the test instead of hanging it.
     """
-    feed: dict[str, object] = (
-        {"input": stdin} if stdin is not None else {"stdin": subprocess.DEVNULL}
-    )
     return subprocess.run(
         [sys.executable, *python_flags, "-m", "memory_ls", *args],
         cwd=cwd,
         env=env,
+        input=stdin,
+        stdin=subprocess.DEVNULL if stdin is None else None,
         capture_output=True,
         text=True,
         timeout=timeout,
         check=False,
-        **feed,  # type: ignore[arg-type]
     )
 
 
