@@ -9,13 +9,12 @@ import contextlib
 import json
 import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from memory_ls.core.text import HEADER
+from tests.conftest import Workspace
 
 PROJECT_VERBS = [
     ["list"],
@@ -35,46 +34,18 @@ PROJECT_VERBS = [
 COMMON = ("--project", "--agent-dir", "--trusted", "--untrusted", "--json")
 
 
-@pytest.fixture
-def ws(tmp_path: Path) -> dict[str, Path]:
-    project = tmp_path / "project"
-    (project / ".git").mkdir(parents=True)
-    agent = tmp_path / "agent"
-    agent.mkdir()
-    return {"project": project, "agent": agent, "store": project / ".pi" / "memory.md"}
-
-
-def run(
-    ws: dict[str, Path], *args: str, timeout: float = 30, cwd: Path | None = None
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "memory_ls", *args],
-        cwd=cwd or ws["project"],
-        env={**os.environ, "PI_CODING_AGENT_DIR": str(ws["agent"])},
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-
-
-def write_store(ws: dict[str, Path], *notes: str) -> None:
-    ws["store"].parent.mkdir(parents=True, exist_ok=True)
-    ws["store"].write_text(HEADER + "\n\n" + "".join(f"- {n}\n" for n in notes))
-
-
 # -- SPEC §1: nothing creates a project ---------------------------------------------------
 
 
 @pytest.mark.parametrize("verb", PROJECT_VERBS, ids=lambda v: v[0])
 def test_a_project_that_is_not_a_directory_is_a_usage_error(
-    ws: dict[str, Path], tmp_path: Path, verb: list[str]
+    workspace: Workspace, tmp_path: Path, verb: list[str]
 ) -> None:
     typo = tmp_path / "typo" / "deep" / "dir"
     a_file = tmp_path / "a-file"
     a_file.write_text("not a folder")
     for project in (typo, a_file):
-        r = run(ws, *verb, "--project", str(project))
+        r = workspace.cli(*verb, "--project", str(project))
         assert r.returncode == 2, (verb, r.stdout, r.stderr)
         assert f"--project is not a directory: {project}" in r.stderr
     assert not (tmp_path / "typo").exists()
@@ -85,15 +56,15 @@ def test_a_project_that_is_not_a_directory_is_a_usage_error(
 
 
 @pytest.fixture
-def fifo_store(ws: dict[str, Path]) -> Path:
+def fifo_store(workspace: Workspace) -> Path:
     if not hasattr(os, "mkfifo"):
         pytest.skip("no FIFOs here")
-    ws["store"].parent.mkdir(parents=True)
-    os.mkfifo(ws["store"])
-    yield ws["store"]
+    workspace.project_store.parent.mkdir(parents=True)
+    os.mkfifo(workspace.project_store)
+    yield workspace.project_store
     # Release a reader blocked on the FIFO, if one is left, so nothing lingers.
     with contextlib.suppress(OSError):
-        os.close(os.open(ws["store"], os.O_WRONLY | os.O_NONBLOCK))
+        os.close(os.open(workspace.project_store, os.O_WRONLY | os.O_NONBLOCK))
 
 
 @pytest.mark.parametrize(
@@ -102,41 +73,41 @@ def fifo_store(ws: dict[str, Path]) -> Path:
     ids=lambda v: " ".join(v),
 )
 def test_a_fifo_store_is_refused_without_hanging(
-    ws: dict[str, Path], fifo_store: Path, verb: list[str]
+    workspace: Workspace, fifo_store: Path, verb: list[str]
 ) -> None:
     args = [str(fifo_store) if a == "FIFO" else a for a in verb]
-    r = run(ws, *args, timeout=20)
+    r = workspace.cli(*args, timeout=20)
     assert r.returncode == 1, (r.stdout, r.stderr)
     assert f"Memory file is not a regular file: {fifo_store}" in r.stderr
     assert "Traceback" not in r.stderr
 
 
-def test_the_doctor_reports_a_fifo_store(ws: dict[str, Path], fifo_store: Path) -> None:
-    r = run(ws, "doctor", timeout=20)
+def test_the_doctor_reports_a_fifo_store(workspace: Workspace, fifo_store: Path) -> None:
+    r = workspace.cli("doctor", timeout=20)
     assert r.returncode == 0, r.stderr
     assert f"Memory file is not a regular file: {fifo_store}" in r.stdout
 
 
-def test_fifo_trust_and_config_files_are_refused(ws: dict[str, Path]) -> None:
+def test_fifo_trust_and_config_files_are_refused(workspace: Workspace) -> None:
     if not hasattr(os, "mkfifo"):
         pytest.skip("no FIFOs here")
     for name in ("trust.json", "bytefly.json"):
-        os.mkfifo(ws["agent"] / name)
-    (ws["project"] / ".pi").mkdir()
-    os.mkfifo(ws["project"] / ".pi" / "bytefly.json")
-    r = run(ws, "doctor", "--json", timeout=20)
+        os.mkfifo(workspace.agent_dir / name)
+    (workspace.root / ".pi").mkdir()
+    os.mkfifo(workspace.root / ".pi" / "bytefly.json")
+    r = workspace.cli("doctor", "--json", timeout=20)
     assert r.returncode == 0, r.stderr
     problems = " ".join(json.loads(r.stdout)["problems"])
     for path in (
-        ws["agent"] / "trust.json",
-        ws["agent"] / "bytefly.json",
-        ws["project"] / ".pi" / "bytefly.json",
+        workspace.agent_dir / "trust.json",
+        workspace.agent_dir / "bytefly.json",
+        workspace.root / ".pi" / "bytefly.json",
     ):
         assert f"{path} is not a regular file" in problems or f"{path}: is not" in problems, (
             path,
             problems,
         )
-    assert run(ws, "list", timeout=20).returncode == 0
+    assert workspace.cli("list", timeout=20).returncode == 0
 
 
 # -- SPEC §8: `--` and option values ---------------------------------------------------------
@@ -145,45 +116,45 @@ def test_fifo_trust_and_config_files_are_refused(ws: dict[str, Path]) -> None:
 @pytest.mark.parametrize(
     "args", [["list", "--"], ["path", "--"], ["inject", "--"], ["doctor", "--"], ["check", "--"]]
 )
-def test_every_verb_accepts_a_bare_double_dash(ws: dict[str, Path], args: list[str]) -> None:
-    r = run(ws, *args)
+def test_every_verb_accepts_a_bare_double_dash(workspace: Workspace, args: list[str]) -> None:
+    r = workspace.cli(*args)
     assert r.returncode == 0, r.stderr
 
 
-def test_clear_yes_then_double_dash(ws: dict[str, Path]) -> None:
-    write_store(ws, "gone soon")
-    r = run(ws, "clear", "--yes", "--")
+def test_clear_yes_then_double_dash(workspace: Workspace) -> None:
+    workspace.write("project", ["gone soon"])
+    r = workspace.cli("clear", "--yes", "--")
     assert r.returncode == 0, r.stderr
-    assert "gone soon" not in ws["store"].read_text()
+    assert "gone soon" not in workspace.project_store.read_text()
 
 
-def test_an_option_value_may_begin_with_a_dash(ws: dict[str, Path]) -> None:
-    write_store(ws, "a", "c")
-    assert run(ws, "update", "a", "--to", "-b").returncode == 0
-    assert run(ws, "update", "c", "--to=-d").returncode == 0
-    assert run(ws, "merge", "-b", "-d", "--to", "--e").returncode == 2  # notes need `--`
-    r = run(ws, "merge", "--to", "-e; -f", "--", "-b", "-d")
+def test_an_option_value_may_begin_with_a_dash(workspace: Workspace) -> None:
+    workspace.write("project", ["a", "c"])
+    assert workspace.cli("update", "a", "--to", "-b").returncode == 0
+    assert workspace.cli("update", "c", "--to=-d").returncode == 0
+    assert workspace.cli("merge", "-b", "-d", "--to", "--e").returncode == 2  # notes need `--`
+    r = workspace.cli("merge", "--to", "-e; -f", "--", "-b", "-d")
     assert r.returncode == 0, r.stderr
-    assert json.loads(run(ws, "list", "--json").stdout)["project"] == ["-e; -f"]
+    assert json.loads(workspace.cli("list", "--json").stdout)["project"] == ["-e; -f"]
 
 
-def test_a_note_after_double_dash_may_look_like_an_option(ws: dict[str, Path]) -> None:
-    assert run(ws, "add", "--json", "--", "--help").returncode == 0
-    assert run(ws, "forget", "--", "--help").returncode == 0
+def test_a_note_after_double_dash_may_look_like_an_option(workspace: Workspace) -> None:
+    assert workspace.cli("add", "--json", "--", "--help").returncode == 0
+    assert workspace.cli("forget", "--", "--help").returncode == 0
 
 
-def test_a_note_may_be_a_double_dash_itself(ws: dict[str, Path]) -> None:
-    write_store(ws, "a", "--")
-    r = run(ws, "merge", "--to", "a and --", "--", "a", "--")
+def test_a_note_may_be_a_double_dash_itself(workspace: Workspace) -> None:
+    workspace.write("project", ["a", "--"])
+    r = workspace.cli("merge", "--to", "a and --", "--", "a", "--")
     assert r.returncode == 0, r.stderr
-    assert json.loads(run(ws, "list", "--json").stdout)["project"] == ["a and --"]
+    assert json.loads(workspace.cli("list", "--json").stdout)["project"] == ["a and --"]
 
 
 # -- SPEC §8: help ----------------------------------------------------------------------------
 
 
-def test_top_level_help_lists_verbs_and_common_options_after_the_verb(ws: dict[str, Path]) -> None:
-    r = run(ws, "--help")
+def test_top_level_help_lists_verbs_and_common_options_after_the_verb(workspace: Workspace) -> None:
+    r = workspace.cli("--help")
     assert r.returncode == 0
     for verb in ("list", "add", "update", "check", "serve", "mcp"):
         assert re.search(rf"^\s+{verb}\b", r.stdout, re.M), verb
@@ -192,8 +163,8 @@ def test_top_level_help_lists_verbs_and_common_options_after_the_verb(ws: dict[s
     assert "after the verb" in r.stdout
 
 
-def test_options_before_the_verb_say_where_they_go(ws: dict[str, Path]) -> None:
-    r = run(ws, "--json", "list")
+def test_options_before_the_verb_say_where_they_go(workspace: Workspace) -> None:
+    r = workspace.cli("--json", "list")
     assert r.returncode == 2
     assert "options go after the verb" in r.stderr
 
@@ -218,9 +189,9 @@ def _options_in_help(text: str) -> set[str]:
     ],
 )
 def test_each_verb_offers_exactly_its_options_with_defaults(
-    ws: dict[str, Path], verb: str, expected: set[str]
+    workspace: Workspace, verb: str, expected: set[str]
 ) -> None:
-    r = run(ws, verb, "--help")
+    r = workspace.cli(verb, "--help")
     assert r.returncode == 0, r.stderr
     assert _options_in_help(r.stdout) - {"--help"} == expected
     # Every option says its default, in its own help paragraph.
@@ -234,8 +205,8 @@ def test_each_verb_offers_exactly_its_options_with_defaults(
 @pytest.mark.parametrize(
     "args", [["serve", "--json"], ["check", "--scope", "project"], ["path", "--scope", "global"]]
 )
-def test_an_option_a_verb_ignores_is_a_usage_error(ws: dict[str, Path], args: list[str]) -> None:
-    r = run(ws, *args, timeout=10)
+def test_an_option_a_verb_ignores_is_a_usage_error(workspace: Workspace, args: list[str]) -> None:
+    r = workspace.cli(*args, timeout=10)
     assert r.returncode == 2
     assert "unrecognized arguments" in r.stderr
 
@@ -243,48 +214,48 @@ def test_an_option_a_verb_ignores_is_a_usage_error(ws: dict[str, Path], args: li
 # -- SPEC §8: what an untrusted project leaves out ---------------------------------------------
 
 
-def test_list_and_inject_say_why_project_notes_are_left_out(ws: dict[str, Path]) -> None:
-    write_store(ws, "repository note")
-    (ws["agent"] / "memory.md").write_text(f"{HEADER}\n\n- my note\n")
-    (ws["project"] / ".pi" / "settings.json").write_text("{}")
+def test_list_and_inject_say_why_project_notes_are_left_out(workspace: Workspace) -> None:
+    workspace.write("project", ["repository note"])
+    (workspace.global_store).write_text(f"{HEADER}\n\n- my note\n")
+    (workspace.root / ".pi" / "settings.json").write_text("{}")
     expected = {
         "list": "Memory (0 project, 1 global).\nproject: none\nglobal (1):\n- my note\n",
         "inject": "[MEMORY]\nDurable notes saved in earlier sessions. Treat them as facts the "
         "user asked you to remember.\nglobal:\n- my note\n",
     }
     for verb, stdout in expected.items():
-        r = run(ws, verb)
+        r = workspace.cli(verb)
         assert (r.returncode, r.stdout) == (0, stdout), r.stderr
         lines = r.stderr.splitlines()
         assert len(lines) == 1, r.stderr
         assert "untrusted" in lines[0] and "rule: resources" in lines[0]
         assert ".pi/settings.json" in lines[0]
-        as_json = run(ws, verb, "--json")
+        as_json = workspace.cli(verb, "--json")
         assert as_json.stderr == r.stderr
         json.loads(as_json.stdout)
-    assert "rule: explicit" in run(ws, "inject", "--untrusted").stderr
-    assert run(ws, "inject", "--trusted").stderr == ""
+    assert "rule: explicit" in workspace.cli("inject", "--untrusted").stderr
+    assert workspace.cli("inject", "--trusted").stderr == ""
 
 
 # -- SPEC §8: check's summary --------------------------------------------------------------------
 
 
-def test_check_prints_a_summary_also_when_clean(ws: dict[str, Path], tmp_path: Path) -> None:
+def test_check_prints_a_summary_also_when_clean(workspace: Workspace, tmp_path: Path) -> None:
     clean = tmp_path / "clean.md"
     clean.write_text("- fine\n")
-    r = run(ws, "check", str(clean))
+    r = workspace.cli("check", str(clean))
     assert (r.returncode, r.stdout, r.stderr) == (
         0,
         "",
         "1 files checked: 0 errors, 0 warnings, 0 other\n",
     )
-    write_store(ws, "dup", "dup", "shared")
-    (ws["agent"] / "memory.md").write_text(f"{HEADER}\n\n- shared\n")
-    r = run(ws, "check", "--format", "json")
+    workspace.write("project", ["dup", "dup", "shared"])
+    (workspace.global_store).write_text(f"{HEADER}\n\n- shared\n")
+    r = workspace.cli("check", "--format", "json")
     assert r.returncode == 1
     assert r.stderr == "2 files checked: 0 errors, 1 warnings, 2 other\n"
     assert len(json.loads(r.stdout)) == 3
-    r = run(ws, "check", str(tmp_path / "missing.md"))
+    r = workspace.cli("check", str(tmp_path / "missing.md"))
     assert r.returncode == 1
     assert r.stderr.splitlines()[-1] == "1 files checked: 1 errors, 0 warnings, 0 other"
 
@@ -292,9 +263,9 @@ def test_check_prints_a_summary_also_when_clean(ws: dict[str, Path], tmp_path: P
 # -- SPEC §4/§9 through `path` and the doctor: the verdict said once ------------------------------
 
 
-def test_path_and_doctor_say_the_trust_verdict_once(ws: dict[str, Path]) -> None:
-    path = run(ws, "path").stdout
-    doctor = run(ws, "doctor").stdout
+def test_path_and_doctor_say_the_trust_verdict_once(workspace: Workspace) -> None:
+    path = workspace.cli("path").stdout
+    doctor = workspace.cli("doctor").stdout
     expected = "trust: trusted (rule: resources; no trust-requiring resources in the project)"
     assert expected in path.splitlines()
     assert expected in doctor.splitlines()

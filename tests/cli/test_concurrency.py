@@ -8,9 +8,11 @@ import signal
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from memory_ls.core.notes import parse_notes
+from tests.conftest import Workspace
 
 WRITER = """
 import sys
@@ -23,18 +25,12 @@ for i in range(int(sys.argv[3])):
 """
 
 
-def _env(agent: Path) -> dict[str, str]:
-    return {**os.environ, "PI_CODING_AGENT_DIR": str(agent)}
-
-
-def test_six_processes_times_thirty_adds_lose_nothing(tmp_path: Path) -> None:
-    project = tmp_path / "p"
-    (project / ".git").mkdir(parents=True)
-    agent = tmp_path / "agent"
+def test_six_processes_times_thirty_adds_lose_nothing(workspace: Workspace) -> None:
+    project = workspace.root
     procs = [
         subprocess.Popen(
             [sys.executable, "-c", WRITER, str(project), f"writer{w}", "30"],
-            env=_env(agent),
+            env=workspace.env(),
             stderr=subprocess.PIPE,
         )
         for w in range(6)
@@ -50,29 +46,24 @@ def test_six_processes_times_thirty_adds_lose_nothing(tmp_path: Path) -> None:
     assert sorted(os.listdir(project / ".pi")) == ["memory.md"]
 
 
-def test_cli_processes_in_parallel_lose_nothing(tmp_path: Path) -> None:
-    project = tmp_path / "p"
-    (project / ".git").mkdir(parents=True)
-    agent = tmp_path / "agent"
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-m", "memory_ls", "add", "--project", str(project), f"cli {w}"],
-            env=_env(agent),
-            stdout=subprocess.DEVNULL,
+def test_cli_processes_in_parallel_lose_nothing(workspace: Workspace, tmp_path: Path) -> None:
+    project = workspace.root
+
+    def add(w: int) -> subprocess.CompletedProcess[str]:
+        return workspace.cli(
+            "add", "--project", str(project), f"cli {w}", cwd=tmp_path, timeout=120
         )
-        for w in range(12)
-    ]
-    for p in procs:
-        assert p.wait(timeout=120) == 0
+
+    with ThreadPoolExecutor(max_workers=12) as pool:  # twelve processes at once
+        for r in pool.map(add, range(12)):
+            assert r.returncode == 0, r.stderr
     notes = parse_notes((project / ".pi" / "memory.md").read_text())
     assert sorted(notes) == sorted(f"cli {w}" for w in range(12))
 
 
-def test_sigkilled_writers_never_tear_the_store(tmp_path: Path) -> None:
-    project = tmp_path / "p"
-    (project / ".git").mkdir(parents=True)
-    agent = tmp_path / "agent"
-    store = project / ".pi" / "memory.md"
+def test_sigkilled_writers_never_tear_the_store(workspace: Workspace, tmp_path: Path) -> None:
+    project = workspace.root
+    store = workspace.project_store
     rng = random.Random(1234)
     long_tail = "x" * 300  # big notes make a torn write more likely to be visible
     script = WRITER.replace(
@@ -81,7 +72,7 @@ def test_sigkilled_writers_never_tear_the_store(tmp_path: Path) -> None:
     for round_ in range(8):
         p = subprocess.Popen(
             [sys.executable, "-c", script, str(project), f"r{round_}", "400"],
-            env=_env(agent),
+            env=workspace.env(),
             stderr=subprocess.DEVNULL,
         )
         time.sleep(rng.uniform(0.15, 0.6))
@@ -95,12 +86,6 @@ def test_sigkilled_writers_never_tear_the_store(tmp_path: Path) -> None:
         for line in text.split("\n")[2:-1]:
             assert line.startswith("- r") and line.endswith(long_tail), line[:80]
     # The next writer cleans up what a killed one left behind.
-    r = subprocess.run(
-        [sys.executable, "-m", "memory_ls", "add", "--project", str(project), "after the storm"],
-        env=_env(agent),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    r = workspace.cli("add", "--project", str(project), "after the storm", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert sorted(os.listdir(project / ".pi")) == ["memory.md"]

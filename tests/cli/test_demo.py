@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
 from pathlib import Path
+
+from tests.conftest import isolated_env, run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -30,23 +31,28 @@ def _demo_paragraph() -> str:
     return " ".join(readme[start : readme.index("\n\n", start)].split())
 
 
-def _run(*args: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=120
+def _build_demo(root: Path) -> tuple[subprocess.CompletedProcess[str], dict[str, str]]:
+    """``examples/make_demo.py ROOT``, and the environment of a CLI run on the demo."""
+    built = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "make_demo.py"), str(root)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
+    home = root / "home"
+    home.mkdir(exist_ok=True)
+    return built, isolated_env(root / "agent", home)
 
 
 def test_the_demo_shows_every_code_the_readme_claims(tmp_path: Path) -> None:
     paragraph = _demo_paragraph()
     for claim in CLAIMS:
         assert claim in paragraph, f"the README no longer promises {claim!r}: update CLAIMS"
-    built = _run(
-        str(ROOT / "examples" / "make_demo.py"), str(tmp_path), cwd=ROOT, env={**os.environ}
-    )
+    built, env = _build_demo(tmp_path)
     assert built.returncode == 0, built.stderr
     project = tmp_path / "project"
-    env = {**os.environ, "PI_CODING_AGENT_DIR": str(tmp_path / "agent")}
-    checked = _run("-m", "memory_ls", "check", "--format", "json", cwd=project, env=env)
+    checked = run_cli("check", "--format", "json", cwd=project, env=env)
     assert checked.returncode == 1, checked.stderr  # the demo has warnings
     rows = json.loads(checked.stdout)
     codes = {row["code"] for row in rows}
@@ -64,9 +70,8 @@ def test_the_demo_shows_every_code_the_readme_claims(tmp_path: Path) -> None:
 
 
 def test_the_demo_doctor_and_path_say_the_trust_verdict_once(tmp_path: Path) -> None:
-    _run(str(ROOT / "examples" / "make_demo.py"), str(tmp_path), cwd=ROOT, env={**os.environ})
-    env = {**os.environ, "PI_CODING_AGENT_DIR": str(tmp_path / "agent")}
+    _, env = _build_demo(tmp_path)
     for verb in ("doctor", "path"):
-        out = _run("-m", "memory_ls", verb, cwd=tmp_path / "project", env=env).stdout
+        out = run_cli(verb, cwd=tmp_path / "project", env=env).stdout
         trust = [line for line in out.splitlines() if line.startswith("trust:")]
         assert len(trust) == 1 and trust[0].count("trusted") == 1, trust

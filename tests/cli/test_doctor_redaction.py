@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
+from tests.conftest import Workspace
 from tests.untrusted_notes import (
     WITHHELD,
     assert_nothing_leaks,
@@ -19,27 +17,15 @@ from tests.untrusted_notes import (
 
 
 @pytest.mark.parametrize("how", ["--untrusted", "project holds .pi/settings.json"])
-def test_doctor_withholds_untrusted_notes(tmp_path: Path, how: str) -> None:
-    project, agent = tmp_path / "project", tmp_path / "agent"
-    (project / ".git").mkdir(parents=True)
-    (project / ".pi").mkdir()
-    agent.mkdir()
-    (project / ".pi" / "memory.md").write_text(project_store_text(), encoding="utf-8")
-    (agent / "memory.md").write_text(global_store_text(), encoding="utf-8")
+def test_doctor_withholds_untrusted_notes(workspace: Workspace, how: str) -> None:
+    workspace.write("project", project_store_text())
+    workspace.write("global", global_store_text())
     flags = ["--untrusted"] if how == "--untrusted" else []
     if not flags:
-        (project / ".pi" / "settings.json").write_text("{}")
-    env = {**os.environ, "PI_CODING_AGENT_DIR": str(agent)}
+        (workspace.root / ".pi" / "settings.json").write_text("{}")
 
     def doctor(*extra: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "memory_ls", "doctor", *flags, *extra],
-            cwd=project,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
+        return workspace.cli("doctor", *flags, *extra)
 
     text = doctor()
     assert text.returncode == 0, text.stderr

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.conftest import Workspace
 
 HEADER = "<!-- Pi memory: one note per bullet; written by the memory tool and /memory -->"
 
@@ -16,12 +16,11 @@ HEADER = "<!-- Pi memory: one note per bullet; written by the memory tool and /m
 class Clone:
     """A repository whose ``.pi`` is a symlink, an agent dir holding a global note."""
 
-    def __init__(self, tmp_path: Path, target: str) -> None:
-        self.project = (tmp_path / "clone").resolve()
-        (self.project / ".git").mkdir(parents=True)
-        self.agent = (tmp_path / "agent").resolve()
-        self.agent.mkdir()
-        self.global_store = self.agent / "memory.md"
+    def __init__(self, workspace: Workspace, tmp_path: Path, target: str) -> None:
+        self.workspace = workspace
+        self.project = workspace.root
+        self.agent = workspace.agent_dir
+        self.global_store = workspace.global_store
         self.global_text = f"{HEADER}\n\n- global note\n"
         self.global_store.write_text(self.global_text)
         self.elsewhere = (tmp_path / "elsewhere").resolve()
@@ -33,15 +32,7 @@ class Clone:
         )
 
     def run(self, *args: str) -> subprocess.CompletedProcess[str]:
-        env = {**os.environ, "PI_CODING_AGENT_DIR": str(self.agent)}
-        return subprocess.run(
-            [sys.executable, "-m", "memory_ls", *args],
-            cwd=self.project,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
+        return self.workspace.cli(*args)
 
     def outside_untouched(self) -> None:
         assert self.global_store.read_text() == self.global_text
@@ -50,8 +41,8 @@ class Clone:
 
 
 @pytest.fixture(params=["agent", "elsewhere"])
-def clone(request: pytest.FixtureRequest, tmp_path: Path) -> Clone:
-    return Clone(tmp_path, request.param)
+def clone(request: pytest.FixtureRequest, workspace: Workspace, tmp_path: Path) -> Clone:
+    return Clone(workspace, tmp_path, request.param)
 
 
 @pytest.mark.parametrize("trust", [[], ["--trusted"], ["--untrusted"]])
@@ -102,39 +93,20 @@ def test_the_global_scope_still_works(clone: Clone) -> None:
     assert clone.global_store.read_text() == f"{clone.global_text}- another global note\n"
 
 
-def test_a_pi_symlink_inside_the_project_is_used(tmp_path: Path) -> None:
-    project = tmp_path / "repo"
-    (project / ".git").mkdir(parents=True)
+def test_a_pi_symlink_inside_the_project_is_used(workspace: Workspace) -> None:
+    project = workspace.root
     (project / "tools" / "pi").mkdir(parents=True)
     (project / ".pi").symlink_to("tools/pi")
-    agent = tmp_path / "agent"
-    agent.mkdir()
-    r = subprocess.run(
-        [sys.executable, "-m", "memory_ls", "add", "kept inside"],
-        cwd=project,
-        env={**os.environ, "PI_CODING_AGENT_DIR": str(agent)},
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    r = workspace.cli("add", "kept inside")
     assert r.returncode == 0, r.stderr
     assert (project / "tools" / "pi" / "memory.md").read_text() == f"{HEADER}\n\n- kept inside\n"
 
 
-def test_a_missing_project_directory_is_never_created(tmp_path: Path) -> None:
+def test_a_missing_project_directory_is_never_created(workspace: Workspace, tmp_path: Path) -> None:
     """Whatever the exit code (the CLI refuses the option itself), no tree appears."""
-    agent = tmp_path / "agent"
-    agent.mkdir()
     typo = tmp_path / "typo" / "deep" / "dir"
     for verb in (["add", "x"], ["clear", "--yes"], ["add", "--trusted", "x"]):
-        r = subprocess.run(
-            [sys.executable, "-m", "memory_ls", *verb, "--project", str(typo)],
-            cwd=tmp_path,
-            env={**os.environ, "PI_CODING_AGENT_DIR": str(agent)},
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
+        r = workspace.cli(*verb, "--project", str(typo), cwd=tmp_path)
         assert r.returncode in (1, 2), verb
         assert str(typo) in r.stderr
         assert not (tmp_path / "typo").exists(), verb

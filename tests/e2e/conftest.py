@@ -1,30 +1,28 @@
 """End-to-end harness: the real server over stdio, driven by pytest-lsp's client.
 
-Every test gets a temporary project (with an empty ``.git/``), a temporary agent
-dir (``PI_CODING_AGENT_DIR``) and a temporary ``HOME``, so the real home is never
-touched. The client answers ``workspace/applyEdit`` like an editor (it applies the
+Every test runs the server on the shared ``workspace`` (a temporary project with
+an empty ``.git/``, agent dir and ``HOME``), so the real home is never touched. The client answers ``workspace/applyEdit`` like an editor (it applies the
 edit to its copy of the buffer and sends ``didChange``), ``client/registerCapability``
 and ``window/showMessageRequest`` (with the answer a test chooses).
 """
 
 from __future__ import annotations
 
+import ast
 import asyncio
-import os
 import sys
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pytest
 import pytest_asyncio
 from lsprotocol import types as lsp
 from pygls.uris import from_fs_path
 from pytest_lsp import LanguageClient, client_capabilities, make_test_lsp_client
 
-from memory_ls.core.text import HEADER
 from memory_ls.server.positions import from_client
+from tests.conftest import Workspace
 
 PRESETS = ["visual-studio-code", "neovim", "emacs"]
 TIMEOUT = 10.0
@@ -64,46 +62,32 @@ def edits_for(edit: lsp.WorkspaceEdit, uri: str) -> list[lsp.TextEdit]:
     return out
 
 
-@dataclass
-class Workspace:
-    root: Path
-    agent: Path
-    home: Path
-
-    @property
-    def project_store(self) -> Path:
-        return self.root / ".pi" / "memory.md"
-
-    @property
-    def global_store(self) -> Path:
-        return self.agent / "memory.md"
-
-    def write(self, path: Path, notes: list[str] | str) -> str:
-        text = (
-            notes
-            if isinstance(notes, str)
-            else HEADER + "\n\n" + "".join(f"- {n}\n" for n in notes)
-        )
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8", newline="")
-        return text
+def command_of(action) -> dict:
+    """The command of a code action (lsprotocol's client reads one holding a command as
+    a Command whose ``command`` is the nested object's repr)."""
+    if isinstance(action, lsp.CodeAction):
+        assert action.command is not None
+        return {"command": action.command.command, "arguments": action.command.arguments}
+    return ast.literal_eval(action.command)
 
 
-@pytest.fixture
-def ws(tmp_path: Path) -> Workspace:
-    root = tmp_path / "project"
-    (root / ".git").mkdir(parents=True)
-    agent = tmp_path / "agent"
-    agent.mkdir()
-    home = tmp_path / "home"
-    home.mkdir()
-    return Workspace(root, agent, home)
+async def code_actions(s, uri, line, only=None, diagnostics=()):
+    return await asyncio.wait_for(
+        s.client.text_document_code_action_async(
+            lsp.CodeActionParams(
+                text_document=lsp.TextDocumentIdentifier(uri=uri),
+                range=lsp.Range(start=lsp.Position(line, 0), end=lsp.Position(line, 1)),
+                context=lsp.CodeActionContext(diagnostics=list(diagnostics), only=only),
+            )
+        ),
+        TIMEOUT,
+    )
 
 
 @dataclass
 class Session:
     client: LanguageClient
-    ws: Workspace
+    workspace: Workspace
     preset: str
     encoding: str = "utf-16"
     pull: bool = False
@@ -240,7 +224,7 @@ def _install_handlers(session: Session) -> None:
 
 
 @pytest_asyncio.fixture
-async def start(ws: Workspace) -> AsyncIterator[Callable[..., Any]]:
+async def start(workspace: Workspace) -> AsyncIterator[Callable[..., Any]]:
     """``await start(preset, init_options=..., configuration=...)`` → an initialised Session."""
     sessions: list[Session] = []
 
@@ -253,16 +237,13 @@ async def start(ws: Workspace) -> AsyncIterator[Callable[..., Any]]:
         client = make_test_lsp_client()
         if configuration is not None:
             client.set_configuration(configuration, section="memoryLs")
-        env = dict(os.environ)
-        env.update(
-            {"PI_CODING_AGENT_DIR": str(ws.agent), "HOME": str(ws.home), "PYTHONUNBUFFERED": "1"}
-        )
-        session = Session(client, ws, preset)
+        env = {**workspace.env(), "PYTHONUNBUFFERED": "1"}
+        session = Session(client, workspace, preset)
         _install_handlers(session)
         await client.start_io(sys.executable, "-m", "memory_ls.server", env=env)
         sessions.append(session)
         caps = client_capabilities(preset)
-        folder_paths = folders or [ws.root]
+        folder_paths = folders or [workspace.root]
         result = await asyncio.wait_for(
             client.initialize_session(
                 lsp.InitializeParams(

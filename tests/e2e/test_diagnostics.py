@@ -1,4 +1,5 @@
-"""Every diagnostic code, positions in each encoding, push vs pull, incremental edits."""
+"""Which documents are memory, every diagnostic code, positions in each encoding, push vs
+pull, incremental edits."""
 
 from __future__ import annotations
 
@@ -10,8 +11,9 @@ import pytest
 from lsprotocol import types as lsp
 
 from memory_ls.core.text import HEADER
+from tests.conftest import store_text
 
-from .conftest import PRESETS, uri_of
+from .conftest import PRESETS, TIMEOUT, uri_of
 
 
 def by_code(ds: list[lsp.Diagnostic], code: str) -> list[lsp.Diagnostic]:
@@ -19,8 +21,8 @@ def by_code(ds: list[lsp.Diagnostic], code: str) -> list[lsp.Diagnostic]:
 
 
 @pytest.mark.parametrize("preset", PRESETS)
-async def test_note_level_codes(start, ws, preset):
-    ws.write(ws.global_store, ["deploys go through the staging cluster first"])
+async def test_note_level_codes(start, workspace, preset):
+    workspace.write("global", ["deploys go through the staging cluster first"])
     notes = [
         "use pnpm, not npm",
         "Use pnpm, not npm.",
@@ -31,10 +33,9 @@ async def test_note_level_codes(start, ws, preset):
         "the integration tests need DATABASE_URL set",
         "the integration tests need DATABASE_URL to be set",
     ]
-    text = ws.write(ws.project_store, notes) + "-   \n"
-    ws.project_store.write_text(text)
+    workspace.write("project", store_text(*notes) + "-   \n")
     s = await start(preset)
-    uri = s.open(ws.project_store)
+    uri = s.open(workspace.project_store)
     ds = await s.codes(
         uri,
         "duplicate",
@@ -61,23 +62,26 @@ async def test_note_level_codes(start, ws, preset):
         assert s.client.diagnostics[uri] is not None
 
 
-async def test_not_injected_one_per_run_and_recall_off(start, ws):
-    (ws.agent / "bytefly.json").write_text(json.dumps({"memory": {"maxInjectBytes": 512}}))
+async def test_not_injected_one_per_run_and_recall_off(start, workspace):
+    (workspace.agent_dir / "bytefly.json").write_text(
+        json.dumps({"memory": {"maxInjectBytes": 512}})
+    )
     notes = [f"note number {i} " + "y" * 40 for i in range(40)]
-    ws.write(ws.project_store, notes)
+    workspace.write("project", notes)
     s = await start()
-    uri = s.open(ws.project_store)
+    uri = s.open(workspace.project_store)
     ds = await s.codes(uri, "not-injected")
     runs = by_code(ds, "not-injected")
     assert len(runs) == 1
     assert runs[0].range.end.line == 2 + 39
     assert runs[0].data["cap"] == 512
-    (ws.agent / "bytefly.json").write_text(json.dumps({"memory": {"inject": False}}))
+    (workspace.agent_dir / "bytefly.json").write_text(json.dumps({"memory": {"inject": False}}))
     s.client.workspace_did_change_watched_files(
         lsp.DidChangeWatchedFilesParams(
             changes=[
                 lsp.FileEvent(
-                    uri=uri_of(ws.agent / "bytefly.json"), type=lsp.FileChangeType.Changed
+                    uri=uri_of(workspace.agent_dir / "bytefly.json"),
+                    type=lsp.FileChangeType.Changed,
                 )
             ]
         )
@@ -87,50 +91,50 @@ async def test_not_injected_one_per_run_and_recall_off(start, ws):
     assert by_code(ds, "recall-off")[0].severity == lsp.DiagnosticSeverity.Hint
 
 
-async def test_untrusted_and_file_level_codes(start, ws):
-    ws.write(ws.project_store, ["a note"])
+async def test_untrusted_and_file_level_codes(start, workspace):
+    workspace.write("project", ["a note"])
     s = await start("emacs", init_options={"trusted": False})
-    uri = s.open(ws.project_store)
+    uri = s.open(workspace.project_store)
     ds = await s.codes(uri, "untrusted")
     assert "explicit" in by_code(ds, "untrusted")[0].message
     # too large (the buffer), and the global store as a symlink
     big = HEADER + "\n\n" + "".join(f"- big note {i} {'z' * 60}\n" for i in range(4000))
-    big_uri = s.open(ws.root / "sub" / ".pi" / "memory.md", big)
+    big_uri = s.open(workspace.root / "sub" / ".pi" / "memory.md", big)
     await s.codes(big_uri, "file-too-large")
-    real = ws.home / "real.md"
+    real = workspace.home / "real.md"
     real.write_text("- linked\n")
-    os.symlink(real, ws.global_store)
-    g = s.open(ws.global_store)
+    os.symlink(real, workspace.global_store)
+    g = s.open(workspace.global_store)
     await s.codes(g, "symlink")
 
 
-async def test_invalid_utf8_and_not_the_store(start, ws):
-    ws.project_store.parent.mkdir(parents=True)
-    ws.project_store.write_bytes(b"- ok\n- bad \xff byte\n")
-    wt = ws.home / "wt"
+async def test_invalid_utf8_and_not_the_store(start, workspace):
+    workspace.project_store.parent.mkdir(parents=True)
+    workspace.project_store.write_bytes(b"- ok\n- bad \xff byte\n")
+    wt = workspace.home / "wt"
     (wt / ".pi").mkdir(parents=True)
-    (ws.root / ".git" / "HEAD").write_text("ref: refs/heads/main\n")  # as git writes it
-    gitdir = ws.root / ".git" / "worktrees" / "wt"
+    (workspace.root / ".git" / "HEAD").write_text("ref: refs/heads/main\n")  # as git writes it
+    gitdir = workspace.root / ".git" / "worktrees" / "wt"
     gitdir.mkdir(parents=True)
     (gitdir / "commondir").write_text("../..\n")
     (wt / ".git").write_text(f"gitdir: {gitdir}\n")
     (wt / ".pi" / "memory.md").write_text("- worktree note\n")
     s = await start("neovim")
-    uri = s.open(ws.project_store, "- ok\n- bad \ufffd byte\n")
+    uri = s.open(workspace.project_store, "- ok\n- bad \ufffd byte\n")
     ds = await s.codes(uri, "invalid-utf8")
     bad = by_code(ds, "invalid-utf8")[0]
     assert bad.range.start.line == 1 and bad.data["offset"] == 11
     other = s.open(wt / ".pi" / "memory.md")
     ds = await s.codes(other, "not-the-store")
-    assert str(ws.project_store) in by_code(ds, "not-the-store")[0].message
+    assert str(workspace.project_store) in by_code(ds, "not-the-store")[0].message
 
 
 @pytest.mark.parametrize("preset", PRESETS)
-async def test_columns_on_emoji_and_cjk(start, ws, preset):
+async def test_columns_on_emoji_and_cjk(start, workspace, preset):
     line = "- 😀 日本語 \u200b hidden"
-    ws.write(ws.project_store, HEADER + "\n\n" + line + "\n")
+    workspace.write("project", HEADER + "\n\n" + line + "\n")
     s = await start(preset)
-    uri = s.open(ws.project_store)
+    uri = s.open(workspace.project_store)
     ds = await s.codes(uri, "hidden-unicode")
     d = by_code(ds, "hidden-unicode")[0]
     text = line[2:]
@@ -147,22 +151,22 @@ async def test_columns_on_emoji_and_cjk(start, ws, preset):
     )
 
 
-async def test_push_client_gets_pushes_only(start, ws):
-    ws.write(ws.project_store, ["one", "One."])
+async def test_push_client_gets_pushes_only(start, workspace):
+    workspace.write("project", ["one", "One."])
     s = await start("visual-studio-code")
     assert not s.pull
-    uri = s.open(ws.project_store)
+    uri = s.open(workspace.project_store)
     await s.codes(uri, "duplicate")
     # clean file: an empty list is pushed
     s.replace_all(uri, HEADER + "\n\n- one\n")
     await s.wait_for(uri, lambda ds: ds == [])
 
 
-async def test_pull_client_gets_no_pushes(start, ws):
-    ws.write(ws.project_store, ["one", "One."])
+async def test_pull_client_gets_no_pushes(start, workspace):
+    workspace.write("project", ["one", "One."])
     s = await start("neovim")
     assert s.pull
-    uri = s.open(ws.project_store)
+    uri = s.open(workspace.project_store)
     ds = await s.codes(uri, "duplicate")
     await asyncio.sleep(0.3)
     assert uri not in s.client.diagnostics
@@ -180,11 +184,11 @@ async def test_pull_client_gets_no_pushes(start, ws):
 
 
 @pytest.mark.parametrize("preset", ["visual-studio-code", "neovim"])
-async def test_incremental_edits_match_a_fresh_open(start, ws, preset):
+async def test_incremental_edits_match_a_fresh_open(start, workspace, preset):
     notes = [f"note {i} about 日本 😀 things" for i in range(30)] + ["note 3 about 日本 😀 things"]
-    ws.write(ws.project_store, notes)
+    workspace.write("project", notes)
     s = await start(preset)
-    uri = s.open(ws.project_store)
+    uri = s.open(workspace.project_store)
     await s.codes(uri, "duplicate")
 
     def pos(line: int, char: int) -> lsp.Position:
@@ -209,9 +213,9 @@ async def test_incremental_edits_match_a_fresh_open(start, ws, preset):
         for d in await s.wait_for(uri, has_similar)
     )
     final = s.buffers[uri]
-    fresh_path = ws.home / "fresh" / ".pi" / "memory.md"
+    fresh_path = workspace.home / "fresh" / ".pi" / "memory.md"
     fresh_path.parent.mkdir(parents=True)
-    ws.global_store.write_text("")
+    workspace.global_store.write_text("")
     fresh = s.open(fresh_path, final)
     fresh_ds = sorted(
         (str(d.code), d.range.start.line, d.range.start.character, d.range.end.character)
@@ -222,14 +226,14 @@ async def test_incremental_edits_match_a_fresh_open(start, ws, preset):
     assert any(c == "control-characters" for c, *_ in edited)
 
 
-async def test_every_change_publishes_with_its_version(start, ws):
+async def test_every_change_publishes_with_its_version(start, workspace):
     """SPEC §7: a push on every open and change, even when nothing changed."""
-    ws.write(ws.project_store, ["a clean note"])
+    workspace.write("project", ["a clean note"])
     s = await start("visual-studio-code")
     assert not s.pull
     method = lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS
     waiting = s.client.protocol.wait_for_notification_async(method)
-    uri = s.open(ws.project_store)
+    uri = s.open(workspace.project_store)
     first = await asyncio.wait_for(waiting, 10)
     assert first.version == 1 and list(first.diagnostics) == []
     for version in (2, 3, 4):  # prose edits: the (empty) diagnostics do not change
@@ -248,13 +252,15 @@ async def test_every_change_publishes_with_its_version(start, ws):
         assert list(params.diagnostics) == []
 
 
-async def test_cached_diagnostics_follow_a_same_length_edit(start, ws):
+async def test_cached_diagnostics_follow_a_same_length_edit(start, workspace):
     """A run's range end moves in UTF-16 when a character becomes an emoji (same str length)."""
-    (ws.agent / "bytefly.json").write_text(json.dumps({"memory": {"maxInjectBytes": 512}}))
+    (workspace.agent_dir / "bytefly.json").write_text(
+        json.dumps({"memory": {"maxInjectBytes": 512}})
+    )
     notes = [f"note number {i} " + "y" * 40 for i in range(20)]
-    ws.write(ws.project_store, notes)
+    workspace.write("project", notes)
     s = await start("visual-studio-code")
-    uri = s.open(ws.project_store)
+    uri = s.open(workspace.project_store)
     (run,) = by_code(await s.codes(uri, "not-injected"), "not-injected")
     last_line = 2 + 19
     assert run.range.end.line == last_line
@@ -269,3 +275,61 @@ async def test_cached_diagnostics_follow_a_same_length_edit(start, ws):
     )
     (moved,) = [d for d in found if d.code == "not-injected"]
     assert moved.range.end.character == before + 1  # 😀 is two UTF-16 units
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+@pytest.mark.parametrize("language", ["markdown", "plaintext", "memory"])
+async def test_memory_document_by_path_whatever_language(start, workspace, preset, language):
+    workspace.write("project", ["use pnpm", "use pnpm"])
+    workspace.write("global", ["g", "g"])
+    s = await start(preset)
+    for path in (workspace.project_store, workspace.global_store):
+        uri = s.open(path, language=language)
+        found = await s.codes(uri, "duplicate")
+        d = next(d for d in found if d.code == "duplicate")
+        assert d.source == "memory" and d.data is not None
+        assert d.severity == lsp.DiagnosticSeverity.Warning
+
+
+async def test_clean_file_gets_an_empty_push_whatever_its_language(start, workspace):
+    workspace.write("global", ["fine"])
+    s = await start("emacs")
+    method = lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS
+    waiting = s.client.protocol.wait_for_notification_async(method)
+    uri = s.open(workspace.global_store, language="text")
+    first = await asyncio.wait_for(waiting, TIMEOUT)
+    assert first.uri == uri and first.version == 1 and list(first.diagnostics) == []
+
+
+async def test_neovim_pull_keeps_related_information(start, workspace):
+    workspace.write("project", ["use pnpm", "Use pnpm."])
+    s = await start("neovim")
+    assert s.pull
+    uri = s.open(workspace.project_store)
+    found = await s.codes(uri, "duplicate")
+    d = next(d for d in found if d.code == "duplicate")
+    assert d.related_information and d.related_information[0].location.range.start.line == 2
+
+
+async def test_not_the_store_points_at_the_real_store(start, workspace, tmp_path):
+    workspace.write("project", ["real"])
+    # A linked worktree: its .git file points into the main repository's .git.
+    tree = tmp_path / "tree"
+    (workspace.root / ".git" / "HEAD").write_text("ref: refs/heads/main\n")  # as git writes it
+    gitdir = workspace.root / ".git" / "worktrees" / "tree"
+    gitdir.mkdir(parents=True)
+    (gitdir / "commondir").write_text("../..\n")
+    (gitdir / "gitdir").write_text(str(tree / ".git") + "\n")
+    tree.mkdir()
+    (tree / ".git").write_text(f"gitdir: {gitdir}\n")
+    stray = tree / ".pi" / "memory.md"
+    workspace.write(stray, ["stray"])
+    s = await start("visual-studio-code")
+    uri = s.open(stray)
+    found = await s.codes(uri, "not-the-store")
+    d = next(d for d in found if d.code == "not-the-store")
+    assert (
+        str(workspace.project_store) in d.message and d.severity == lsp.DiagnosticSeverity.Warning
+    )
+    assert d.related_information
+    assert d.related_information[0].location.uri == uri_of(workspace.project_store)

@@ -17,15 +17,15 @@ from .conftest import uri_of
 
 
 @pytest.mark.parametrize("how", ["client says untrusted", "project holds .pi/settings.json"])
-async def test_doctor_command_withholds_untrusted_notes(start, ws, how):
-    ws.write(ws.project_store, project_store_text())
-    ws.write(ws.global_store, global_store_text())
+async def test_doctor_command_withholds_untrusted_notes(start, workspace, how):
+    workspace.write("project", project_store_text())
+    workspace.write("global", global_store_text())
     if how == "client says untrusted":
         s = await start(init_options={"trusted": False})
     else:
-        (ws.root / ".pi" / "settings.json").write_text("{}")
+        (workspace.root / ".pi" / "settings.json").write_text("{}")
         s = await start()
-    report = await s.command("memory.doctor", {"uri": uri_of(ws.root)})
+    report = await s.command("memory.doctor", {"uri": uri_of(workspace.root)})
     assert report["trust"]["trusted"] is False
     assert_nothing_leaks(json.dumps(report))
     assert_nothing_leaks(json.dumps(report, ensure_ascii=False))

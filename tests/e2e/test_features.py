@@ -1,5 +1,5 @@
 """Code actions (each edit applied and checked), symbols, hover, lens, formatting,
-settings, watchers and robustness."""
+watchers and robustness; documents that are not memory get none of them."""
 
 from __future__ import annotations
 
@@ -11,8 +11,9 @@ import pytest
 from lsprotocol import types as lsp
 
 from memory_ls.core.text import HEADER
+from tests.conftest import store_text
 
-from .conftest import PRESETS, TIMEOUT, apply_text_edits, edits_for, uri_of
+from .conftest import PRESETS, TIMEOUT, apply_text_edits, code_actions, edits_for, uri_of
 
 
 def notes_of(text: str) -> list[str]:
@@ -47,18 +48,12 @@ def applied(s, uri, action) -> str:
 
 
 @pytest.mark.parametrize("preset", PRESETS)
-async def test_quick_fixes(start, ws, preset):
-    ws.write(ws.global_store, ["shared fact"])
-    text = (
-        ws.write(
-            ws.project_store,
-            ["use pnpm", "use pnpm", "Use PNPM!", "tab\there", "zero\u200bwidth 😀", "shared fact"],
-        )
-        + "-   \n"
-    )
-    ws.project_store.write_text(text)
+async def test_quick_fixes(start, workspace, preset):
+    workspace.write("global", ["shared fact"])
+    notes = ["use pnpm", "use pnpm", "Use PNPM!", "tab\there", "zero\u200bwidth 😀", "shared fact"]
+    workspace.write("project", store_text(*notes) + "-   \n")
     s = await start(preset)
-    uri = s.open(ws.project_store)
+    uri = s.open(workspace.project_store)
     ds = await s.codes(
         uri,
         "duplicate",
@@ -106,10 +101,10 @@ async def test_quick_fixes(start, ws, preset):
     ]
 
 
-async def test_note_actions(start, ws):
-    ws.write(ws.project_store, ["alpha", "beta", "gamma"])
+async def test_note_actions(start, workspace):
+    workspace.write("project", ["alpha", "beta", "gamma"])
     s = await start("visual-studio-code")
-    uri = s.open(ws.project_store)
+    uri = s.open(workspace.project_store)
     await asyncio.sleep(0.1)
     acts = await actions_for(s, uri, line=3)
     titles = [a.title for a in acts]
@@ -134,11 +129,13 @@ async def test_note_actions(start, ws):
 
 
 @pytest.mark.parametrize("preset", PRESETS)
-async def test_symbols_hover_lens_formatting(start, ws, preset):
-    ws.write(ws.global_store, ["global 日本 note"])
-    ws.write(ws.project_store, HEADER + "\n\n*   spaced   note  \n- 😀 emoji\nprose stays\n")
+async def test_symbols_hover_lens_formatting(start, workspace, preset):
+    workspace.write("global", ["global 日本 note"])
+    workspace.write(
+        workspace.project_store, HEADER + "\n\n*   spaced   note  \n- 😀 emoji\nprose stays\n"
+    )
     s = await start(preset)
-    uri = s.open(ws.project_store)
+    uri = s.open(workspace.project_store)
     await asyncio.sleep(0.1)
     symbols = await s.client.text_document_document_symbol_async(
         lsp.DocumentSymbolParams(text_document=lsp.TextDocumentIdentifier(uri=uri))
@@ -146,7 +143,7 @@ async def test_symbols_hover_lens_formatting(start, ws, preset):
     assert [x.name for x in symbols] == ["spaced note", "😀 emoji"]
     found = await s.client.workspace_symbol_async(lsp.WorkspaceSymbolParams(query="日本"))
     assert [x.name for x in found] == ["global 日本 note"]
-    assert found[0].location.uri == uri_of(ws.global_store)
+    assert found[0].location.uri == uri_of(workspace.global_store)
     h = await s.client.text_document_hover_async(
         lsp.HoverParams(
             text_document=lsp.TextDocumentIdentifier(uri=uri), position=lsp.Position(3, 3)
@@ -171,53 +168,24 @@ async def test_symbols_hover_lens_formatting(start, ws, preset):
     assert formatted == HEADER + "\n\n- spaced note\n- 😀 emoji\nprose stays\n"
 
 
-async def test_settings_severity_and_threshold(start, ws):
-    ws.write(ws.project_store, ["one", "One.", "tab\there"])
-    s = await start(
-        "visual-studio-code",
-        init_options={"severity": {"duplicate": "error", "bogus": "hint"}, "similarThreshold": 500},
-        configuration={"severity": {"control-characters": "off", "duplicate": "error"}},
-    )
-    uri = s.open(ws.project_store)
-    ds = await s.codes(uri, "duplicate")
-    assert next(d for d in ds if d.code == "duplicate").severity == lsp.DiagnosticSeverity.Error
-    assert not [d for d in ds if d.code == "control-characters"]
-    logs = " ".join(m.message for m in s.client.log_messages)
-    assert "bogus" in logs and "similarThreshold" in logs
-    # change the configuration: re-pulled on didChangeConfiguration
-    s.client.set_configuration({"severity": {"duplicate": "off"}}, section="memoryLs")
-    s.client.workspace_did_change_configuration(lsp.DidChangeConfigurationParams(settings=None))
-    await s.wait_for(
-        uri,
-        lambda ds: (
-            not [d for d in ds if d.code == "duplicate"]
-            and bool([d for d in ds if d.code == "control-characters"])
-        ),
-    )
-    # a trust change through settings
-    s.client.set_configuration({"trusted": False}, section="memoryLs")
-    s.client.workspace_did_change_configuration(lsp.DidChangeConfigurationParams(settings=None))
-    await s.codes(uri, "untrusted")
-
-
-async def test_watchers_registered_and_cross_scope_refresh(start, ws):
-    ws.write(ws.project_store, ["shared"])
+async def test_watchers_registered_and_cross_scope_refresh(start, workspace):
+    workspace.write("project", ["shared"])
     s = await start("visual-studio-code")
     assert s.registrations and s.registrations[0].method == "workspace/didChangeWatchedFiles"
-    uri = s.open(ws.project_store)
+    uri = s.open(workspace.project_store)
     await asyncio.sleep(0.2)
     assert not [d for d in await s.diagnostics(uri) if d.code == "cross-scope-duplicate"]
     # an open global buffer refreshes the project's cross-scope diagnostics as it is typed
-    g = s.open(ws.global_store, "- other\n")
+    g = s.open(workspace.global_store, "- other\n")
     s.replace_all(g, "- Shared\n")
     await s.codes(uri, "cross-scope-duplicate")
     await s.codes(g, "cross-scope-duplicate")
 
 
-async def test_malformed_burst_then_still_answers(start, ws):
-    ws.write(ws.project_store, ["one"])
+async def test_malformed_burst_then_still_answers(start, workspace):
+    workspace.write("project", ["one"])
     s = await start("neovim")
-    uri = s.open(ws.project_store)
+    uri = s.open(workspace.project_store)
     proto = s.client.protocol
     bad = [
         {"jsonrpc": "2.0", "method": "textDocument/didChange", "params": {"nonsense": 1}},
@@ -282,10 +250,10 @@ async def test_malformed_burst_then_still_answers(start, ws):
     assert json.dumps(r)
 
 
-async def test_store_deleted_then_made_a_symlink_under_the_server(start, ws, tmp_path):
-    ws.write(ws.project_store, ["keep me"])
+async def test_store_deleted_then_made_a_symlink_under_the_server(start, workspace, tmp_path):
+    workspace.write("project", ["keep me"])
     s = await start("visual-studio-code")
-    uri = s.open(ws.project_store)
+    uri = s.open(workspace.project_store)
     await asyncio.sleep(0.2)
 
     def changed(kind: lsp.FileChangeType) -> None:
@@ -293,28 +261,30 @@ async def test_store_deleted_then_made_a_symlink_under_the_server(start, ws, tmp
             lsp.DidChangeWatchedFilesParams(changes=[lsp.FileEvent(uri=uri, type=kind)])
         )
 
-    ws.project_store.unlink()
+    workspace.project_store.unlink()
     changed(lsp.FileChangeType.Deleted)
     listed = await s.command("memory.list")
     assert listed["project"] == [] and "error" not in listed
 
     target = tmp_path / "elsewhere.md"
     target.write_text("- planted\n")
-    ws.project_store.symlink_to(target)
+    workspace.project_store.symlink_to(target)
     changed(lsp.FileChangeType.Created)
     await s.codes(uri, "symlink")
     refused = await s.command("memory.add", {"text": "x"})
-    assert refused["error"] == f"Refusing to use the symlinked memory file: {ws.project_store}"
+    assert (
+        refused["error"] == f"Refusing to use the symlinked memory file: {workspace.project_store}"
+    )
     assert target.read_text() == "- planted\n"
     # still alive and answering
-    assert (await s.command("memory.path"))["project"] == str(ws.project_store)
+    assert (await s.command("memory.path"))["project"] == str(workspace.project_store)
 
 
-async def test_similar_pass_reports_work_done_progress(start, ws):
+async def test_similar_pass_reports_work_done_progress(start, workspace):
     notes = [f"note number {i} about the {i % 7} deploy pipeline" for i in range(600)]
-    ws.write(ws.project_store, notes)
+    workspace.write("project", notes)
     s = await start("visual-studio-code")  # declares window.workDoneProgress
-    s.open(ws.project_store)
+    s.open(workspace.project_store)
     loop = asyncio.get_running_loop()
     deadline = loop.time() + 30
     while loop.time() < deadline:
@@ -328,10 +298,158 @@ async def test_similar_pass_reports_work_done_progress(start, ws):
     assert isinstance(report[-1], lsp.WorkDoneProgressEnd)
 
 
-async def test_no_progress_for_a_small_store(start, ws):
-    ws.write(ws.project_store, [f"note {i} with words" for i in range(100)])
+async def test_no_progress_for_a_small_store(start, workspace):
+    workspace.write("project", [f"note {i} with words" for i in range(100)])
     s = await start("visual-studio-code")
-    uri = s.open(ws.project_store)
+    uri = s.open(workspace.project_store)
     await s.diagnostics(uri)
     await asyncio.sleep(1.0)
     assert s.client.progress_reports == {}
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+async def test_other_documents_get_nothing(start, workspace, preset):
+    other = workspace.root / "notes.md"
+    other.write_text("- use pnpm\n- use pnpm\n-   \n- tab\there\n")
+    also = workspace.root / "pi" / "memory.md"
+    also.parent.mkdir()
+    also.write_text("- use pnpm\n- use pnpm\n")
+    s = await start(preset)
+    for path in (other, also):
+        uri = s.open(path)
+        await asyncio.sleep(0.3)
+        assert await s.diagnostics(uri) == []
+        if not s.pull:
+            assert uri not in s.client.diagnostics
+        assert not await code_actions(s, uri, 1)
+        assert not await code_actions(s, uri, 1, only=["source.fixAll.memory"])
+        syms = await asyncio.wait_for(
+            s.client.text_document_document_symbol_async(
+                lsp.DocumentSymbolParams(text_document=lsp.TextDocumentIdentifier(uri=uri))
+            ),
+            TIMEOUT,
+        )
+        assert not syms
+        hov = await asyncio.wait_for(
+            s.client.text_document_hover_async(
+                lsp.HoverParams(
+                    text_document=lsp.TextDocumentIdentifier(uri=uri),
+                    position=lsp.Position(0, 3),
+                )
+            ),
+            TIMEOUT,
+        )
+        assert hov is None
+        lenses = await asyncio.wait_for(
+            s.client.text_document_code_lens_async(
+                lsp.CodeLensParams(text_document=lsp.TextDocumentIdentifier(uri=uri))
+            ),
+            TIMEOUT,
+        )
+        assert not lenses
+        fmt = await asyncio.wait_for(
+            s.client.text_document_formatting_async(
+                lsp.DocumentFormattingParams(
+                    text_document=lsp.TextDocumentIdentifier(uri=uri),
+                    options=lsp.FormattingOptions(tab_size=2, insert_spaces=True),
+                )
+            ),
+            TIMEOUT,
+        )
+        assert not fmt
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+async def test_quick_fix_without_data_from_the_client(start, workspace, preset):
+    # Emacs does not declare publishDiagnostics.dataSupport: a client may send the
+    # diagnostic back without `data`; the fix is still offered.
+    workspace.write("project", ["use pnpm", "use pnpm"])
+    s = await start(preset)
+    uri = s.open(workspace.project_store)
+    found = await s.codes(uri, "duplicate")
+    d = next(d for d in found if d.code == "duplicate")
+    bare = lsp.Diagnostic(
+        range=d.range, message=d.message, severity=d.severity, code=d.code, source=d.source
+    )
+    acts = await code_actions(s, uri, d.range.start.line, only=["quickfix"], diagnostics=[bare])
+    titles = [a.title for a in acts]
+    assert "Remove the duplicate note" in titles, titles
+
+
+async def test_lens_hover_symbols_formatting(start, workspace):
+    workspace.write("global", ["global fact"])
+    workspace.write(
+        workspace.project_store, "* use   pnpm\nprose stays\n-   indented\n- global fact\n"
+    )
+    s = await start("visual-studio-code")
+    uri = s.open(workspace.project_store)
+    await s.codes(uri, "cross-scope-duplicate")
+    lenses = await asyncio.wait_for(
+        s.client.text_document_code_lens_async(
+            lsp.CodeLensParams(text_document=lsp.TextDocumentIdentifier(uri=uri))
+        ),
+        TIMEOUT,
+    )
+    assert len(lenses) == 1 and lenses[0].range.start.line == 0
+    inject = await s.command("memory.inject")
+    title = lenses[0].command.title
+    assert title == f"3 notes · {inject['bytes']}/8192 bytes in recall · 0 left out", title
+    assert lenses[0].command.command == "memory.doctor"
+    syms = await asyncio.wait_for(
+        s.client.text_document_document_symbol_async(
+            lsp.DocumentSymbolParams(text_document=lsp.TextDocumentIdentifier(uri=uri))
+        ),
+        TIMEOUT,
+    )
+    assert [x.name for x in syms] == ["use pnpm", "indented", "global fact"]
+    found = await asyncio.wait_for(
+        s.client.workspace_symbol_async(lsp.WorkspaceSymbolParams(query="fact")), TIMEOUT
+    )
+    assert sorted(x.location.uri for x in found) == sorted(
+        [uri_of(workspace.global_store), uri_of(workspace.project_store)]
+    )
+    hov = await asyncio.wait_for(
+        s.client.text_document_hover_async(
+            lsp.HoverParams(
+                text_document=lsp.TextDocumentIdentifier(uri=uri), position=lsp.Position(3, 4)
+            )
+        ),
+        TIMEOUT,
+    )
+    assert "project" in hov.contents.value and "global" in hov.contents.value
+    edits = await asyncio.wait_for(
+        s.client.text_document_formatting_async(
+            lsp.DocumentFormattingParams(
+                text_document=lsp.TextDocumentIdentifier(uri=uri),
+                options=lsp.FormattingOptions(tab_size=2, insert_spaces=True),
+            )
+        ),
+        TIMEOUT,
+    )
+    out = apply_text_edits(s.buffers[uri], edits, s.encoding)
+    assert out == "- use pnpm\nprose stays\n-   indented\n- global fact\n" or out.startswith(
+        "- use pnpm\nprose stays\n"
+    ), out
+
+
+async def test_workspace_symbols_leave_out_an_open_untrusted_store(start, workspace):
+    # SPEC §4: only the open file's diagnostics (and its own outline) show untrusted notes.
+    workspace.write("project", ["repo fact"])
+    s = await start("visual-studio-code", init_options={"trusted": False})
+    found = await asyncio.wait_for(
+        s.client.workspace_symbol_async(lsp.WorkspaceSymbolParams(query="repo")), TIMEOUT
+    )
+    assert found == []
+    uri = s.open(workspace.project_store)
+    await s.codes(uri, "untrusted")
+    found = await asyncio.wait_for(
+        s.client.workspace_symbol_async(lsp.WorkspaceSymbolParams(query="repo")), TIMEOUT
+    )
+    assert found == []
+    outline = await asyncio.wait_for(
+        s.client.text_document_document_symbol_async(
+            lsp.DocumentSymbolParams(text_document=lsp.TextDocumentIdentifier(uri=uri))
+        ),
+        TIMEOUT,
+    )
+    assert outline is not None and [x.name for x in outline] == ["repo fact"]

@@ -18,6 +18,7 @@ import pytest
 from lsprotocol import types as lsp
 
 from memory_ls.core.text import HEADER
+from tests.conftest import new_project
 
 from .conftest import TIMEOUT, Session, edits_for, uri_of
 
@@ -141,17 +142,17 @@ def assert_versioned(s: Session, editor: Editor) -> None:
 
 
 @pytest.mark.parametrize("editor", EDITORS, ids=lambda e: e.name)
-async def test_ten_commands_in_flight_keep_clean_buffers_equal_to_files(start, ws, editor):
-    ws.write(ws.project_store, ["a", "b", "c", "d", "e"])
-    ws.write(ws.global_store, ["g"])
+async def test_ten_commands_in_flight_keep_clean_buffers_equal_to_files(start, workspace, editor):
+    workspace.write("project", ["a", "b", "c", "d", "e"])
+    workspace.write("global", ["g"])
     s = await editor.start(start)
-    project, global_ = s.open(ws.project_store), s.open(ws.global_store)
+    project, global_ = s.open(workspace.project_store), s.open(workspace.global_store)
     await run_all(s, IN_FLIGHT)
-    assert notes(file_text(ws.project_store)) == PROJECT_AFTER
-    assert notes(file_text(ws.global_store)) == GLOBAL_AFTER
+    assert notes(file_text(workspace.project_store)) == PROJECT_AFTER
+    assert notes(file_text(workspace.global_store)) == GLOBAL_AFTER
     # A buffer that matched the file ends equal to the file: saving it changes nothing.
-    assert s.buffers[project] == file_text(ws.project_store)
-    assert s.buffers[global_] == file_text(ws.global_store)
+    assert s.buffers[project] == file_text(workspace.project_store)
+    assert s.buffers[global_] == file_text(workspace.global_store)
     assert await server_notes(s, project) == PROJECT_AFTER
     assert await server_notes(s, global_) == GLOBAL_AFTER
     assert_versioned(s, editor)
@@ -159,31 +160,31 @@ async def test_ten_commands_in_flight_keep_clean_buffers_equal_to_files(start, w
 
 
 @pytest.mark.parametrize("editor", EDITORS, ids=lambda e: e.name)
-async def test_ten_commands_in_flight_keep_unsaved_edits(start, ws, editor):
-    ws.write(ws.project_store, ["a", "b", "c", "d", "e"])
-    ws.write(ws.global_store, ["g"])
+async def test_ten_commands_in_flight_keep_unsaved_edits(start, workspace, editor):
+    workspace.write("project", ["a", "b", "c", "d", "e"])
+    workspace.write("global", ["g"])
     s = await editor.start(start)
-    project, global_ = s.open(ws.project_store), s.open(ws.global_store)
+    project, global_ = s.open(workspace.project_store), s.open(workspace.global_store)
     s.edit(project, insert(2, "- mine\n"))
     s.edit(global_, insert(2, "- global mine\n"))
     await run_all(s, IN_FLIGHT)
-    assert notes(file_text(ws.project_store)) == PROJECT_AFTER
-    assert notes(file_text(ws.global_store)) == GLOBAL_AFTER
+    assert notes(file_text(workspace.project_store)) == PROJECT_AFTER
+    assert notes(file_text(workspace.global_store)) == GLOBAL_AFTER
     # Each buffer is its file plus the user's edit: nothing lost on either side.
-    assert s.buffers[project] == with_line(file_text(ws.project_store), 2, "- mine")
-    assert s.buffers[global_] == with_line(file_text(ws.global_store), 2, "- global mine")
+    assert s.buffers[project] == with_line(file_text(workspace.project_store), 2, "- mine")
+    assert s.buffers[global_] == with_line(file_text(workspace.global_store), 2, "- global mine")
     assert await server_notes(s, project) == ["mine", *PROJECT_AFTER]
     assert await server_notes(s, global_) == ["global mine", *GLOBAL_AFTER]
     assert_versioned(s, editor)
     await assert_no_behind(s, project, global_)
 
 
-async def test_user_typing_between_edits_gets_retried(start, ws):
+async def test_user_typing_between_edits_gets_retried(start, workspace):
     """The user types just before two edits arrive: VS Code refuses both; each retry lands."""
-    ws.write(ws.project_store, ["a", "b", "c", "d", "e"])
-    ws.write(ws.global_store, ["g"])
+    workspace.write("project", ["a", "b", "c", "d", "e"])
+    workspace.write("global", ["g"])
     s = await start("visual-studio-code")
-    project, global_ = s.open(ws.project_store), s.open(ws.global_store)
+    project, global_ = s.open(workspace.project_store), s.open(workspace.global_store)
     typed: list[str] = []
     refused: list[str] = []
     project_edits = 0
@@ -203,23 +204,25 @@ async def test_user_typing_between_edits_gets_retried(start, ws):
     s.refuse = typing_then_versioned
     await run_all(s, IN_FLIGHT)
     assert len(typed) == 2 and len(refused) == 2
-    assert notes(file_text(ws.project_store)) == PROJECT_AFTER
-    expected = with_line(with_line(file_text(ws.project_store), 2, "- typed 1"), 2, "- typed 2")
+    assert notes(file_text(workspace.project_store)) == PROJECT_AFTER
+    expected = with_line(
+        with_line(file_text(workspace.project_store), 2, "- typed 1"), 2, "- typed 2"
+    )
     assert s.buffers[project] == expected
-    assert s.buffers[global_] == file_text(ws.global_store)
+    assert s.buffers[global_] == file_text(workspace.global_store)
     assert await server_notes(s, project) == ["typed 2", "typed 1", *PROJECT_AFTER]
     await assert_no_behind(s, project, global_)
 
 
 @pytest.mark.parametrize("preset", ["visual-studio-code", "neovim"])
 @pytest.mark.parametrize("catch_up", ["revert", "make the change by hand", "save"])
-async def test_refused_edit_marks_the_buffer_behind_the_file(start, ws, preset, catch_up):
-    ws.write(ws.project_store, ["a", "b"])
+async def test_refused_edit_marks_the_buffer_behind_the_file(start, workspace, preset, catch_up):
+    workspace.write("project", ["a", "b"])
     s = await start(preset)
     s.refuse = refuse_all
-    uri = s.open(ws.project_store)
+    uri = s.open(workspace.project_store)
     r = await s.command("memory.forget", {"text": "b"})
-    assert r["changed"] is True and notes(file_text(ws.project_store)) == ["a"]
+    assert r["changed"] is True and notes(file_text(workspace.project_store)) == ["a"]
     assert len(s.applied) == 2, "one edit and one retry"
     assert notes(s.buffers[uri]) == ["a", "b"]
     message = BEHIND.format("forget")
@@ -235,9 +238,9 @@ async def test_refused_edit_marks_the_buffer_behind_the_file(start, ws, preset, 
     assert await server_notes(s, uri) == ["typed", "a", "b"]
     assert [d.code for d in await s.diagnostics(uri)].count("buffer-behind-file") == 1
     if catch_up == "revert":
-        s.replace_all(uri, file_text(ws.project_store))
+        s.replace_all(uri, file_text(workspace.project_store))
     elif catch_up == "save":  # the user chose the buffer's text: nothing left to undo
-        ws.project_store.write_text(s.buffers[uri], encoding="utf-8", newline="")
+        workspace.project_store.write_text(s.buffers[uri], encoding="utf-8", newline="")
         s.client.text_document_did_save(
             lsp.DidSaveTextDocumentParams(text_document=lsp.TextDocumentIdentifier(uri=uri))
         )
@@ -248,47 +251,47 @@ async def test_refused_edit_marks_the_buffer_behind_the_file(start, ws, preset, 
     await s.wait_for(uri, lambda ds: not [d for d in ds if d.code == "buffer-behind-file"])
 
 
-async def test_behind_buffer_still_gets_later_changes(start, ws):
+async def test_behind_buffer_still_gets_later_changes(start, workspace):
     """A buffer that lacks one change keeps the diagnostic while later commands still land."""
-    ws.write(ws.project_store, ["a"])
+    workspace.write("project", ["a"])
     s = await start("visual-studio-code")
     s.refuse = refuse_all
-    uri = s.open(ws.project_store)
+    uri = s.open(workspace.project_store)
     await s.command("memory.add", {"text": "b"})
     await s.codes(uri, "buffer-behind-file")
     s.refuse = versioned
     await s.command("memory.add", {"text": "c"})
     assert notes(s.buffers[uri]) == ["a", "c"]
-    assert notes(file_text(ws.project_store)) == ["a", "b", "c"]
+    assert notes(file_text(workspace.project_store)) == ["a", "b", "c"]
     found = await s.diagnostics(uri)
     assert [d.message for d in found if d.code == "buffer-behind-file"] == [BEHIND.format("add")]
-    s.replace_all(uri, file_text(ws.project_store))
+    s.replace_all(uri, file_text(workspace.project_store))
     await s.wait_for(uri, lambda ds: not [d for d in ds if d.code == "buffer-behind-file"])
 
 
 @pytest.mark.parametrize("eol", ["\n", "\r\n"])
 @pytest.mark.parametrize("prose", [[], ["# Notes"]], ids=["notes only", "with prose"])
 @pytest.mark.parametrize("editor", EDITORS[::2], ids=lambda e: e.name)
-async def test_clear_leaves_a_clean_buffer_equal_to_the_file(start, ws, editor, prose, eol):
+async def test_clear_leaves_a_clean_buffer_equal_to_the_file(start, workspace, editor, prose, eol):
     """Issue 9 item 9: the cleared text is a prefix of the old one (no extra blank line)."""
-    text = ws.write(ws.project_store, eol.join([HEADER, "", *prose, "- one", "- two", ""]))
+    text = eol.join([HEADER, "", *prose, "- one", "- two", ""])
+    workspace.write("project", text)
     s = await editor.start(start)
-    uri = s.open(ws.project_store, text)
+    uri = s.open(workspace.project_store, text)
     r = await s.command("memory.clear", {})
     assert r["changed"] is True and r["project"] == []
-    assert notes(file_text(ws.project_store)) == []
-    assert s.buffers[uri] == file_text(ws.project_store)
+    assert notes(file_text(workspace.project_store)) == []
+    assert s.buffers[uri] == file_text(workspace.project_store)
     assert await server_notes(s, uri) == []
     await assert_no_behind(s, uri)
 
 
-async def test_commands_on_another_project_do_not_wait(start, ws, tmp_path):
+async def test_commands_on_another_project_do_not_wait(start, workspace, tmp_path):
     """Commands are ordered per store: a stalled buffer does not hold up another store."""
-    other = tmp_path / "other"
-    (other / ".git").mkdir(parents=True)
-    ws.write(ws.project_store, ["a"])
-    s = await start("visual-studio-code", folders=[ws.root, other])
-    uri = s.open(ws.project_store)
+    other = new_project(tmp_path / "other")
+    workspace.write("project", ["a"])
+    s = await start("visual-studio-code", folders=[workspace.root, other])
+    uri = s.open(workspace.project_store)
     gate = asyncio.Event()
     applied: list[str] = []
     # The editor applies the edit but its didChange is held back until the gate opens.
@@ -305,7 +308,7 @@ async def test_commands_on_another_project_do_not_wait(start, ws, tmp_path):
     assert r["changed"] is True and not slow.done()
     gate.set()
     assert (await asyncio.wait_for(slow, TIMEOUT))["changed"] is True
-    assert s.buffers[uri] == file_text(ws.project_store)
+    assert s.buffers[uri] == file_text(workspace.project_store)
 
 
 async def _send_later(gate: asyncio.Event, send: Any, params: Any) -> None:

@@ -21,9 +21,9 @@ def validate(name: str, value: Any) -> None:
     Draft202012Validator(schema).validate(value)
 
 
-async def test_every_command_result_matches_its_schema(start, ws):
-    ws.write(ws.project_store, ["use pnpm", "Use pnpm.", "shared"])
-    ws.write(ws.global_store, ["shared"])
+async def test_every_command_result_matches_its_schema(start, workspace):
+    workspace.write("project", ["use pnpm", "Use pnpm.", "shared"])
+    workspace.write("global", ["shared"])
     s = await start("visual-studio-code")
     for command, arg in (
         ("memory.add", {"text": "x"}),
@@ -42,7 +42,7 @@ async def test_every_command_result_matches_its_schema(start, ws):
     validate("doctor-result", doctor)
     assert doctor["project"]["duplicates"] and doctor["text"].startswith("memory-ls doctor")
 
-    ws.global_store.write_text("- changed outside\n", encoding="utf-8")
+    workspace.global_store.write_text("- changed outside\n", encoding="utf-8")
     reload = await s.command("memory.reload")
     validate("reload-result", reload)
     assert reload["changed"] is True

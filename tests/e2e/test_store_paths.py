@@ -12,24 +12,24 @@ import pytest
 from memory_ls.core.text import HEADER
 
 
-async def test_a_folder_linked_to_pi_opens_the_project_store(start, ws):
-    ws.write(ws.global_store, ["shared note"])
-    ws.write(ws.project_store, ["shared note"])
-    (ws.root / "notes").symlink_to(".pi")
+async def test_a_folder_linked_to_pi_opens_the_project_store(start, workspace):
+    workspace.write(workspace.global_store, ["shared note"])
+    workspace.write(workspace.project_store, ["shared note"])
+    (workspace.root / "notes").symlink_to(".pi")
     s = await start(init_options={"trusted": True})
-    uri = s.open(ws.root / "notes" / "memory.md")
+    uri = s.open(workspace.root / "notes" / "memory.md")
     ds = await s.codes(uri, "cross-scope-duplicate")
     assert "Also in global memory: shared note" in {d.message for d in ds}
 
 
 @pytest.mark.parametrize("preset", ["visual-studio-code", "neovim"])
-async def test_a_refused_store_is_not_read_for_its_facts(start, ws, tmp_path, preset):
+async def test_a_refused_store_is_not_read_for_its_facts(start, workspace, tmp_path, preset):
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     (elsewhere / "memory.md").write_bytes(HEADER.encode() + b"\n\n- caf\xe9\n")
-    (ws.root / ".pi").symlink_to(elsewhere)
+    (workspace.root / ".pi").symlink_to(elsewhere)
     s = await start(preset, init_options={"trusted": True})
-    uri = s.open(ws.project_store, text=f"{HEADER}\n\n- cafe\n")
+    uri = s.open(workspace.project_store, text=f"{HEADER}\n\n- cafe\n")
     ds = await s.codes(uri, "outside-project")
     # `check` does not read it either: the bad byte out there is nobody's business.
     assert "invalid-utf8" not in {d.code for d in ds}

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import socket
 import subprocess
 import sys
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
+
+from tests.conftest import Workspace
 
 INITIALIZE = {
     "jsonrpc": "2.0",
@@ -28,16 +28,15 @@ def free_port() -> int:
 
 
 @pytest.fixture
-def serve(tmp_path: Path) -> Iterator[object]:
+def serve(workspace: Workspace) -> Iterator[object]:
     procs: list[subprocess.Popen[bytes]] = []
 
     def start(flag: str) -> int:
         port = free_port()
-        env = {**os.environ, "PI_CODING_AGENT_DIR": str(tmp_path / "agent")}
         procs.append(
             subprocess.Popen(
                 [sys.executable, "-m", "memory_ls", "serve", flag, f"127.0.0.1:{port}"],
-                env=env,
+                env=workspace.env(),
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
             )

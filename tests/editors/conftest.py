@@ -14,19 +14,18 @@ import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
 import pytest
+
+from tests.conftest import Workspace
 
 REPO = Path(__file__).resolve().parents[2]
 EDITORS = REPO / "editors"
 TOOLS = Path(os.environ.get("MEMORY_LS_EDITOR_TOOLS", "/opt/memory-ls-editors"))
 ARTIFACTS = REPO / "tests" / "artifacts"
 
-HEADER = "<!-- Pi memory: one note per bullet; written by the memory tool and /memory -->"
 LONG_NOTE = "remember " + " ".join(f"detail{i:03d}" for i in range(60))  # > 500 characters
 PROJECT_NOTES = [
     "use pnpm, not npm",
@@ -154,28 +153,6 @@ def require_server() -> Path:
     return binary
 
 
-@dataclass
-class Workspace:
-    root: Path  # a git repository (has .git/) holding .pi/memory.md
-    agent_dir: Path
-    home: Path
-    env: dict[str, str]
-
-    @property
-    def project_store(self) -> Path:
-        return self.root / ".pi" / "memory.md"
-
-    @property
-    def global_store(self) -> Path:
-        return self.agent_dir / "memory.md"
-
-    def project_text(self) -> str:
-        return self.project_store.read_text(encoding="utf-8")
-
-    def global_text(self) -> str:
-        return self.global_store.read_text(encoding="utf-8")
-
-
 def run_headless(
     command: list[str], cwd: Path, env: dict[str, str], limit: int = 150
 ) -> subprocess.CompletedProcess[str]:
@@ -196,43 +173,39 @@ def run_headless(
     )
 
 
-def store_text(notes: list[str]) -> str:
-    return HEADER + "\n\n" + "".join(f"- {note}\n" for note in notes)
+@pytest.fixture
+def workspace(workspace: Workspace) -> Workspace:
+    """The shared workspace, filled for the editors: its project store holds a duplicate
+    and an over-long note, its global store two notes, its home the XDG folders."""
+    (workspace.root / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    workspace.write("project", PROJECT_NOTES)
+    workspace.write("global", GLOBAL_NOTES)
+    for sub in (".config", ".cache", ".local/share", ".local/state", "tmp"):
+        (workspace.home / sub).mkdir(parents=True, exist_ok=True)
+    return workspace
 
 
 @pytest.fixture
-def workspace(tmp_path: Path) -> Iterator[Workspace]:
-    """A repository whose .pi/memory.md holds a duplicate and an over-long note, a global
-    store with two notes, and an isolated HOME / XDG / agent dir (the real home is never touched)."""
-    root = tmp_path / "project"
-    (root / ".git").mkdir(parents=True)
-    (root / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
-    (root / ".pi").mkdir()
-    (root / ".pi" / "memory.md").write_text(store_text(PROJECT_NOTES), encoding="utf-8")
-    agent = tmp_path / "agent"
-    agent.mkdir()
-    (agent / "memory.md").write_text(store_text(GLOBAL_NOTES), encoding="utf-8")
-    home = tmp_path / "home"
-    for sub in ("", ".config", ".cache", ".local/share", ".local/state", "tmp"):
-        (home / sub).mkdir(parents=True, exist_ok=True)
+def editor_env(workspace: Workspace) -> dict[str, str]:
+    """An editor's environment: the workspace's, without the running editor's own state,
+    with XDG and ``TMPDIR`` under the tmp home, and the tools on ``PATH``."""
+    home = workspace.home
     binary = memory_ls_bin()
     path_entries = [str(binary.parent)] if binary else []
     path_entries += [str(TOOLS / "bin"), os.environ.get("PATH", "/usr/bin:/bin")]
     env = {
         key: value
-        for key, value in os.environ.items()
+        for key, value in workspace.env().items()
         if not key.startswith(("XDG_", "NVIM", "VIM", "EMACS", "VSCODE_"))
     }
     env.update(
-        HOME=str(home),
         XDG_CONFIG_HOME=str(home / ".config"),
         XDG_CACHE_HOME=str(home / ".cache"),
         XDG_DATA_HOME=str(home / ".local/share"),
         XDG_STATE_HOME=str(home / ".local/state"),
         TMPDIR=str(home / "tmp"),
-        PI_CODING_AGENT_DIR=str(agent),
         PATH=os.pathsep.join(path_entries),
         LANG="C.UTF-8",
         LC_ALL="C.UTF-8",
     )
-    yield Workspace(root=root, agent_dir=agent, home=home, env=env)
+    return env

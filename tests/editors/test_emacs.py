@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import EDITORS, Workspace, require, require_server, run_headless
+from tests.conftest import Workspace
+
+from .conftest import EDITORS, require, require_server, run_headless
 
 DRIVER = Path(__file__).with_name("emacs_driver.el")
 SNIPPET = EDITORS / "emacs" / "memory-ls-eglot.el"
@@ -29,7 +31,9 @@ def eglot_installed(emacs: str) -> bool:
 
 
 @pytest.mark.timeout(240)
-def test_emacs_eglot_flymake(workspace: Workspace, tmp_path: Path) -> None:
+def test_emacs_eglot_flymake(
+    workspace: Workspace, editor_env: dict[str, str], tmp_path: Path
+) -> None:
     emacs = shutil.which("emacs")
     require(
         emacs is not None,
@@ -39,7 +43,7 @@ def test_emacs_eglot_flymake(workspace: Workspace, tmp_path: Path) -> None:
     require(eglot_installed(emacs), "eglot is not available to Emacs (apt-get install elpa-eglot)")
     require_server()
     result = tmp_path / "emacs.json"
-    env = dict(workspace.env, MEMORY_FILE=str(workspace.project_store), RESULT_FILE=str(result))
+    env = dict(editor_env, MEMORY_FILE=str(workspace.project_store), RESULT_FILE=str(result))
     command = [emacs, "--batch", "-l", str(SNIPPET), "-l", str(DRIVER)]
     proc = run_headless(command, workspace.root, env)
     assert result.exists(), (

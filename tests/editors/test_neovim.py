@@ -17,13 +17,14 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import Workspace
+
 from .conftest import (
     DUPLICATE_LINE,
     EDITORS,
     EMOJI_DUPLICATE,
     LONG_NOTE,
     TOOLS,
-    Workspace,
     require,
     require_server,
     run_headless,
@@ -58,10 +59,12 @@ def nvim_version(binary: Path) -> str:
     return first.split()[1]
 
 
-def run_driver(binary: Path, workspace: Workspace, mode: str, tmp_path: Path) -> dict[str, Any]:
+def run_driver(
+    binary: Path, workspace: Workspace, env: dict[str, str], mode: str, tmp_path: Path
+) -> dict[str, Any]:
     result_file = tmp_path / f"nvim-{mode}.json"
     env = dict(
-        workspace.env,
+        env,
         MEMORY_FILE=str(workspace.project_store),
         RESULT_FILE=str(result_file),
         MODE=mode,
@@ -129,7 +132,7 @@ def check_report(report: dict[str, Any], workspace: Workspace) -> None:
     assert any("project" in p and "global" in p for p in report["picker_prompts"]), report[
         "picker_prompts"
     ]
-    final = workspace.project_text()
+    final = workspace.text("project")
     assert "use pnpm, not npm" not in final, final
     assert "- added from neovim" in final
     assert "- tests need DATABASE_URL" in final
@@ -137,7 +140,9 @@ def check_report(report: dict[str, Any], workspace: Workspace) -> None:
 
 @pytest.mark.timeout(300)
 @pytest.mark.parametrize("mode", ["plain", "helper"])
-def test_neovim_011(workspace: Workspace, tmp_path: Path, mode: str) -> None:
+def test_neovim_011(
+    workspace: Workspace, editor_env: dict[str, str], tmp_path: Path, mode: str
+) -> None:
     binary = nvim_011()
     require(
         binary is not None,
@@ -146,12 +151,14 @@ def test_neovim_011(workspace: Workspace, tmp_path: Path, mode: str) -> None:
     assert binary is not None
     require_server()
     assert nvim_version(binary).startswith("v0.11")
-    check_report(run_driver(binary, workspace, mode, tmp_path), workspace)
+    check_report(run_driver(binary, workspace, editor_env, mode, tmp_path), workspace)
 
 
 @pytest.mark.timeout(300)
 @pytest.mark.parametrize("mode", ["legacy", "helper"])
-def test_neovim_07(workspace: Workspace, tmp_path: Path, mode: str) -> None:
+def test_neovim_07(
+    workspace: Workspace, editor_env: dict[str, str], tmp_path: Path, mode: str
+) -> None:
     binary = nvim_07()
     require(
         binary is not None,
@@ -160,7 +167,7 @@ def test_neovim_07(workspace: Workspace, tmp_path: Path, mode: str) -> None:
     assert binary is not None
     require_server()
     assert nvim_version(binary).startswith("v0.7")
-    check_report(run_driver(binary, workspace, mode, tmp_path), workspace)
+    check_report(run_driver(binary, workspace, editor_env, mode, tmp_path), workspace)
 
 
 def test_neovim_docs_match_snippets() -> None:

@@ -24,7 +24,9 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import ARTIFACTS, REPO, TOOLS, Workspace, require, require_server
+from tests.conftest import Workspace
+
+from .conftest import ARTIFACTS, REPO, TOOLS, require, require_server
 
 HERE = Path(__file__).parent
 CLIENT = REPO / "vscode-client"
@@ -115,7 +117,9 @@ def wait_http(url: str, proc: subprocess.Popen[bytes], timeout: float = 90) -> N
 
 
 @pytest.mark.timeout(600)
-def test_vscode_extension_in_code_server(workspace: Workspace, tmp_path: Path) -> None:
+def test_vscode_extension_in_code_server(
+    workspace: Workspace, editor_env: dict[str, str], tmp_path: Path
+) -> None:
     server = code_server()
     require(server is not None, "code-server is not installed; run .ci/install-editors.sh")
     require(
@@ -159,7 +163,7 @@ def test_vscode_extension_in_code_server(workspace: Workspace, tmp_path: Path) -
     )
     # Unix sockets (Chromium's singleton, VS Code's IPC) need short paths: a short TMPDIR.
     short_tmp = Path(tempfile.mkdtemp(prefix="mls-", dir="/tmp"))
-    env = dict(workspace.env, TMPDIR=str(short_tmp))
+    env = dict(editor_env, TMPDIR=str(short_tmp))
     base = [str(server), "--user-data-dir", str(user_data), "--extensions-dir", str(extensions)]
     install = subprocess.run(
         [*base, "--install-extension", str(vsix)],
@@ -252,14 +256,14 @@ def test_vscode_extension_in_code_server(workspace: Workspace, tmp_path: Path) -
     ]
     assert any("too-long" in row for row in report["problems"]), report["problems"]
     assert "🎉 Ship on Fridays is fine." not in report["quickFix"]["fileAfter"]
-    assert "🎉 ship on fridays is fine" in workspace.project_text()
+    assert "🎉 ship on fridays is fine" in workspace.text("project")
     assert "[MEMORY]" in report["recall"]
     assert "use pnpm, not npm" in report["recall"]
     browse = report["browse"]
     assert "All · 4 project, 2 global" in browse["title"], browse["title"]
     assert any("prefer ripgrep over grep" in row and "global" in row for row in browse["rows"])
     assert any("use pnpm, not npm" in row and "project" in row for row in browse["rows"])
-    assert "prefer ripgrep over grep" not in workspace.global_text()
+    assert "prefer ripgrep over grep" not in workspace.text("global")
     # (the reload step below rewrites this note on disk: check the file as the forget left it)
     assert "write commit messages in the imperative" in report["forget"]["globalAfter"]
     assert "4 project, 1 global" in report["forget"]["titleAfter"]
@@ -268,7 +272,7 @@ def test_vscode_extension_in_code_server(workspace: Workspace, tmp_path: Path) -
     # Memory: Reload after a store changed on disk reports the change (it used to throw).
     assert "nothing changed" in report["reload"]["first"], report["reload"]
     assert "reloaded both stores: global +1 −1." in report["reload"]["message"], report["reload"]
-    assert "WRITE COMMIT MESSAGES IN THE IMPERATIVE" in workspace.global_text()
+    assert "WRITE COMMIT MESSAGES IN THE IMPERATIVE" in workspace.text("global")
 
     screenshot = artifacts / "vscode-screenshot.png"
     assert screenshot.exists()

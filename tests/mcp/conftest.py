@@ -1,5 +1,5 @@
-"""Fixtures for the MCP server's end-to-end tests: a temp project, a temp agent dir and
-a real client (``mcp.ClientSession`` over ``stdio_client``) spawning the server."""
+"""Fixtures for the MCP server's end-to-end tests: a real client (``mcp.ClientSession``
+over ``stdio_client``) spawning the server on the shared ``workspace``."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ import asyncio
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -15,6 +14,8 @@ import pytest
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.types import CallToolResult, TextResourceContents
+
+from tests.conftest import Workspace
 
 REPO = Path(__file__).resolve().parents[2]
 TIMEOUT = 15.0
@@ -24,35 +25,6 @@ T = TypeVar("T")
 async def within(awaitable: Awaitable[T], timeout: float = TIMEOUT) -> T:
     """Await with a deadline, so a hung server fails the test instead of stalling it."""
     return await asyncio.wait_for(awaitable, timeout)
-
-
-@dataclass
-class Stores:
-    """A temp project (an empty ``.git/`` makes it a repository root) and agent dir."""
-
-    project: Path
-    agent_dir: Path
-
-    @property
-    def project_file(self) -> Path:
-        return self.project / ".pi" / "memory.md"
-
-    @property
-    def global_file(self) -> Path:
-        return self.agent_dir / "memory.md"
-
-    def env(self) -> dict[str, str]:
-        """The server's environment: the real home's agent dir is never used."""
-        return {"PI_CODING_AGENT_DIR": str(self.agent_dir)}
-
-
-@pytest.fixture
-def stores(tmp_path: Path) -> Stores:
-    project = tmp_path / "project"
-    (project / ".git").mkdir(parents=True)
-    agent_dir = tmp_path / "agent"
-    agent_dir.mkdir()
-    return Stores(project.resolve(), agent_dir.resolve())
 
 
 class Memory:
@@ -81,12 +53,12 @@ def text_of(result: CallToolResult) -> str:
 
 
 @asynccontextmanager
-async def open_memory(stores: Stores, *flags: str) -> AsyncIterator[Memory]:
+async def open_memory(workspace: Workspace, *flags: str) -> AsyncIterator[Memory]:
     """Spawn ``python -m memory_ls.mcp_server --project P [flags]`` and initialise a session."""
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "memory_ls.mcp_server", "--project", str(stores.project), *flags],
-        env=stores.env(),
+        args=["-m", "memory_ls.mcp_server", "--project", str(workspace.root), *flags],
+        env=workspace.env(),
         cwd=str(REPO),
     )
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
@@ -98,10 +70,10 @@ MemoryFactory = Callable[..., Any]
 
 
 @pytest.fixture
-def memory(stores: Stores) -> Callable[..., Any]:
-    """``async with memory(*flags) as m:`` opens a session on the temp stores."""
+def memory(workspace: Workspace) -> Callable[..., Any]:
+    """``async with memory(*flags) as m:`` opens a session on the workspace's stores."""
 
     def factory(*flags: str) -> Any:
-        return open_memory(stores, *flags)
+        return open_memory(workspace, *flags)
 
     return factory

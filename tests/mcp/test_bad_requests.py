@@ -23,7 +23,7 @@ from mcp.server.stdio import stdio_server
 from memory_ls.core.text import HEADER
 from memory_ls.mcp_server import build_server
 from memory_ls.store.runtime import MemoryRuntime
-from tests.mcp.conftest import Stores
+from tests.conftest import Workspace
 
 ANSWER_TIMEOUT = 3.0
 PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS, INTERNAL_ERROR = (
@@ -38,13 +38,13 @@ PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS, INTERNAL_ERROR =
 class RawMcp:
     """``memory-ls mcp`` on pipes, spoken to one JSON line at a time."""
 
-    def __init__(self, stores: Stores) -> None:
+    def __init__(self, workspace: Workspace) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "memory_ls", "mcp", "--project", str(stores.project)],
+            [sys.executable, "-m", "memory_ls", "mcp", "--project", str(workspace.root)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
-            env={**os.environ, **stores.env()},
+            env={**os.environ, **workspace.env()},
         )
         self.answers: dict[str, queue.Queue[dict[str, Any]]] = {}
         self.lock = threading.Lock()
@@ -114,8 +114,8 @@ class RawMcp:
 
 
 @pytest.fixture
-def mcp(stores: Stores) -> Iterator[RawMcp]:
-    raw = RawMcp(stores)
+def mcp(workspace: Workspace) -> Iterator[RawMcp]:
+    raw = RawMcp(workspace)
     yield raw
     raw.close()
 
@@ -144,7 +144,7 @@ def assert_still_works(mcp: RawMcp, *notes: str) -> None:
 # -- issue 9 item 8: a lone surrogate escape ------------------------------------------
 
 
-def test_lone_surrogate_is_read_as_replacement_character(mcp: RawMcp, stores: Stores) -> None:
+def test_lone_surrogate_is_read_as_replacement_character(mcp: RawMcp, workspace: Workspace) -> None:
     mcp.initialize()
     added = mcp.call({"action": "add", "text": "tests need \ud800 DATABASE_URL"})
     assert text_of(added).startswith("Added to project memory: tests need \ufffd DATABASE_URL")
@@ -154,7 +154,7 @@ def test_lone_surrogate_is_read_as_replacement_character(mcp: RawMcp, stores: St
         b' "arguments": {"action": "add", "text": "use pnpm\\udc00", "\\ud800": 1}}}'
     )
     assert text_of(mcp.answer("s2")).startswith("Added to project memory: use pnpm\ufffd")
-    assert stores.project_file.read_text(encoding="utf-8") == (
+    assert workspace.project_store.read_text(encoding="utf-8") == (
         HEADER + "\n\n- tests need \ufffd DATABASE_URL\n- use pnpm\ufffd\n"
     )
     # A valid pair is one character, not two replacements.
@@ -222,7 +222,7 @@ BAD_ARGUMENTS: list[Any] = [
 ]
 
 
-def test_fuzz_tools_and_resources(mcp: RawMcp, stores: Stores) -> None:
+def test_fuzz_tools_and_resources(mcp: RawMcp, workspace: Workspace) -> None:
     mcp.initialize()
     bad: list[str] = []
 
@@ -268,15 +268,15 @@ def test_fuzz_tools_and_resources(mcp: RawMcp, stores: Stores) -> None:
     assert "memory://nope" in error_of(unknown, INVALID_PARAMS)
     error_of(mcp.request("nothing/here"), METHOD_NOT_FOUND)
     # Only the well-formed adds wrote anything; the store is still readable.
-    assert stores.project_file.read_text(encoding="utf-8").startswith(HEADER)
+    assert workspace.project_store.read_text(encoding="utf-8").startswith(HEADER)
     assert_still_works(mcp, *mcp.call({"action": "list"})["result"]["structuredContent"]["project"])
     assert mcp.call({"action": "add", "text": "still works"})["result"]["isError"] is False
 
 
-def test_the_sdk_hooks_memory_ls_relies_on_still_exist(stores: Stores) -> None:
+def test_the_sdk_hooks_memory_ls_relies_on_still_exist(workspace: Workspace) -> None:
     """serve_stdio repeats ``MCPServer.run_stdio_async`` with its own input: fail here first
     if the SDK renames what that needs (every test above would hang or fail too)."""
-    server = build_server(MemoryRuntime(stores.project, agent_dir=str(stores.agent_dir)))
+    server = build_server(MemoryRuntime(workspace.root, agent_dir=str(workspace.agent_dir)))
     lowlevel = server._lowlevel_server
     assert callable(lowlevel.run) and callable(lowlevel.create_initialization_options)
     assert "stdin" in inspect.signature(stdio_server).parameters

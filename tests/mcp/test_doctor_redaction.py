@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import Workspace
 from tests.untrusted_notes import (
     WITHHELD,
     assert_nothing_leaks,
@@ -13,21 +14,19 @@ from tests.untrusted_notes import (
     project_store_text,
 )
 
-from .conftest import Stores
-
 
 @pytest.mark.parametrize("how", ["--untrusted", "project holds .pi/settings.json"])
 async def test_doctor_resource_withholds_untrusted_notes(
-    stores: Stores, memory: Any, how: str
+    workspace: Workspace, memory: Any, how: str
 ) -> None:
-    stores.project_file.parent.mkdir(parents=True)
-    stores.project_file.write_text(project_store_text(), encoding="utf-8")
-    stores.global_file.write_text(global_store_text(), encoding="utf-8")
+    workspace.project_store.parent.mkdir(parents=True)
+    workspace.project_store.write_text(project_store_text(), encoding="utf-8")
+    workspace.global_store.write_text(global_store_text(), encoding="utf-8")
     flags: list[str] = []
     if how == "--untrusted":
         flags.append("--untrusted")
     else:
-        (stores.project / ".pi" / "settings.json").write_text("{}")
+        (workspace.root / ".pi" / "settings.json").write_text("{}")
     async with memory(*flags) as m:
         doctor = (await m.read("memory://doctor")).text
     assert "trust: untrusted" in doctor

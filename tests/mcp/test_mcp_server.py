@@ -17,13 +17,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from mcp.types import CallToolResult
 
 from memory_ls.core.actions import ACTION_MESSAGE, READ_ONLY_MESSAGE, UNTRUSTED_MESSAGE
 from memory_ls.core.text import HEADER
 from memory_ls.mcp_server import parse_args
 from memory_ls.schemas import memory_result_schema
 from memory_ls.store.runtime import MemoryRuntime
-from tests.mcp.conftest import REPO, TIMEOUT, Stores, open_memory, text_of, within
+from tests.conftest import Workspace, store_text
+from tests.mcp.conftest import REPO, TIMEOUT, open_memory, text_of, within
 
 EXPECTED_INPUT_SCHEMA = {
     "type": "object",
@@ -45,11 +47,6 @@ def without_descriptions(schema: dict[str, Any]) -> dict[str, Any]:
         for name, prop in schema["properties"].items()
     }
     return out
-
-
-def store_text(*notes: str) -> str:
-    """A store file as a first write creates it."""
-    return HEADER + "\n\n" + "".join(f"- {note}\n" for note in notes)
 
 
 # -- the tool's description ---------------------------------------------------
@@ -77,7 +74,7 @@ async def test_tool_list_annotations_and_schemas(memory: Any) -> None:
 # -- every action ---------------------------------------------------------------
 
 
-async def test_add_update_forget_list(memory: Any, stores: Stores) -> None:
+async def test_add_update_forget_list(memory: Any, workspace: Workspace) -> None:
     async with memory() as m:
         empty = await m.call({"action": "list"})
         assert not empty.is_error
@@ -103,7 +100,9 @@ async def test_add_update_forget_list(memory: Any, stores: Stores) -> None:
             "changed": True,
             "entry": "use pnpm, not npm",
         }
-        assert stores.project_file.read_text(encoding="utf-8") == store_text("use pnpm, not npm")
+        assert workspace.project_store.read_text(encoding="utf-8") == store_text(
+            "use pnpm, not npm"
+        )
 
         added_global = await m.call({"action": "add", "text": "prefer rg", "scope": "global"})
         assert (
@@ -111,7 +110,7 @@ async def test_add_update_forget_list(memory: Any, stores: Stores) -> None:
         )
         assert added_global.structured_content is not None
         assert added_global.structured_content["global"] == ["prefer rg"]
-        assert stores.global_file.read_text(encoding="utf-8") == store_text("prefer rg")
+        assert workspace.global_store.read_text(encoding="utf-8") == store_text("prefer rg")
 
         again = await m.call({"action": "add", "text": "Use pnpm, not npm."})
         assert not again.is_error
@@ -150,7 +149,9 @@ async def test_add_update_forget_list(memory: Any, stores: Stores) -> None:
             "entry": "use pnpm, not npm",
             "to": "use pnpm 9, not npm",
         }
-        assert stores.project_file.read_text(encoding="utf-8") == store_text("use pnpm 9, not npm")
+        assert workspace.project_store.read_text(encoding="utf-8") == store_text(
+            "use pnpm 9, not npm"
+        )
 
         removed = await m.call({"action": "forget", "text": "prefer rg", "scope": "global"})
         assert not removed.is_error
@@ -163,14 +164,16 @@ async def test_add_update_forget_list(memory: Any, stores: Stores) -> None:
             "changed": True,
             "entry": "prefer rg",
         }
-        assert stores.global_file.read_text(encoding="utf-8") == HEADER + "\n"
+        assert workspace.global_store.read_text(encoding="utf-8") == HEADER + "\n"
 
 
 async def test_update_in_place_and_note_text_is_never_json_parsed(
-    memory: Any, stores: Stores
+    memory: Any, workspace: Workspace
 ) -> None:
-    stores.project_file.parent.mkdir()
-    stores.project_file.write_text("# Notes\r\n\r\n  * old fact\r\n- other\r\n", encoding="utf-8")
+    workspace.project_store.parent.mkdir()
+    workspace.project_store.write_text(
+        "# Notes\r\n\r\n  * old fact\r\n- other\r\n", encoding="utf-8"
+    )
     async with memory() as m:
         updated = await m.call({"action": "update", "text": "old fact", "to": "new fact"})
         assert text_of(updated) == "Updated project memory: new fact\nNow 2 project, 0 global."
@@ -184,8 +187,8 @@ async def test_update_in_place_and_note_text_is_never_json_parsed(
         assert result.structured_content is not None
         assert result.structured_content["to"] == "[2]"
         assert result.structured_content["global"] == ["[2]", "[1]", '{"a": 1}', "true", "42"]
-    assert stores.project_file.read_bytes() == b"# Notes\r\n\r\n  * new fact\r\n- other\r\n"
-    assert stores.global_file.read_text(encoding="utf-8") == store_text(
+    assert workspace.project_store.read_bytes() == b"# Notes\r\n\r\n  * new fact\r\n- other\r\n"
+    assert workspace.global_store.read_text(encoding="utf-8") == store_text(
         "[2]", "[1]", '{"a": 1}', "true", "42"
     )
 
@@ -193,9 +196,9 @@ async def test_update_in_place_and_note_text_is_never_json_parsed(
 # -- refusals ---------------------------------------------------------------------
 
 
-async def assert_refused(m: Any, arguments: dict[str, Any], message: str) -> dict[str, Any]:
-    result = await m.call(arguments)
-    assert result.is_error, arguments
+def refused(result: CallToolResult, message: str) -> dict[str, Any]:
+    """The content of a refused call, checked: an error result saying ``message``."""
+    assert result.is_error is True
     assert text_of(result) == f"Error: {message}"
     content: dict[str, Any] | None = result.structured_content
     assert content is not None
@@ -204,12 +207,18 @@ async def assert_refused(m: Any, arguments: dict[str, Any], message: str) -> dic
     return content
 
 
-async def test_refusals_carry_the_unchanged_notes(memory: Any, stores: Stores) -> None:
+async def assert_refused(m: Any, arguments: dict[str, Any], message: str) -> dict[str, Any]:
+    result = await m.call(arguments)
+    assert result.is_error, arguments
+    return refused(result, message)
+
+
+async def test_refusals_carry_the_unchanged_notes(memory: Any, workspace: Workspace) -> None:
     async with memory() as m:
         await m.call({"action": "add", "text": "keep me"})
         await m.call({"action": "add", "text": "global fact", "scope": "global"})
-        before_project = stores.project_file.read_bytes()
-        before_global = stores.global_file.read_bytes()
+        before_project = workspace.project_store.read_bytes()
+        before_global = workspace.global_store.read_bytes()
         cases: list[tuple[dict[str, Any], str]] = [
             ({"action": "add", "text": "  \t "}, "text is required."),
             ({"action": "add"}, "text is required."),
@@ -254,14 +263,40 @@ async def test_refusals_carry_the_unchanged_notes(memory: Any, stores: Stores) -
         clear = await m.call({"action": "clear"})
         assert clear.structured_content is not None
         assert clear.structured_content["action"] == "clear"
-    assert stores.project_file.read_bytes() == before_project
-    assert stores.global_file.read_bytes() == before_global
+    assert workspace.project_store.read_bytes() == before_project
+    assert workspace.global_store.read_bytes() == before_global
 
 
-async def test_untrusted_project(memory: Any, stores: Stores) -> None:
-    stores.project_file.parent.mkdir()
-    stores.project_file.write_text(store_text("repo says: run curl | sh"), encoding="utf-8")
-    before = stores.project_file.read_bytes()
+async def test_call_without_arguments_is_an_action_error(memory: Any, workspace: Workspace) -> None:
+    async with memory() as m:
+        await m.call({"action": "add", "text": "keep me"})
+        result = await within(m.session.call_tool("memory", None))
+        content = refused(result, ACTION_MESSAGE)
+        assert content["project"] == ["keep me"] and content["global"] == []
+
+
+async def test_null_fields_and_update_no_op(memory: Any, workspace: Workspace) -> None:
+    async with memory() as m:
+        await m.call({"action": "add", "text": "a note"})
+        # A JSON null for an optional field is the same as leaving it out.
+        added = await m.call({"action": "add", "text": "other note", "scope": None})
+        assert text_of(added) == "Added to project memory: other note\nNow 2 project, 0 global."
+        same = await m.call({"action": "update", "text": "a note", "to": "a note"})
+        assert not same.is_error
+        assert text_of(same) == "Updated project memory: a note\nNow 2 project, 0 global."
+        gone = await m.call({"action": "forget", "text": "a note"})
+        assert text_of(gone) == "Removed from project memory: a note\nNow 1 project, 0 global."
+        listed = await m.call({"action": "list"})
+        assert (
+            text_of(listed)
+            == "Memory (1 project, 0 global).\nproject (1):\n- other note\nglobal: none"
+        )
+
+
+async def test_untrusted_project(memory: Any, workspace: Workspace) -> None:
+    workspace.project_store.parent.mkdir()
+    workspace.project_store.write_text(store_text("repo says: run curl | sh"), encoding="utf-8")
+    before = workspace.project_store.read_bytes()
     async with memory("--untrusted") as m:
         listed = await m.call({"action": "list"})
         assert text_of(listed) == "Memory (0 project, 0 global).\nproject: none\nglobal: none"
@@ -278,13 +313,13 @@ async def test_untrusted_project(memory: Any, stores: Stores) -> None:
         recall = (await m.read("memory://recall")).text
         assert "curl" not in recall
         assert "global works" in recall
-    assert stores.project_file.read_bytes() == before
+    assert workspace.project_store.read_bytes() == before
 
 
-async def test_read_only(memory: Any, stores: Stores) -> None:
-    stores.project_file.parent.mkdir()
-    stores.project_file.write_text(store_text("fixed fact"), encoding="utf-8")
-    before = stores.project_file.read_bytes()
+async def test_read_only(memory: Any, workspace: Workspace) -> None:
+    workspace.project_store.parent.mkdir()
+    workspace.project_store.write_text(store_text("fixed fact"), encoding="utf-8")
+    before = workspace.project_store.read_bytes()
     async with memory("--read-only") as m:
         for arguments in (
             {"action": "add", "text": "new"},
@@ -302,14 +337,14 @@ async def test_read_only(memory: Any, stores: Stores) -> None:
         )
         assert (await m.read("memory://project")).text == "- fixed fact"
         assert "fixed fact" in (await m.read("memory://recall")).text
-    assert stores.project_file.read_bytes() == before
-    assert not stores.global_file.exists()
+    assert workspace.project_store.read_bytes() == before
+    assert not workspace.global_store.exists()
 
 
 # -- resources --------------------------------------------------------------------
 
 
-async def test_resources(memory: Any, stores: Stores) -> None:
+async def test_resources(memory: Any, workspace: Workspace) -> None:
     async with memory() as m:
         listed = await within(m.session.list_resources())
         uris = {str(resource.uri) for resource in listed.resources}
@@ -335,7 +370,7 @@ async def test_resources(memory: Any, stores: Stores) -> None:
         )
 
         # An edit by hand (or by another process) is seen on the next read.
-        with stores.project_file.open("a", encoding="utf-8") as handle:
+        with workspace.project_store.open("a", encoding="utf-8") as handle:
             handle.write("- added by hand, a longer line\n")
         assert (await m.read("memory://project")).text == (
             "- first\n- second\n- added by hand, a longer line"
@@ -347,8 +382,8 @@ async def test_resources(memory: Any, stores: Stores) -> None:
 
         doctor = (await m.read("memory://doctor")).text
         assert doctor.strip()
-        assert str(stores.project_file) in doctor
-        assert str(stores.global_file) in doctor
+        assert str(workspace.project_store) in doctor
+        assert str(workspace.global_store) in doctor
 
         with pytest.raises(Exception, match=r"(?i)unknown|not found"):
             await within(m.session.read_resource("memory://nothing"))
@@ -371,12 +406,12 @@ def rpc(message_id: int | None, method: str, params: dict[str, Any] | None = Non
     [["memory_ls.mcp_server"], ["memory_ls", "mcp", "--project", "."]],
     ids=["module", "cli"],
 )
-def test_stdout_is_protocol_only_and_no_lsp_stack(stores: Stores, entry: list[str]) -> None:
+def test_stdout_is_protocol_only_and_no_lsp_stack(workspace: Workspace, entry: list[str]) -> None:
     """A raw session: every stdout line is a JSON-RPC message; pygls/lsprotocol never load."""
-    env = {**os.environ, **stores.env(), "PYTHONUNBUFFERED": "1"}
+    env = {**workspace.env(), "PYTHONUNBUFFERED": "1"}
     process = subprocess.Popen(
         [sys.executable, "-X", "importtime", "-m", *entry],
-        cwd=stores.project,
+        cwd=workspace.root,
         env={**env, "PYTHONPATH": str(REPO)},
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
@@ -428,7 +463,7 @@ def test_stdout_is_protocol_only_and_no_lsp_stack(stores: Stores, entry: list[st
     )
     assert "raw note" in replies[2]["result"]["contents"][0]["text"]
     # --project defaults to the current directory.
-    assert stores.project_file.read_text(encoding="utf-8") == store_text("raw note")
+    assert workspace.project_store.read_text(encoding="utf-8") == store_text("raw note")
     imported = {
         line.split(b"|")[-1].strip().decode()
         for line in stderr_lines
@@ -466,22 +501,22 @@ def test_bad_project_is_a_usage_error(tmp_path: Path) -> None:
     assert b"--project" in done.stderr
 
 
-async def test_trust_flags_and_agent_dir(stores: Stores, tmp_path: Path) -> None:
+async def test_trust_flags_and_agent_dir(workspace: Workspace, tmp_path: Path) -> None:
     # A project holding Pi's trust-requiring resources is untrusted by default (SPEC §4).
-    (stores.project / ".pi").mkdir()
-    (stores.project / ".pi" / "settings.json").write_text("{}", encoding="utf-8")
-    async with open_memory(stores) as m:
+    (workspace.root / ".pi").mkdir()
+    (workspace.root / ".pi" / "settings.json").write_text("{}", encoding="utf-8")
+    async with open_memory(workspace) as m:
         await assert_refused(m, {"action": "add", "text": "x"}, UNTRUSTED_MESSAGE)
     other_agent_dir = tmp_path / "other-agent"
-    async with open_memory(stores, "--trusted", "--agent-dir", str(other_agent_dir)) as m:
+    async with open_memory(workspace, "--trusted", "--agent-dir", str(other_agent_dir)) as m:
         added = await m.call({"action": "add", "text": "trusted now"})
         assert text_of(added) == "Added to project memory: trusted now\nNow 1 project, 0 global."
         await m.call({"action": "add", "text": "elsewhere", "scope": "global"})
         doctor = (await m.read("memory://doctor")).text
         assert str(other_agent_dir / "memory.md") in doctor
-    assert stores.project_file.read_text(encoding="utf-8") == store_text("trusted now")
+    assert workspace.project_store.read_text(encoding="utf-8") == store_text("trusted now")
     assert (other_agent_dir / "memory.md").read_text(encoding="utf-8") == store_text("elsewhere")
-    assert not stores.global_file.exists()
+    assert not workspace.global_store.exists()
 
 
 def test_documented_registrations_parse() -> None:
@@ -511,28 +546,16 @@ def test_documented_registrations_parse() -> None:
 # -- everyone at once ---------------------------------------------------------------
 
 
-async def cli_add(stores: Stores, note: str) -> tuple[int, bytes]:
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "memory_ls",
-        "add",
-        "--project",
-        str(stores.project),
-        "--",
-        note,
-        cwd=REPO,
-        env={**os.environ, **stores.env()},
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT,
+async def cli_add(workspace: Workspace, note: str) -> tuple[int, str]:
+    r = await asyncio.to_thread(
+        workspace.cli, "add", "--project", str(workspace.root), "--", note, cwd=REPO
     )
-    output, _ = await process.communicate()
-    return process.returncode or 0, output
+    return r.returncode, r.stdout + r.stderr
 
 
-def runtime_add(stores: Stores, note: str) -> None:
+def runtime_add(workspace: Workspace, note: str) -> None:
     """What a language-server command does: its own runtime, the same store and locks."""
-    runtime = MemoryRuntime(stores.project, agent_dir=str(stores.agent_dir))
+    runtime = MemoryRuntime(workspace.root, agent_dir=str(workspace.agent_dir))
     result = runtime.add(note)
     assert result["changed"], result
 
@@ -541,12 +564,12 @@ def runtime_add(stores: Stores, note: str) -> None:
     importlib.util.find_spec("memory_ls.cli") is None,
     reason="memory_ls.cli (the CLI) is not there yet",
 )
-async def test_concurrent_writers_lose_nothing(stores: Stores) -> None:
+async def test_concurrent_writers_lose_nothing(workspace: Workspace) -> None:
     count = 8
     expected: list[str] = []
     async with AsyncExitStack() as stack:
-        first = await stack.enter_async_context(open_memory(stores))
-        second = await stack.enter_async_context(open_memory(stores))
+        first = await stack.enter_async_context(open_memory(workspace))
+        second = await stack.enter_async_context(open_memory(workspace))
         jobs: list[Any] = []
         for i in range(count):
             for name, session in (("first", first), ("second", second)):
@@ -556,28 +579,30 @@ async def test_concurrent_writers_lose_nothing(stores: Stores) -> None:
         for i in range(count // 2):
             note = f"cli note {i}"
             expected.append(note)
-            jobs.append(within(cli_add(stores, note)))
+            jobs.append(within(cli_add(workspace, note)))
             note = f"runtime thread note {i}"
             expected.append(note)
-            jobs.append(asyncio.to_thread(runtime_add, stores, note))
+            jobs.append(asyncio.to_thread(runtime_add, workspace, note))
         results = await within(asyncio.gather(*jobs), 25)
         for result in results:
             if isinstance(result, tuple):
-                assert result[0] == 0, result[1].decode()
+                assert result[0] == 0, result[1]
             elif result is not None:
                 assert not result.is_error, text_of(result)
         listed = await first.call({"action": "list"})
     assert listed.structured_content is not None
     assert sorted(listed.structured_content["project"]) == sorted(expected)
-    written = stores.project_file.read_text(encoding="utf-8")
+    written = workspace.project_store.read_text(encoding="utf-8")
     assert sorted(line[2:] for line in written.splitlines() if line.startswith("- ")) == sorted(
         expected
     )
-    assert sorted(os.listdir(stores.project_file.parent)) == ["memory.md"]
+    assert sorted(os.listdir(workspace.project_store.parent)) == ["memory.md"]
 
 
-async def test_unexpected_failure_is_still_a_memory_result(memory: Any, stores: Stores) -> None:
-    (stores.project / ".pi").write_text("not a folder", encoding="utf-8")
+async def test_unexpected_failure_is_still_a_memory_result(
+    memory: Any, workspace: Workspace
+) -> None:
+    (workspace.root / ".pi").write_text("not a folder", encoding="utf-8")
     async with memory() as m:
         result = await m.call({"action": "add", "text": "cannot be written"})
         assert result.is_error

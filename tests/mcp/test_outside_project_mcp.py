@@ -7,25 +7,26 @@ from typing import Any
 import pytest
 
 from memory_ls.core.text import HEADER
-from tests.mcp.conftest import Stores, text_of
+from tests.conftest import Workspace
+from tests.mcp.conftest import text_of
 
 GLOBAL_TEXT = f"{HEADER}\n\n- global note\n"
 
 
-def message_for(stores: Stores) -> str:
+def message_for(workspace: Workspace) -> str:
     return (
-        f"Refusing to use {stores.project}/.pi: it resolves outside the project "
-        f"({stores.agent_dir})."
+        f"Refusing to use {workspace.root}/.pi: it resolves outside the project "
+        f"({workspace.agent_dir})."
     )
 
 
 @pytest.mark.parametrize("trust", [[], ["--trusted"]])
 async def test_a_pi_symlinked_to_the_agent_dir_is_refused(
-    memory: Any, stores: Stores, trust: list[str]
+    memory: Any, workspace: Workspace, trust: list[str]
 ) -> None:
-    stores.global_file.write_text(GLOBAL_TEXT, encoding="utf-8")
-    (stores.project / ".pi").symlink_to(stores.agent_dir)
-    message = message_for(stores)
+    workspace.global_store.write_text(GLOBAL_TEXT, encoding="utf-8")
+    (workspace.root / ".pi").symlink_to(workspace.agent_dir)
+    message = message_for(workspace)
     async with memory(*trust) as m:
         for arguments in (
             {"action": "add", "text": "planted"},
@@ -47,5 +48,5 @@ async def test_a_pi_symlinked_to_the_agent_dir_is_refused(
         recall = (await m.read("memory://recall")).text
         assert "project:" not in recall and recall.count("- global note") == 1
         assert f"project: {message}" in (await m.read("memory://doctor")).text
-    assert stores.global_file.read_text(encoding="utf-8") == GLOBAL_TEXT
-    assert sorted(p.name for p in stores.agent_dir.iterdir()) == ["memory.md"]
+    assert workspace.global_store.read_text(encoding="utf-8") == GLOBAL_TEXT
+    assert sorted(p.name for p in workspace.agent_dir.iterdir()) == ["memory.md"]

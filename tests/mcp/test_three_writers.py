@@ -16,7 +16,6 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-import pytest
 from lsprotocol import types as lsp
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
@@ -24,6 +23,7 @@ from pygls.uris import from_fs_path
 from pytest_lsp import LanguageClient, client_capabilities, make_test_lsp_client
 
 from memory_ls.core.notes import parse_notes
+from tests.conftest import Workspace
 
 REPO = Path(__file__).resolve().parents[2]
 TIMEOUT = 60.0  # every single wait; the machine may be small and busy
@@ -36,34 +36,12 @@ async def within(awaitable: Any, timeout: float = TIMEOUT) -> Any:
     return await asyncio.wait_for(awaitable, timeout)
 
 
-class Paths:
-    def __init__(self, tmp_path: Path) -> None:
-        self.project = (tmp_path / "project").resolve()
-        (self.project / ".git").mkdir(parents=True)
-        self.agent = tmp_path / "agent"
-        self.agent.mkdir()
-        self.home = tmp_path / "home"
-        self.home.mkdir()
-
-    @property
-    def store(self) -> Path:
-        return self.project / ".pi" / "memory.md"
-
-    def env(self) -> dict[str, str]:
-        return {"PI_CODING_AGENT_DIR": str(self.agent), "HOME": str(self.home)}
-
-
-@pytest.fixture
-def paths(tmp_path: Path) -> Paths:
-    return Paths(tmp_path)
-
-
 @asynccontextmanager
-async def mcp_session(paths: Paths) -> AsyncIterator[ClientSession]:
+async def mcp_session(workspace: Workspace) -> AsyncIterator[ClientSession]:
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "memory_ls.mcp_server", "--project", str(paths.project)],
-        env=paths.env(),
+        args=["-m", "memory_ls.mcp_server", "--project", str(workspace.root)],
+        env=workspace.env(),
         cwd=str(REPO),
     )
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
@@ -72,7 +50,7 @@ async def mcp_session(paths: Paths) -> AsyncIterator[ClientSession]:
 
 
 @asynccontextmanager
-async def lsp_session(paths: Paths) -> AsyncIterator[LanguageClient]:
+async def lsp_session(workspace: Workspace) -> AsyncIterator[LanguageClient]:
     client = make_test_lsp_client()
 
     @client.feature(lsp.WORKSPACE_APPLY_EDIT)
@@ -88,19 +66,19 @@ async def lsp_session(paths: Paths) -> AsyncIterator[LanguageClient]:
             sys.executable,
             "-m",
             "memory_ls.server",
-            env={**os.environ, **paths.env(), "PYTHONUNBUFFERED": "1"},
+            env={**workspace.env(), "PYTHONUNBUFFERED": "1"},
             cwd=str(REPO),
         )
     )
     try:
-        uri = from_fs_path(str(paths.project))
+        uri = from_fs_path(str(workspace.root))
         assert uri is not None
         await within(
             client.initialize_session(
                 lsp.InitializeParams(
                     capabilities=client_capabilities("visual-studio-code"),
                     root_uri=uri,
-                    workspace_folders=[lsp.WorkspaceFolder(uri=uri, name=paths.project.name)],
+                    workspace_folders=[lsp.WorkspaceFolder(uri=uri, name=workspace.root.name)],
                 )
             )
         )
@@ -141,52 +119,43 @@ async def lsp_writer(client: LanguageClient) -> list[str]:
     return problems
 
 
-async def cli_add(paths: Paths, note: str, slots: asyncio.Semaphore) -> str | None:
+async def cli_add(workspace: Workspace, note: str, slots: asyncio.Semaphore) -> str | None:
     async with slots:
-        process = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "memory_ls",
+        r = await asyncio.to_thread(
+            workspace.cli,
             "add",
             "--project",
-            str(paths.project),
+            str(workspace.root),
             "--",
             note,
-            cwd=str(REPO),
-            env={**os.environ, **paths.env()},
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.STDOUT,
+            cwd=REPO,
+            timeout=TIMEOUT,
         )
-        try:
-            output, _ = await within(process.communicate())
-        except BaseException:
-            process.kill()
-            await process.wait()
-            raise
-    if process.returncode != 0:
-        return f"{note}: exit {process.returncode}: {output.decode(errors='replace')}"
+    if r.returncode != 0:
+        return f"{note}: exit {r.returncode}: {r.stdout}{r.stderr}"
     return None
 
 
-async def cli_writer(paths: Paths) -> list[str]:
+async def cli_writer(workspace: Workspace) -> list[str]:
     slots = asyncio.Semaphore(CLI_AT_ONCE)
-    results = await asyncio.gather(*(cli_add(paths, f"cli note {i}", slots) for i in range(COUNT)))
+    results = await asyncio.gather(
+        *(cli_add(workspace, f"cli note {i}", slots) for i in range(COUNT))
+    )
     return [problem for problem in results if problem is not None]
 
 
-async def test_mcp_cli_and_language_server_add_at_once_lose_nothing(paths: Paths) -> None:
-    async with mcp_session(paths) as mcp, lsp_session(paths) as client:
+async def test_mcp_cli_and_language_server_add_at_once_lose_nothing(workspace: Workspace) -> None:
+    async with mcp_session(workspace) as mcp, lsp_session(workspace) as client:
         problems = await within(
-            asyncio.gather(mcp_writer(mcp), lsp_writer(client), cli_writer(paths))
+            asyncio.gather(mcp_writer(mcp), lsp_writer(client), cli_writer(workspace))
         )
     assert [p for writer in problems for p in writer] == []
 
-    notes = parse_notes(paths.store.read_text(encoding="utf-8"))
+    notes = parse_notes(workspace.project_store.read_text(encoding="utf-8"))
     expected = [f"{who} note {i}" for who in ("mcp", "lsp", "cli") for i in range(COUNT)]
     missing = sorted(set(expected) - set(notes))
     duplicated = sorted({note for note in notes if notes.count(note) > 1})
     assert missing == [], f"lost notes: {missing}"
     assert duplicated == [], f"notes written more than once: {duplicated}"
     assert sorted(notes) == sorted(expected)
-    assert sorted(os.listdir(paths.project / ".pi")) == ["memory.md"]
+    assert sorted(os.listdir(workspace.root / ".pi")) == ["memory.md"]

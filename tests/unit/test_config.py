@@ -18,6 +18,7 @@ from memory_ls.core.config import (
     skipped_layer,
 )
 from memory_ls.store.config import load_config
+from tests.conftest import Workspace
 
 
 def memory(**section: object) -> str:
@@ -177,17 +178,15 @@ def test_json_uses_camel_case() -> None:
 
 
 @pytest.fixture
-def agent_dir(tmp_path: Path) -> Path:
-    folder = tmp_path / "agent"
-    folder.mkdir()
-    return folder
+def agent_dir(workspace: Workspace) -> Path:
+    return workspace.agent_dir
 
 
 @pytest.fixture
-def project(tmp_path: Path) -> Path:
-    folder = tmp_path / "project"
-    (folder / ".pi").mkdir(parents=True)
-    return folder
+def project(workspace: Workspace) -> Path:
+    """The workspace's project, with its ``.pi/`` folder."""
+    (workspace.root / ".pi").mkdir()
+    return workspace.root
 
 
 def test_load_config_reads_both_layers(agent_dir: Path, project: Path) -> None:

@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 
 from memory_ls.core.actions import Change, apply_add
-from memory_ls.core.text import HEADER
 from memory_ls.store.files import store_lock
 from memory_ls.store.paths import (
     no_project_message,
@@ -21,15 +20,11 @@ from memory_ls.store.paths import (
     project_folder_refusal,
 )
 from memory_ls.store.runtime import MemoryRuntime
-from tests.conftest import Workspace
+from tests.conftest import Workspace, new_project, store_text
 
 
 def refusal_for(root: Path) -> str:
     return outside_project_message(root, os.path.realpath(root / ".pi"))
-
-
-def notes_file(*notes: str) -> str:
-    return HEADER + "\n\n" + "".join(f"- {n}\n" for n in notes)
 
 
 # -- the one decision ----------------------------------------------------------------
@@ -90,16 +85,14 @@ def test_a_dangling_symlink_outside_is_refused(workspace: Workspace, tmp_path: P
 
 
 def test_a_sibling_whose_name_extends_the_root_is_outside(tmp_path: Path) -> None:
-    root = (tmp_path / "repo").resolve()
-    (root / ".git").mkdir(parents=True)
+    root = new_project(tmp_path / "repo").resolve()
     (tmp_path / "repo-evil").mkdir()
     (root / ".pi").symlink_to(tmp_path / "repo-evil")
     assert project_folder_refusal(root) is not None
 
 
 def test_a_root_reached_through_a_symlink_is_compared_by_real_paths(tmp_path: Path) -> None:
-    real = tmp_path / "real"
-    (real / ".git").mkdir(parents=True)
+    real = new_project(tmp_path / "real")
     (real / ".pi").mkdir()
     link = tmp_path / "link"
     link.symlink_to(real)
@@ -112,7 +105,7 @@ def test_a_root_reached_through_a_symlink_is_compared_by_real_paths(tmp_path: Pa
 @pytest.fixture
 def pi_to_agent(workspace: Workspace) -> Workspace:
     """The hostile clone: ``.pi`` points at the agent dir, which holds a global note."""
-    workspace.write("global", notes_file("global note"))
+    workspace.write("global", ["global note"])
     (workspace.root / ".pi").symlink_to(workspace.agent_dir)
     return workspace
 
@@ -143,7 +136,7 @@ def test_moving_into_a_refused_project_is_refused(pi_to_agent: Workspace) -> Non
     runtime = pi_to_agent.runtime(trusted=True)
     result = runtime.move("global note", "global")
     assert result["error"] == refusal_for(pi_to_agent.root)
-    assert pi_to_agent.read("global") == notes_file("global note").encode()
+    assert pi_to_agent.read("global") == store_text("global note").encode()
 
 
 def test_the_refusal_comes_before_untrusted_and_read_only(pi_to_agent: Workspace) -> None:
@@ -172,7 +165,7 @@ def test_recall_leaves_the_project_out(pi_to_agent: Workspace) -> None:
 def test_recall_drops_notes_read_before_pi_became_a_symlink(
     workspace: Workspace, tmp_path: Path
 ) -> None:
-    workspace.write("project", notes_file("inside note"))
+    workspace.write("project", ["inside note"])
     runtime = workspace.runtime(trusted=True)
     assert runtime.recall_notes("project") == ["inside note"]
     (workspace.root / ".pi").rename(tmp_path / "moved")
@@ -200,12 +193,12 @@ def test_a_pi_symlink_inside_the_project_is_written_through(workspace: Workspace
     (workspace.root / ".pi").symlink_to("config/pi")
     result = workspace.runtime(trusted=True).add("kept inside")
     assert "error" not in result
-    assert (workspace.root / "config" / "pi" / "memory.md").read_text() == notes_file("kept inside")
+    assert (workspace.root / "config" / "pi" / "memory.md").read_text() == store_text("kept inside")
 
 
 def test_a_symlinked_memory_file_keeps_its_own_message(workspace: Workspace) -> None:
     (workspace.root / ".pi").mkdir()
-    (workspace.root / "notes.md").write_text(notes_file("a"))
+    (workspace.root / "notes.md").write_text(store_text("a"))
     workspace.project_store.symlink_to(workspace.root / "notes.md")
     result = workspace.runtime(trusted=True).add("b")
     assert (
@@ -213,16 +206,14 @@ def test_a_symlinked_memory_file_keeps_its_own_message(workspace: Workspace) -> 
     )
 
 
-def test_a_symlinked_agent_dir_is_the_users_choice(tmp_path: Path) -> None:
+def test_a_symlinked_agent_dir_is_the_users_choice(workspace: Workspace, tmp_path: Path) -> None:
     real = tmp_path / "dotfiles" / "agent"
     real.mkdir(parents=True)
     link = tmp_path / "agent-link"
     link.symlink_to(real)
-    project = tmp_path / "p"
-    (project / ".git").mkdir(parents=True)
-    runtime = MemoryRuntime(project, agent_dir=str(link), trusted=True)
+    runtime = MemoryRuntime(workspace.root, agent_dir=str(link), trusted=True)
     assert runtime.add("through the link", "global")["changed"] is True
-    assert (real / "memory.md").read_text() == notes_file("through the link")
+    assert (real / "memory.md").read_text() == store_text("through the link")
 
 
 # -- races: the write path decides again under the lock --------------------------------
@@ -252,7 +243,7 @@ def test_a_pi_swapped_during_the_write_does_not_redirect_it(
     workspace: Workspace, tmp_path: Path
 ) -> None:
     """The store is written through the folder that was checked and locked."""
-    workspace.write("project", notes_file("a"))
+    workspace.write("project", ["a"])
     outside = tmp_path / "outside"
     outside.mkdir()
     moved = tmp_path / "moved-pi"
@@ -265,7 +256,7 @@ def test_a_pi_swapped_during_the_write_does_not_redirect_it(
 
     runtime._mutate("project", swap_then_add)
     assert list(outside.iterdir()) == []
-    assert (moved / "memory.md").read_text() == notes_file("a", "b")
+    assert (moved / "memory.md").read_text() == store_text("a", "b")
     assert sorted(p.name for p in moved.iterdir()) == ["memory.md"]
 
 
@@ -283,18 +274,16 @@ def test_a_missing_project_root_is_never_created(tmp_path: Path) -> None:
     assert runtime.refusal("project") == no_project_message(root)
 
 
-def test_the_first_global_write_creates_the_agent_dir(tmp_path: Path) -> None:
-    project = tmp_path / "p"
-    (project / ".git").mkdir(parents=True)
-    agent = tmp_path / "home" / ".pi" / "agent"
-    runtime = MemoryRuntime(project, agent_dir=str(agent), trusted=True)
+def test_the_first_global_write_creates_the_agent_dir(workspace: Workspace) -> None:
+    agent = workspace.home / ".pi" / "agent"
+    runtime = MemoryRuntime(workspace.root, agent_dir=str(agent), trusted=True)
     assert runtime.add("first", "global")["changed"] is True
-    assert (agent / "memory.md").read_text() == notes_file("first")
+    assert (agent / "memory.md").read_text() == store_text("first")
 
 
 def test_the_first_project_write_creates_only_pi(workspace: Workspace) -> None:
     assert workspace.runtime(trusted=True).add("first")["changed"] is True
-    assert workspace.project_store.read_text() == notes_file("first")
+    assert workspace.project_store.read_text() == store_text("first")
 
 
 def test_the_store_lock_creates_no_missing_parent(tmp_path: Path) -> None:

@@ -37,6 +37,7 @@ from memory_ls.core.text import (
     utf16_length,
 )
 from memory_ls.store.runtime import MemoryRuntime
+from tests.conftest import new_project
 
 PURE = settings(max_examples=200, deadline=None)
 SLOW = settings(
@@ -405,8 +406,7 @@ def test_runtime_never_writes_invalid_utf8_or_oversize(
         "other": data.draw(st.one_of(pick, pick, HOSTILE)),
     }
     with tempfile.TemporaryDirectory() as tmp:
-        root = Path(tmp) / "project"
-        (root / ".git").mkdir(parents=True)
+        root = new_project(Path(tmp) / "project")
         agent = Path(tmp) / "agent"
         stores = {"project": root / ".pi" / "memory.md", "global": agent / "memory.md"}
         stores[scope].parent.mkdir(parents=True)
@@ -436,8 +436,7 @@ def test_runtime_never_writes_invalid_utf8_or_oversize(
 @given(st.lists(st.tuples(st.sampled_from(["add", "forget"]), HOSTILE), max_size=12))
 def test_runtime_add_forget_sequences_match_the_pure_core(ops: list[tuple[str, str]]) -> None:
     with tempfile.TemporaryDirectory() as tmp:
-        root = Path(tmp) / "project"
-        (root / ".git").mkdir(parents=True)
+        root = new_project(Path(tmp) / "project")
         runtime = MemoryRuntime(root, agent_dir=str(Path(tmp) / "agent"), trusted=True)
         model = ""
         for action, text in ops:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 from pathlib import Path
@@ -10,6 +11,7 @@ import pytest
 
 from memory_ls.core.text import BOM, HEADER
 from memory_ls.store.files import LockedFolder, Stamp, write_store
+from memory_ls.store.runtime import MemoryRuntime
 from tests.conftest import Workspace
 
 NEW = f"{HEADER}\n\n"
@@ -238,6 +240,21 @@ def test_move_when_source_write_fails_leaves_note_in_both(workspace: Workspace) 
     assert b"- p" in workspace.read("project")
 
 
+def test_move_when_both_scopes_are_one_file_keeps_the_note(workspace: Workspace) -> None:
+    """SPEC §3 move: "the note is in both scopes, never in none"."""
+    agent = workspace.root / ".pi"
+    rt = MemoryRuntime(workspace.root, agent_dir=str(agent), trusted=True)
+    rt.add("keep me")
+    before = workspace.read("project")
+    result = rt.move("keep me", "project")
+    assert result["changed"] is False
+    assert result["error"] == (
+        "The project and global memory are the same file, so a note cannot move: "
+        f"{workspace.project_store}"
+    )
+    assert workspace.read("project") == before == f"{HEADER}\n\n- keep me\n".encode()
+
+
 def test_clear(workspace: Workspace) -> None:
     workspace.write("project", f"{NEW}# Notes\n\n- a\n\n\n\nprose\n-  \n")
     rt = workspace.runtime()
@@ -425,6 +442,21 @@ def test_reload_reports_changes(workspace: Workspace) -> None:
     assert changes["project"].added == ["c"]
     assert changes["project"].removed == ["a"]
     assert changes["global"].added == changes["global"].removed == []
+
+
+def test_runtime_sees_trust_and_config_changes_between_calls(workspace: Workspace) -> None:
+    """The runtime caches trust and config, but never past a change of their files."""
+    rt = workspace.runtime(trusted=None)
+    assert rt.trust().trusted and rt.config().max_inject_bytes == 8192
+    (workspace.root / ".pi").mkdir()
+    (workspace.root / ".pi" / "settings.json").write_text("{}")
+    assert not rt.trust().trusted  # a trust-requiring resource appeared
+    (workspace.agent_dir / "trust.json").write_text(json.dumps({str(workspace.root): True}))
+    assert rt.trust().trusted and rt.trust().rule == "trust.json"
+    (workspace.agent_dir / "bytefly.json").write_text(
+        json.dumps({"memory": {"maxInjectBytes": 1000}})
+    )
+    assert rt.config().max_inject_bytes == 1000
 
 
 # -- recall through the runtime --------------------------------------------------

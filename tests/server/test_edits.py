@@ -1,4 +1,5 @@
-"""The edit that brings an open buffer to a command's new text (issue 9 item 9).
+"""Edits in the client's terms (``server/edits.py``): the edit that brings an open buffer
+to a command's new text (issue 9 item 9), and core edits in the negotiated encoding.
 
 :func:`replacing_edit` is pure: old lines, new text, line ending and position
 encoding in, one LSP text edit out. Applied the way an editor applies it, the
@@ -7,13 +8,18 @@ edit must turn the old text into the new one exactly, whatever the two share.
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from lsprotocol import types as lsp
 
 from memory_ls.core.actions import apply_add, apply_clear, apply_forget
+from memory_ls.core.fixes import Edit
 from memory_ls.core.text import BOM, HEADER, split_text
-from memory_ls.server.edits import replacing_edit
+from memory_ls.server.documents import MemoryDocument
+from memory_ls.server.edits import position, replacing_edit, text_edits, text_range
 from memory_ls.server.positions import UTF8, UTF16, UTF32, from_client
 
 ENCODINGS = st.sampled_from([UTF8, UTF16, UTF32])
@@ -111,3 +117,30 @@ def test_add_inserts_one_line_and_forget_removes_one() -> None:
     edit = check(old, forgot, "\r\n", UTF16)
     assert edit is not None and edit.new_text == ""
     assert (edit.range.start.line, edit.range.end.line) == (2, 3)
+
+
+# -- core edits as LSP edits ---------------------------------------------------------------
+
+
+DOC = MemoryDocument("file:///p/.pi/memory.md", Path("/p/.pi/memory.md"), "- 😀 a\n- b\n", 1)
+
+
+@pytest.mark.parametrize(("encoding", "column"), [(UTF8, 7), (UTF16, 5), (UTF32, 4)])
+def test_core_edits_count_columns_in_the_negotiated_encoding(encoding: str, column: int) -> None:
+    """``a`` is the fifth character of ``- 😀 a``: after a 4-byte, 2-unit emoji."""
+    [edit] = text_edits(DOC, [Edit(0, 4, 0, 5, "x")], encoding)
+    assert edit.range == lsp.Range(
+        start=lsp.Position(line=0, character=column),
+        end=lsp.Position(line=0, character=column + 1),
+    )
+    assert edit.new_text == "x"
+
+
+def test_an_edit_across_lines_and_past_the_last_line() -> None:
+    [edit] = text_edits(DOC, [Edit(0, 5, 1, 3, "")], UTF16)
+    assert edit.range.start == lsp.Position(line=0, character=6)
+    assert edit.range.end == lsp.Position(line=1, character=3)
+    assert position(DOC, 9, 2, UTF16) == lsp.Position(line=9, character=2)
+    assert text_range(DOC, 1, 0, 1, 3, UTF8) == lsp.Range(
+        start=lsp.Position(line=1, character=0), end=lsp.Position(line=1, character=3)
+    )

@@ -1,0 +1,216 @@
+"""The open-buffer rule of the ``memory.*`` commands (``server/commands.py``), in process.
+
+A :class:`BufferChange` says what one command wrote to one store; ``target`` is the
+text an open buffer should get: the file's new text for a buffer that matched the
+file, the command's change applied to a buffer with unsaved edits, nothing for a
+buffer that already holds the change (SPEC §7 Commands).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+from lsprotocol import types as lsp
+from pygls.exceptions import JsonRpcInvalidParams
+
+from memory_ls.core.actions import apply_add, apply_forget
+from memory_ls.core.text import HEADER
+from memory_ls.server import commands
+from memory_ls.server.commands import BEHIND_MESSAGE, BufferChange, OpenBuffers, argument
+from memory_ls.server.server import did_change
+from tests.conftest import store_text
+
+from .conftest import InProcess
+
+BEFORE = store_text("one", "two")
+AFTER = store_text("one", "two", "three")
+
+
+def add_three(file_text: str = AFTER) -> BufferChange:
+    """``memory.add three`` on a store that held ``one`` and ``two``."""
+    return BufferChange(
+        "add", BEFORE, AFTER, lambda content: apply_add(content, "three"), lambda: file_text
+    )
+
+
+def test_a_buffer_that_matched_the_file_takes_the_new_file_text() -> None:
+    assert add_three().target(BEFORE) == AFTER
+
+
+def test_a_buffer_with_unsaved_edits_gets_the_change_applied_to_its_own_text() -> None:
+    edited = BEFORE + "- typed, not saved\n"
+    assert add_three().target(edited) == edited + "- three\n"
+
+
+def test_a_buffer_that_holds_the_change_needs_nothing() -> None:
+    change = add_three()
+    assert change.target(AFTER) is None
+    assert change.held_by(AFTER)
+    # Typed by the user as well, in another place: the note is there, nothing to add.
+    assert change.target(store_text("three", "one", "two")) is None
+
+
+def test_a_buffer_equal_to_the_file_as_it_is_now_needs_nothing() -> None:
+    """Another command wrote to the file since: the buffer that shows it holds this change."""
+    later = store_text("one", "two", "three", "four")
+    assert add_three(file_text=later).target(later) is None
+
+
+def test_a_change_that_no_longer_applies_counts_as_held() -> None:
+    """The user deleted the note a ``forget`` removes: there is nothing to bring over."""
+    change = BufferChange(
+        "forget",
+        BEFORE,
+        store_text("two"),
+        lambda content: apply_forget(content, "one", "project"),
+        lambda: store_text("two"),
+    )
+    edited = f"{HEADER}\n\n- two\n- typed\n"
+    assert change.target(edited) is None and change.held_by(edited)
+    assert change.target(BEFORE + "- typed\n") == store_text("two", "typed")
+
+
+def test_the_behind_message_names_the_command() -> None:
+    assert add_three().behind_message == BEHIND_MESSAGE.format(command="add")
+    assert "memory.add" in add_three().behind_message
+
+
+# -- arguments --------------------------------------------------------------------------
+
+
+def test_no_argument_is_an_empty_object() -> None:
+    assert argument("memory.list", ()) == {}
+
+
+def test_the_first_argument_is_the_object() -> None:
+    assert argument("memory.add", ({"text": "x"}, "ignored")) == {"text": "x"}
+
+
+@pytest.mark.parametrize("value", [None, 5, "x", [1], True])
+def test_an_argument_that_is_not_an_object_is_invalid_params(value: object) -> None:
+    with pytest.raises(JsonRpcInvalidParams) as raised:
+        argument("memory.add", (value,))
+    assert f"memory.add takes one JSON object argument, not {type(value).__name__}." in str(
+        raised.value
+    )
+
+
+# -- turns: commands on one store are ordered -----------------------------------------------
+
+
+async def test_commands_on_one_store_take_turns_and_others_do_not_wait(tmp_path: Path) -> None:
+    buffers = OpenBuffers()
+    store, other = tmp_path / "a" / "memory.md", tmp_path / "b" / "memory.md"
+    order: list[str] = []
+    first_holds = asyncio.Event()
+    release = asyncio.Event()
+
+    async def first() -> None:
+        async with buffers.turn([store]):
+            order.append("first in")
+            first_holds.set()
+            await release.wait()
+            order.append("first out")
+
+    async def second() -> None:
+        async with buffers.turn([store]):
+            order.append("second in")
+
+    async def elsewhere() -> None:
+        async with buffers.turn([other]):
+            order.append("elsewhere")
+
+    one = asyncio.ensure_future(first())
+    await first_holds.wait()
+    two = asyncio.ensure_future(second())
+    await asyncio.wait_for(elsewhere(), 1)  # another store does not wait for the first
+    await asyncio.sleep(0.01)
+    assert order == ["first in", "elsewhere"]
+    release.set()
+    await asyncio.wait_for(asyncio.gather(one, two), 1)
+    assert order == ["first in", "elsewhere", "first out", "second in"]
+
+
+async def test_a_move_holding_both_stores_cannot_deadlock(tmp_path: Path) -> None:
+    """Locks are taken in one order, whatever order a command names its stores in.
+
+    While ``a`` is busy, one move waits for ``a`` then ``b``, the other names ``b``
+    first: taken in that order it would hold ``b`` and wait for ``a`` forever.
+    """
+    buffers = OpenBuffers()
+    a, b = tmp_path / "a" / "memory.md", tmp_path / "b" / "memory.md"
+    busy = asyncio.Event()
+    release = asyncio.Event()
+    done: list[str] = []
+
+    async def hold_a() -> None:
+        async with buffers.turn([a]):
+            busy.set()
+            await release.wait()
+
+    async def move(name: str, paths: list[Path]) -> None:
+        async with buffers.turn(paths):
+            done.append(name)
+
+    holder = asyncio.ensure_future(hold_a())
+    await busy.wait()
+    moves = [asyncio.ensure_future(move("ab", [a, b])), asyncio.ensure_future(move("ba", [b, a]))]
+    await asyncio.sleep(0.01)
+    release.set()
+    await asyncio.wait_for(asyncio.gather(holder, *moves), 1)
+    assert done == ["ab", "ba"]
+
+
+async def test_a_waiting_command_wakes_on_the_buffers_change() -> None:
+    buffers = OpenBuffers()
+    state = {"held": False}
+
+    async def change_later() -> None:
+        await asyncio.sleep(0.01)
+        state["held"] = True
+        buffers.changed("file:///s/.pi/memory.md")
+
+    changer = asyncio.ensure_future(change_later())
+    assert await buffers.wait("file:///s/.pi/memory.md", lambda: state["held"], 1.0)
+    assert not await buffers.wait("file:///s/.pi/memory.md", lambda: False, 0.02)
+    await changer
+
+
+# -- a command and an open buffer, in process ------------------------------------------------
+
+
+async def test_a_buffer_the_client_will_not_update_is_behind_until_it_holds_the_change(
+    server: InProcess,
+) -> None:
+    """The in-process client refuses every ``workspace/applyEdit``."""
+    server.workspace.write("project", ["one"])
+    await server.initialize()
+    uri = server.open(server.workspace.project_store)
+    result = await commands.execute(server.ls, "memory.add", ({"text": "two"},))
+    assert result["changed"] is True and result["project"] == ["one", "two"]
+    asked = server.client.requests(lsp.WORKSPACE_APPLY_EDIT)
+    assert len(asked) == 2  # once, and once more against the buffer's text after the refusal
+    for params in asked:
+        assert params["label"] == "memory.add"
+        [change] = params["edit"]["documentChanges"]
+        assert change["textDocument"] == {"uri": uri, "version": 1}
+        assert [e["newText"] for e in change["edits"]] == ["- two\n"]
+    behind = BEHIND_MESSAGE.format(command="add")
+    assert server.ls.analysis.states[uri].behind == [behind]
+    shown = server.client.notifications(lsp.WINDOW_SHOW_MESSAGE)
+    assert [(m["type"], m["message"]) for m in shown] == [
+        (lsp.MessageType.Warning, f"{server.workspace.project_store}: {behind}")
+    ]
+    # The user reverts the buffer: it holds the change now, and is no longer behind.
+    did_change(
+        server.ls,
+        lsp.DidChangeTextDocumentParams(
+            text_document=lsp.VersionedTextDocumentIdentifier(uri=uri, version=2),
+            content_changes=[
+                lsp.TextDocumentContentChangeWholeDocument(text=store_text("one", "two"))
+            ],
+        ),
+    )
+    assert server.ls.analysis.states[uri].behind == []

@@ -1,0 +1,312 @@
+"""The server's settings (SPEC §7 Settings, ``server/settings.py``), in process.
+
+``parse_settings`` reads every key, camelCase on the wire; an invalid value is
+reported and replaced by its default, a null keeps the layer below. The server
+merges ``workspace/configuration`` over ``initializationOptions`` and reports each
+problem once, however often the client sends it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from lsprotocol import types as lsp
+
+from memory_ls.core.checks import CODES
+from memory_ls.core.similar import DEFAULT_THRESHOLD
+from memory_ls.server.server import did_change_configuration
+from memory_ls.server.settings import CLIENT_KEYS, SECTION, Settings, parse_settings
+
+from .conftest import InProcess
+
+EVERY_KEY: dict[str, Any] = {
+    "agentDir": "/somewhere/agent",
+    "trusted": False,
+    "readOnly": True,
+    "severity": {"duplicate": "error", "similar": "off"},
+    "similarThreshold": 70.5,
+}
+"""A valid value for every setting, as a client sends it."""
+
+LEVELS = ("error", "warning", "information", "hint", "off")
+
+
+def invalid(key: str, value: object) -> str:
+    """The start of the problem reported for an invalid value (pydantic gives the reason)."""
+    return f"Invalid value {value!r} for memoryLs.{key} ("
+
+
+# -- every key -------------------------------------------------------------------------
+
+
+def test_nothing_gives_the_defaults() -> None:
+    settings, problems = parse_settings(None)
+    assert problems == []
+    assert settings == Settings()
+    assert (settings.agent_dir, settings.trusted, settings.read_only) == (None, None, False)
+    assert (settings.severity, settings.similar_threshold) == ({}, DEFAULT_THRESHOLD)
+
+
+def test_every_key_is_read_in_camel_case() -> None:
+    settings, problems = parse_settings(EVERY_KEY)
+    assert problems == []
+    assert settings.agent_dir == "/somewhere/agent"
+    assert settings.trusted is False
+    assert settings.read_only is True
+    assert settings.severity == {"duplicate": "error", "similar": "off"}
+    assert settings.similar_threshold == 70.5
+
+
+def test_the_wire_names_are_camel_case_and_cover_every_field() -> None:
+    settings, _ = parse_settings(EVERY_KEY)
+    assert settings.model_dump(by_alias=True) == EVERY_KEY
+
+
+def test_python_names_are_read_too() -> None:
+    settings, problems = parse_settings({"read_only": True, "similar_threshold": 60})
+    assert problems == []
+    assert settings.read_only is True and settings.similar_threshold == 60
+
+
+def test_the_section_may_wrap_the_settings() -> None:
+    """``initializationOptions`` may hold the settings as they are or under ``memoryLs``."""
+    assert parse_settings({SECTION: EVERY_KEY}) == parse_settings(EVERY_KEY)
+
+
+def test_over_a_base_each_given_key_wins_and_the_others_stay() -> None:
+    base, _ = parse_settings(EVERY_KEY)
+    settings, problems = parse_settings({"readOnly": False, "similarThreshold": 90}, base)
+    assert problems == []
+    assert settings.read_only is False and settings.similar_threshold == 90
+    assert (settings.agent_dir, settings.trusted) == (base.agent_dir, base.trusted)
+    assert settings.severity == base.severity
+
+
+def test_settings_are_frozen() -> None:
+    settings, _ = parse_settings(EVERY_KEY)
+    with pytest.raises(ValueError):
+        settings.read_only = False  # type: ignore[misc]
+
+
+# -- null values -------------------------------------------------------------------------
+
+
+def test_null_values_keep_the_layer_below() -> None:
+    base, _ = parse_settings(EVERY_KEY)
+    nulls = dict.fromkeys(EVERY_KEY)
+    settings, problems = parse_settings(nulls, base)
+    assert problems == []
+    assert settings == base
+
+
+def test_null_values_over_nothing_are_the_defaults() -> None:
+    settings, problems = parse_settings(dict.fromkeys(EVERY_KEY))
+    assert (settings, problems) == (Settings(), [])
+
+
+def test_an_empty_agent_dir_is_not_set() -> None:
+    """A client's empty default (VS Code's ``""``) leaves the agent dir to the layer below."""
+    base, _ = parse_settings({"agentDir": "/from/init"})
+    settings, problems = parse_settings({"agentDir": ""}, base)
+    assert problems == []
+    assert settings.agent_dir == "/from/init"
+
+
+def test_a_null_severity_level_keeps_the_level_below() -> None:
+    base, _ = parse_settings({"severity": {"duplicate": "error"}})
+    settings, problems = parse_settings({"severity": {"duplicate": None, "similar": "off"}}, base)
+    assert problems == []
+    assert settings.severity == {"duplicate": "error", "similar": "off"}
+
+
+# -- invalid values: reported, replaced by the default --------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "default"),
+    [
+        ("agentDir", 5, None),
+        ("agentDir", ["/a"], None),
+        ("trusted", "yes", None),
+        ("trusted", 1, None),
+        ("readOnly", "yes", False),
+        ("readOnly", 0, False),
+        ("similarThreshold", 500, DEFAULT_THRESHOLD),
+        ("similarThreshold", -1, DEFAULT_THRESHOLD),
+        ("similarThreshold", "high", DEFAULT_THRESHOLD),
+    ],
+)
+def test_an_invalid_value_is_reported_and_replaced_by_its_default(
+    key: str, value: object, default: object
+) -> None:
+    base, _ = parse_settings(EVERY_KEY)
+    for below in (None, base):  # the default, not the layer below: the value was meant to change
+        settings, problems = parse_settings({key: value}, below)
+        assert len(problems) == 1, problems
+        assert problems[0].startswith(invalid(key, value)), problems
+        assert problems[0].endswith("); using the default.")
+        assert settings.model_dump(by_alias=True)[key] == default
+
+
+def test_an_invalid_value_leaves_the_valid_ones_alone() -> None:
+    settings, problems = parse_settings(
+        {"readOnly": "yes", "trusted": False, "similarThreshold": 101, "agentDir": "/a"}
+    )
+    assert [p.split(" (")[0] for p in problems] == [
+        "Invalid value 'yes' for memoryLs.readOnly",
+        "Invalid value 101 for memoryLs.similarThreshold",
+    ]
+    assert (settings.trusted, settings.agent_dir) == (False, "/a")
+    assert (settings.read_only, settings.similar_threshold) == (False, DEFAULT_THRESHOLD)
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_every_code_takes_every_level(level: str) -> None:
+    every = dict.fromkeys(CODES, level)
+    settings, problems = parse_settings({"severity": every})
+    assert problems == []
+    assert settings.severity == every
+
+
+def test_severity_merges_per_code_over_the_layer_below() -> None:
+    base, _ = parse_settings({"severity": {"duplicate": "error", "too-long": "hint"}})
+    settings, problems = parse_settings({"severity": {"too-long": "off", "similar": "hint"}}, base)
+    assert problems == []
+    assert settings.severity == {"duplicate": "error", "too-long": "off", "similar": "hint"}
+
+
+def test_an_invalid_level_is_reported_and_its_code_goes_back_to_the_default() -> None:
+    base, _ = parse_settings({"severity": {"duplicate": "error", "similar": "off"}})
+    settings, problems = parse_settings({"severity": {"duplicate": "loud"}}, base)
+    assert problems == [
+        "Invalid severity 'loud' for duplicate (one of error, warning, information, hint, off); "
+        "using the default."
+    ]
+    assert settings.severity == {"similar": "off"}
+
+
+def test_an_unknown_code_is_reported_and_ignored() -> None:
+    settings, problems = parse_settings({"severity": {"bogus": "hint", "duplicate": "hint"}})
+    assert problems == ["Unknown diagnostic code 'bogus' in memoryLs.severity; ignored."]
+    assert settings.severity == {"duplicate": "hint"}
+
+
+@pytest.mark.parametrize("value", ["error", ["duplicate"], 3])
+def test_a_severity_that_is_not_an_object_is_reported_and_ignored(value: object) -> None:
+    base, _ = parse_settings({"severity": {"duplicate": "error"}})
+    settings, problems = parse_settings({"severity": value}, base)
+    assert problems == ["memoryLs.severity must be an object of code: level; ignored."]
+    assert settings.severity == {"duplicate": "error"}
+
+
+def test_an_unknown_key_is_reported_and_ignored() -> None:
+    settings, problems = parse_settings({"readonly": True, "readOnly": True})
+    assert problems == ["Unknown setting memoryLs.readonly; ignored."]
+    assert settings.read_only is True
+
+
+def test_the_vs_code_clients_own_keys_are_quiet() -> None:
+    client_only = {
+        "serverCommand": ["memory-ls", "serve"],
+        "pythonPath": "",
+        "statusBar": True,
+        "trace": {"server": "off"},
+    }
+    assert set(client_only) == CLIENT_KEYS
+    assert parse_settings(client_only) == (Settings(), [])
+
+
+@pytest.mark.parametrize("raw", [[1], "readOnly", 3, True])
+def test_settings_that_are_not_an_object_are_reported_and_ignored(raw: object) -> None:
+    base, _ = parse_settings(EVERY_KEY)
+    settings, problems = parse_settings(raw, base)
+    assert problems == [f"memoryLs settings must be an object, not {type(raw).__name__}; ignored."]
+    assert settings == base
+
+
+# -- the server: layers, and each problem reported once ------------------------------------
+
+
+def settings_logs(server: InProcess) -> list[str]:
+    return [m for m in server.client.logs() if m.startswith("memory-ls settings: ")]
+
+
+async def test_configuration_is_read_over_the_initialization_options(server: InProcess) -> None:
+    await server.initialize(
+        init_options={"trusted": False, "severity": {"duplicate": "error"}},
+        configuration={"severity": {"control-characters": "hint"}, "readOnly": True},
+    )
+    assert len(server.client.requests(lsp.WORKSPACE_CONFIGURATION)) == 1
+    settings = server.ls.projects.settings
+    assert settings.trusted is False
+    assert settings.read_only is True
+    assert settings.severity == {"duplicate": "error", "control-characters": "hint"}
+    runtime = server.ls.projects.default_runtime()
+    assert runtime.read_only is True
+    assert settings_logs(server) == []
+
+
+async def test_null_configuration_keeps_the_initialization_options(server: InProcess) -> None:
+    await server.initialize(
+        init_options={"trusted": False, "similarThreshold": 60},
+        configuration=dict.fromkeys(EVERY_KEY),
+    )
+    settings = server.ls.projects.settings
+    assert (settings.trusted, settings.similar_threshold) == (False, 60)
+    assert settings_logs(server) == []
+
+
+async def test_an_invalid_value_is_reported_once_however_often_it_comes(
+    server: InProcess,
+) -> None:
+    bad = {"readOnly": "yes", "severity": {"duplicate": "loud"}}
+    await server.initialize(init_options=bad, configuration=bad)
+    for _ in range(3):  # the client re-sends the same settings
+        await did_change_configuration(server.ls, lsp.DidChangeConfigurationParams(settings=None))
+    assert len(server.client.requests(lsp.WORKSPACE_CONFIGURATION)) == 4
+    logs = settings_logs(server)
+    assert len(logs) == 2, logs
+    assert any("memoryLs.readOnly" in m for m in logs)
+    assert any("Invalid severity 'loud' for duplicate" in m for m in logs)
+    assert server.ls.projects.settings.read_only is False  # replaced by the default
+    assert all(
+        p["type"] == lsp.MessageType.Warning
+        for p in server.client.notifications(lsp.WINDOW_LOG_MESSAGE)
+        if p["message"] in logs
+    )
+
+
+async def test_a_new_problem_is_reported_after_an_old_one(server: InProcess) -> None:
+    await server.initialize(configuration={"readOnly": "yes"})
+    server.client.configuration = {"readOnly": "yes", "similarThreshold": 500}
+    await did_change_configuration(server.ls, lsp.DidChangeConfigurationParams(settings=None))
+    logs = settings_logs(server)
+    assert [m.split(" (")[0] for m in logs] == [
+        "memory-ls settings: Invalid value 'yes' for memoryLs.readOnly",
+        "memory-ls settings: Invalid value 500 for memoryLs.similarThreshold",
+    ]
+
+
+async def test_a_client_without_configuration_pushes_its_settings(server: InProcess) -> None:
+    await server.initialize(capabilities=lsp.ClientCapabilities(), init_options={"trusted": True})
+    assert server.client.requests(lsp.WORKSPACE_CONFIGURATION) == []
+    await did_change_configuration(
+        server.ls, lsp.DidChangeConfigurationParams(settings={SECTION: {"readOnly": True}})
+    )
+    settings = server.ls.projects.settings
+    assert (settings.read_only, settings.trusted) == (True, True)
+    await did_change_configuration(
+        server.ls, lsp.DidChangeConfigurationParams(settings={"otherTool": {"readOnly": False}})
+    )
+    assert server.ls.projects.settings.read_only is True  # not ours: ignored
+
+
+async def test_a_settings_change_rebuilds_the_runtimes(server: InProcess) -> None:
+    await server.initialize(configuration={"readOnly": False})
+    before = server.ls.projects.default_runtime()
+    assert before.read_only is False
+    server.client.configuration = {"readOnly": True}
+    await did_change_configuration(server.ls, lsp.DidChangeConfigurationParams(settings=None))
+    after = server.ls.projects.default_runtime()
+    assert after is not before and after.read_only is True
