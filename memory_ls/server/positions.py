@@ -35,4 +35,8 @@ def from_client(line: str, units: int, encoding: str) -> int:
                 return i
         return len(line)
     data = line.encode("utf-8", "surrogatepass")[:units]
-    return len(data.decode("utf-8", "ignore"))
+    try:
+        # surrogatepass both ways: a lone surrogate counts as the 3 bytes to_client gives it.
+        return len(data.decode("utf-8", "surrogatepass"))
+    except UnicodeDecodeError as exc:  # the column falls inside a character: whole ones only
+        return len(data[: exc.start].decode("utf-8", "surrogatepass"))

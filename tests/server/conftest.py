@@ -25,7 +25,8 @@ from lsprotocol.converters import get_converter
 from pygls.uris import from_fs_path
 from pytest_lsp import client_capabilities
 
-from memory_ls.server.server import MemoryServer, create_server, did_open, initialized
+from memory_ls.server.document_sync import did_open
+from memory_ls.server.server import MemoryServer, create_server, initialized
 from tests.conftest import Workspace
 
 TIMEOUT = 5.0

@@ -19,7 +19,7 @@ from memory_ls.core.actions import apply_add, apply_forget
 from memory_ls.core.text import HEADER
 from memory_ls.server import commands
 from memory_ls.server.commands import BEHIND_MESSAGE, BufferChange, OpenBuffers, argument
-from memory_ls.server.server import did_change
+from memory_ls.server.document_sync import did_change
 from tests.conftest import store_text
 
 from .conftest import InProcess

@@ -144,3 +144,13 @@ def test_an_edit_across_lines_and_past_the_last_line() -> None:
     assert text_range(DOC, 1, 0, 1, 3, UTF8) == lsp.Range(
         start=lsp.Position(line=1, character=0), end=lsp.Position(line=1, character=3)
     )
+
+
+@pytest.mark.parametrize("encoding", ["utf-8", "utf-16", "utf-32"])
+def test_columns_round_trip_over_a_lone_surrogate(encoding: str) -> None:
+    """A client may send "\\ud800" in JSON; from_client must undo to_client on it too."""
+    from memory_ls.server.positions import from_client, to_client
+
+    line = "a\ud800é😀b"
+    for col in range(len(line) + 1):
+        assert from_client(line, to_client(line, col, encoding), encoding) == col

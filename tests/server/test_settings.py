@@ -15,8 +15,8 @@ from lsprotocol import types as lsp
 
 from memory_ls.core.checks import CODES
 from memory_ls.core.similar import DEFAULT_THRESHOLD
-from memory_ls.server.server import did_change_configuration
 from memory_ls.server.settings import CLIENT_KEYS, SECTION, Settings, parse_settings
+from memory_ls.server.settings_sync import did_change_configuration
 
 from .conftest import InProcess
 
