@@ -401,7 +401,7 @@ def _runtime(args: argparse.Namespace) -> Any:
     from memory_ls.store.runtime import MemoryRuntime
 
     start = Path(os.path.realpath(os.path.expanduser(args.project or os.getcwd())))
-    return MemoryRuntime(start, agent_dir=args.agent_dir, trusted=args.trusted)
+    return MemoryRuntime(start, agent_dir=args.agent_dir, trusted=getattr(args, "trusted", None))
 
 
 def _trust_line(runtime: Any) -> str:

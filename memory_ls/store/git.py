@@ -57,8 +57,9 @@ class GitRun:
 
     @property
     def words(self) -> str:
-        """What git said (its error output, else its output), on one line, for quoting."""
-        text = (self.err.strip() or self.out.strip()).replace("\n", " / ")
+        """What git said (its output, then its error output), on one line, for quoting."""
+        said = [part.strip() for part in (self.out, self.err) if part.strip()]
+        text = " / ".join(line for part in said for line in part.splitlines() if line.strip())
         return text or f"exit status {self.code}"
 
 
@@ -343,7 +344,10 @@ def _commit(repo: Repository, result: SyncResult) -> None:
     if run_git(["diff", "--cached", "--quiet", "--", *paths], repo.root).code == 0:
         return  # nothing new to commit
     before = _notes_at(repo, "HEAD")
-    after = parse_notes((repo.root / repo.store).read_text(encoding="utf-8", errors="replace"))
+    store = repo.root / repo.store
+    after = (
+        parse_notes(store.read_text(encoding="utf-8", errors="replace")) if store.exists() else []
+    )
     before_set, after_set = set(before), set(after)
     plus = sum(1 for n in after_set if n not in before_set)
     minus = sum(1 for n in before_set if n not in after_set)
