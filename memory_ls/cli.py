@@ -576,21 +576,12 @@ def _git_setup(runtime: Any, args: argparse.Namespace) -> int:
 
 def _sync(runtime: Any, args: argparse.Namespace) -> int:
     from memory_ls.core.render import sync_text
-    from memory_ls.store.git import sync
+    from memory_ls.store.git import failed_sync, sync
 
     scope = args.scope
     refused = runtime.refusal(scope)
     if refused is not None:
-        result: Any = {
-            "scope": scope,
-            "repository": "",
-            "upstream": "",
-            "setup": [],
-            "arrived": [],
-            "left": [],
-            "pushed": False,
-            "error": refused,
-        }
+        result: Any = failed_sync(scope, refused)
     else:
         folder = runtime.agent_dir if scope == "global" else runtime.project_root
         result = sync(

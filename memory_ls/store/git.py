@@ -263,6 +263,22 @@ def _attributes_to_commit(repo: Repository) -> bool:
     return head.code != 0 or head.out != text
 
 
+def failed_sync(scope: Scope, error: str | None) -> SyncResult:
+    """A sync result with nothing done yet (and ``error``, when given)."""
+    result: SyncResult = {
+        "scope": scope,
+        "repository": "",
+        "upstream": "",
+        "setup": [],
+        "arrived": [],
+        "left": [],
+        "pushed": False,
+    }
+    if error is not None:
+        result["error"] = error
+    return result
+
+
 def sync(
     scope: Scope,
     folder: Path,
@@ -276,15 +292,7 @@ def sync(
     the lock (as every write asks it). Never raises for a refusal: the result
     carries ``error``.
     """
-    result: SyncResult = {
-        "scope": scope,
-        "repository": "",
-        "upstream": "",
-        "setup": [],
-        "arrived": [],
-        "left": [],
-        "pushed": False,
-    }
+    result = failed_sync(scope, None)
     try:
         _sync(scope, folder, store, check, result)
     except (GitRefused, StoreRefused) as exc:

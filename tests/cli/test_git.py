@@ -20,6 +20,7 @@ import pytest
 
 from memory_ls.core.text import HEADER
 from tests.conftest import Workspace, run_cli, store_text
+from tests.unit.test_schemas import validate
 
 if shutil.which("git") is None:  # pragma: no cover - the CI image installs git
     if os.environ.get("CI") == "true":
@@ -203,6 +204,7 @@ class Machine:
     def sync(self, ok: bool = True) -> dict[str, object]:
         r = self.cli("sync", "--json")
         result: dict[str, object] = json.loads(r.stdout)
+        validate("sync-result", result)
         assert (r.returncode == 0) == ok, (r.stdout, r.stderr)
         return result
 
