@@ -170,9 +170,10 @@ VERBS: dict[str, Verb] = {
             "Merge three versions of a memory file note by note, into CURRENT "
             "(git's merge driver: %O %A %B).",
             (
-                ("BASE", "the common ancestor (%O)"),
-                ("CURRENT", "this side, overwritten with the result (%A)"),
-                ("OTHER", "the other side (%B)"),
+                # argparse %-formats help: "%%O" prints as git's "%O".
+                ("BASE", "the common ancestor (git's %%O)"),
+                ("CURRENT", "this side, overwritten with the result (git's %%A)"),
+                ("OTHER", "the other side (git's %%B)"),
             ),
             options=(),
         ),

@@ -325,11 +325,12 @@ def _sync(
             "finish it (or `git merge --abort`) first."
         )
     with store_lock(store, make_parents=scope == "global", check=check) as locked:
-        if read_store(store, locked).error:
-            raise GitRefused(f"Cannot {what}: {read_store(store, locked).error}")
+        unreadable = read_store(store, locked).error
+        if unreadable:
+            raise GitRefused(f"Cannot {what}: {unreadable}")
         setup = git_setup(repo)
         result["setup"] = setup.changes
-        _commit(repo, result)
+        _commit(scope, repo, result)
         local = parse_notes(read_store(store, locked).content)
         _pull(repo, what)
         merged = parse_notes(read_store(store, locked).content)
@@ -339,11 +340,17 @@ def _sync(
         _push(repo, what, result)
 
 
-def _commit(repo: Repository, result: SyncResult) -> None:
-    """Commit the store (and its inbox, and our .gitattributes) when they changed."""
-    paths = [p for p in (repo.store, repo.inbox) if _tracked_or_present(repo, p)]
-    if _attributes_to_commit(repo):
-        paths.append(".gitattributes")
+def _commit(scope: Scope, repo: Repository, result: SyncResult) -> None:
+    """Commit the store when it changed: for the global store, its inbox and our .gitattributes too.
+
+    A project's repository holds the project's own work: only ``.pi/memory.md`` is committed.
+    """
+    if scope == "project":
+        paths = [repo.store] if _tracked_or_present(repo, repo.store) else []
+    else:
+        paths = [p for p in (repo.store, repo.inbox) if _tracked_or_present(repo, p)]
+        if _attributes_to_commit(repo):
+            paths.append(".gitattributes")
     if not paths:
         return
     added = run_git(["add", "-A", "--", *paths], repo.root)

@@ -390,3 +390,31 @@ def test_sync_of_an_untrusted_project_is_refused(workspace: Workspace) -> None:
     )
     assert r.returncode == 1
     assert "untrusted project" in r.stderr
+
+
+def test_sync_of_the_project_store_commits_only_its_store(
+    workspace: Workspace, tmp_path: Path
+) -> None:
+    env = git_env(workspace)
+    remote = tmp_path / "project.git"
+    git(env, tmp_path, "init", "-q", "--bare", str(remote))
+    shutil.rmtree(workspace.root)
+    git(env, tmp_path, "clone", "-q", str(remote), str(workspace.root))
+    (workspace.root / "README").write_text("hello\n")
+    git(env, workspace.root, "add", "README")
+    git(env, workspace.root, "commit", "-qm", "start")
+    git(env, workspace.root, "push", "-qu", "origin", "main")
+    (workspace.root / "README").write_text("work in progress\n")
+    git(env, workspace.root, "add", "README")  # staged, and not the store's business
+    cli_in(workspace, env, "add", "project fact")
+    r = run_cli("sync", "--scope", "project", "--trusted", "--json", cwd=workspace.root, env=env)
+    assert r.returncode == 0, r.stderr
+    result = json.loads(r.stdout)
+    assert result["scope"] == "project" and result["pushed"] is True
+    committed = git(env, workspace.root, "show", "--name-only", "--format=%s", "HEAD").stdout
+    assert committed.split() == [*result["commit"].split(), ".pi/memory.md"]
+    assert (
+        git(env, workspace.root, "status", "--porcelain").stdout == "M  README\n?? .gitattributes\n"
+    )
+    pushed = git(env, tmp_path, "--git-dir", str(remote), "show", "main:.pi/memory.md").stdout
+    assert pushed == store_text("project fact")
