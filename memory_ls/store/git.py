@@ -165,8 +165,12 @@ def repository_of(folder: Path, store: Path, what: str) -> Repository:
 
 
 def _attribute_pattern(path: str) -> str:
-    """``path`` as a .gitattributes pattern that matches exactly that file."""
-    out = []
+    """``path`` as a .gitattributes pattern that matches exactly that file.
+
+    A pattern without a ``/`` would match that name in every folder: a store at
+    the repository's root is anchored with a leading ``/``.
+    """
+    out = [] if "/" in path else ["/"]
     for char in path:
         if char.isspace():
             out.append("[[:space:]]")  # gitattributes has no quoting for a space

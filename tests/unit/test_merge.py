@@ -143,7 +143,7 @@ def histories(draw: st.DrawFn) -> tuple[str, str, str]:
     return base, draw(side(base_notes, base_prose)), draw(side(base_notes, base_prose))
 
 
-PROPS = settings(max_examples=200, deadline=None)
+PROPS = settings(max_examples=150, deadline=None)
 
 
 @PROPS
@@ -210,3 +210,36 @@ def test_a_clean_merge_keeps_the_format_rules(h: tuple[str, str, str]) -> None:
         for theirs in added_other:
             if mine != theirs and near_duplicate_key(mine) == near_duplicate_key(theirs):
                 assert not {mine, theirs} <= merged, (mine, theirs, text)
+
+
+HOSTILE_LINES = st.sampled_from(
+    [
+        HEADER, "", " ", "# Heading", "prose", "- ", "-  ", "*\t", "- a", "* a", "  - A.",
+        "- a\r", "\ufeff- bom", "- \x1b[31mred", "- tab\there", "- 😀 emoji", "- 日本語",
+        "- \u202ehidden", "- x\u2028y", "-\ta!", "- b", "- B", "<!-- c -->", "\r",
+    ]
+)  # fmt: skip
+HOSTILE_FILE = st.tuples(
+    st.lists(HOSTILE_LINES, max_size=10), st.sampled_from(["\n", "\r\n"]), st.booleans()
+).map(lambda t: ("\ufeff" if t[2] else "") + t[1].join(t[0]))
+
+
+@PROPS
+@given(HOSTILE_FILE, HOSTILE_FILE, HOSTILE_FILE)
+def test_hostile_files_merge_without_losing_or_reviving_a_note(
+    base: str, current: str, other: str
+) -> None:
+    result = merge_notes(base, current, other)
+    if not result.clean:
+        assert result.reason == BOTH_CHANGED and result.text is None
+        return
+    assert result.text is not None
+    merged = parse(result.text)
+    base_notes = set(parse_notes(base))
+    for side_text in (current, other):
+        side_notes = set(parse_notes(side_text))
+        for note in side_notes - base_notes:
+            assert near_duplicate_key(note) in merged.keys, (note, result.text)
+        for note in base_notes - side_notes:
+            assert note not in merged.notes, (note, result.text)
+    assert clean(base, result.text, other) == result.text
