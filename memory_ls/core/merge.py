@@ -9,8 +9,9 @@ blank bullets) is the file's *layout*.
   kept; an update is a removal plus an addition.
 - The layout is CURRENT's, unless only OTHER changed it, then OTHER's. When
   both changed it differently the merge is not clean: the caller leaves the
-  file to ``git merge-file`` (conflict markers). Trailing blank lines do not
-  count as a change (a store's end is tidied by every write).
+  file to ``git merge-file`` (conflict markers). Trailing blank lines and
+  whitespace at a line's end do not count as a change (a store's end is tidied
+  by every write).
 - Notes keep their lines in the layout side; the other side's new notes go
   after the layout side's last note, in that side's order. A new note whose
   near-duplicate key is already in the result collapses into the note there
@@ -52,11 +53,17 @@ def _notes(lines: list[str]) -> list[str]:
 
 
 def _layout(lines: list[str]) -> list[str]:
-    """The lines that are not notes, trailing blank lines left out."""
-    kept = [line for line in lines if _note(line) is None]
+    """The lines that are not notes, as compared: trailing whitespace and blank lines left out.
+
+    Whitespace at a line's end (a stray CR among it) is invisible, and how it
+    reads back depends on the file's line endings: it is no change of the layout.
+    """
+    kept = [line.rstrip() for line in lines if _note(line) is None]
     while kept and not kept[-1].strip():
         kept.pop()
-    return kept
+    # The header alone is what the first write adds to an empty file, and forgetting
+    # every note leaves an empty file: neither is a change of the layout.
+    return [] if kept == [HEADER] else kept
 
 
 def merge_notes(base: str, current: str, other: str) -> MergeResult:
@@ -74,6 +81,10 @@ def merge_notes(base: str, current: str, other: str) -> MergeResult:
     else:
         return MergeResult(None, False, BOTH_CHANGED)
     merged = _merge_lines(set(_notes(b.lines)), layout, incoming)
+    if c.eol == "\n":
+        # A CR that ended the last line (no line feed after it) would, with a line
+        # after it now, read back as a CRLF ending: the file would mix endings.
+        merged = [line.rstrip("\r") for line in merged[:-1]] + merged[-1:]
     return _capped(c.render(merged))
 
 

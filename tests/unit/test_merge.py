@@ -243,3 +243,10 @@ def test_hostile_files_merge_without_losing_or_reviving_a_note(
         for note in base_notes - side_notes:
             assert note not in merged.notes, (note, result.text)
     assert clean(base, result.text, other) == result.text
+
+
+def test_a_last_line_ending_in_cr_does_not_become_a_crlf_ending() -> None:
+    current = f"{HEADER}\n- a\r"
+    merged = clean("", current, "\ufeff- bom")
+    assert merged == f"{HEADER}\n- a\n- bom"
+    assert clean("", merged, "\ufeff- bom") == merged
