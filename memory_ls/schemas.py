@@ -19,6 +19,8 @@ from pydantic import TypeAdapter
 from memory_ls.core.models import (
     DoctorReport,
     DoctorResult,
+    ExportResult,
+    ImportResult,
     InjectResult,
     MemoryResult,
     PathInfo,
@@ -33,6 +35,8 @@ SCHEMAS: dict[str, Any] = {
     "reload-result": ReloadResult,
     "doctor-report": DoctorReport,
     "doctor-result": DoctorResult,
+    "import-result": ImportResult,
+    "export-result": ExportResult,
     "settings": Settings,
 }
 """Every published shape by file name: the results and the ``memoryLs`` settings a client sends."""
