@@ -20,7 +20,14 @@ from memory_ls.core.actions import check_text
 from memory_ls.core.models import ExportStatusName, ImportRefusal, ImportResult
 from memory_ls.core.notes import parse, parse_bullet
 from memory_ls.core.recall import INTRO, MARKER
-from memory_ls.core.text import BOM, HEADER, MAX_STORE_BYTES, key_of_normalised, split_text
+from memory_ls.core.text import (
+    BOM,
+    HEADER,
+    MAX_STORE_BYTES,
+    key_of_normalised,
+    normalise,
+    split_text,
+)
 
 ImportFormat = Literal["auto", "markdown", "claude", "gemini", "hermes"]
 IMPORT_FORMATS: tuple[ImportFormat, ...] = ("auto", "markdown", "claude", "gemini", "hermes")
@@ -95,7 +102,7 @@ def _hermes_entries(lines: list[str]) -> list[str]:
     for line in [*lines, HERMES_SEPARATOR]:
         if line.strip() == HERMES_SEPARATOR:
             entry = "\n".join(current).strip()
-            if entry:
+            if normalise(entry):
                 entries.append(entry)
             current = []
         else:
@@ -308,7 +315,7 @@ def looks_generated(inner: Sequence[str]) -> bool:
     if len(inner) < 2 or inner[0] != MARKER or inner[1] != INTRO:
         return False
     section = 0
-    noted = False
+    noted = tailed = False
     tail = re.compile(r"- \(\+\d+ more; use the memory tool\)")
     for i, line in enumerate(inner[2:], start=2):
         if line in ("project:", "global:"):
@@ -317,8 +324,9 @@ def looks_generated(inner: Sequence[str]) -> bool:
                 return False
             section, noted = order, False
         elif tail.fullmatch(line):
-            if i != len(inner) - 1 or not section:
+            if i != len(inner) - 1:
                 return False
+            tailed = True  # nothing fitted at all: the header and the tail alone
         elif line.startswith("- ") and section:
             note, error = check_text(line[2:])
             if error is not None or note != line[2:]:
@@ -326,7 +334,7 @@ def looks_generated(inner: Sequence[str]) -> bool:
             noted = True
         else:
             return False
-    return section > 0 and noted
+    return (section > 0 and noted) or tailed
 
 
 @dataclass(frozen=True, slots=True)
