@@ -486,20 +486,19 @@ def _print_result(verb: str, result: Any, args: argparse.Namespace) -> int:
 
 def _import(runtime: Any, args: argparse.Namespace) -> int:
     """``import FILE…``: every file read first, then one write (SPEC §15)."""
-    from memory_ls.core.bridges import import_candidates, import_summary
-    from memory_ls.store.bridges import read_import_file
+    from memory_ls.core.bridges import import_summary
+    from memory_ls.store.bridges import read_import_files
 
-    candidates: list[str] = []
-    for name in args.file:
-        read = read_import_file(Path(os.path.expanduser(name)))
-        if read.error is not None or read.text is None:
-            print(f"Error: {read.error}", file=sys.stderr)
-            return EXIT_REFUSED  # nothing is imported from a set of files that cannot all be read
-        found = import_candidates(read.text, args.format)
-        if not found:
-            print(f"No notes found in {name} (format {args.format}).", file=sys.stderr)
-        candidates.extend(found)
-    result = runtime.import_notes(candidates, args.scope)
+    files = read_import_files([Path(os.path.expanduser(f)) for f in args.file], args.format)
+    if files.error is not None:
+        # Nothing is imported from a set of files that cannot all be read.
+        if args.json:
+            _print_json({"added": [], "skipped": [], "refused": [], "error": files.error})
+        print(f"Error: {files.error}", file=sys.stderr)
+        return EXIT_REFUSED
+    for path in files.empty:
+        print(f"No notes found in {path} (format {args.format}).", file=sys.stderr)
+    result = runtime.import_notes(files.candidates, args.scope)
     if args.json:
         _print_json(result)
     else:

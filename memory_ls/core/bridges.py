@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from memory_ls.core.actions import check_text
+from memory_ls.core.checks import ExportStaleData, Finding
 from memory_ls.core.models import ExportStatusName, ImportRefusal, ImportResult
 from memory_ls.core.notes import parse, parse_bullet
 from memory_ls.core.recall import INTRO, MARKER
@@ -51,6 +52,35 @@ _SECTION_END_RE = re.compile(r" {0,3}#{1,2}(?:[ \t]|$)")
 
 
 # -- import: reading another agent's file -------------------------------------------------
+
+
+FORMAT_MESSAGE = "format must be one of auto, markdown, claude, gemini, hermes."
+FILES_MESSAGE = "files is required: a list of paths or file URIs."
+TO_MESSAGE = "to must be a path or a file URI."
+CHECK_MESSAGE = "check must be true or false."
+
+
+def check_format(value: object) -> tuple[ImportFormat, str | None]:
+    """Validate an import ``format`` field (missing means ``auto``)."""
+    if value is None:
+        return "auto", None
+    for fmt in IMPORT_FORMATS:
+        if value == fmt:
+            return fmt, None
+    return "auto", FORMAT_MESSAGE
+
+
+def check_files(value: object) -> tuple[list[str], str | None]:
+    """Validate an import ``files`` field: a non-empty list of non-blank strings (or one string)."""
+    if isinstance(value, str):
+        value = [value]
+    if (
+        not isinstance(value, list)
+        or not value
+        or not all(isinstance(v, str) and v.strip() for v in value)
+    ):
+        return [], FILES_MESSAGE
+    return list(value), None
 
 
 def detect_format(text: str) -> Literal["markdown", "gemini", "hermes"]:
@@ -407,6 +437,34 @@ def check_message(status: ExportStatus, path: str) -> str:
             f"run memory-ls export --to {path} to restore it."
         ),
     }[status]
+
+
+def export_stale_finding(lines: Sequence[str], eol: str, body: str | None) -> Finding | None:
+    """The ``export-stale`` finding of an instruction file's text, or ``None``.
+
+    ``None`` when the file holds no block, when its block is current, or when
+    its markers do not pair up (no fix could rewrite it without losing text).
+    The finding spans the block; its data carries the block as it should read,
+    so the quick fix needs nothing else.
+    """
+    content = "\n".join(lines)
+    try:
+        block = find_block(content)
+    except ExportError:
+        return None
+    if block is None:
+        return None
+    plan = plan_export(content, body)
+    if not plan.changed:
+        return None
+    message = EDITED_MESSAGE if plan.status == "edited" else STALE_MESSAGE
+    data: ExportStaleData = {
+        "lastLine": block.last_line,
+        "status": plan.status,
+        "block": eol.join(block_lines(body)),
+    }
+    end = len(lines[block.last_line])
+    return Finding("export-stale", block.first_line, 0, block.last_line, end, message, data)
 
 
 STALE_MESSAGE = (

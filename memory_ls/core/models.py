@@ -110,12 +110,15 @@ class ImportResult(TypedDict):
     ``added``: written to the store; ``skipped``: its near-duplicate key was
     already stored or already imported; ``refused``: not written, with the
     reason (an import that would pass the size cap, or that the scope refuses,
-    refuses every note it would have added).
+    refuses every note it would have added). ``error`` is set only when the
+    import could not start (nothing was read, so nothing is listed).
     """
 
     added: list[str]
     skipped: list[str]
     refused: list[ImportRefusal]
+    error: NotRequired[str]
+    """Why the import could not start at all (a file that cannot be read, a bad field)."""
 
 
 ExportStatusName = Literal["current", "created", "added", "stale", "edited"]

@@ -17,6 +17,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+from memory_ls.core.bridges import ImportFormat, import_candidates
 from memory_ls.core.text import MAX_STORE_BYTES, display_path, first_invalid_utf8
 from memory_ls.store.facts import not_regular_message
 
@@ -86,3 +87,28 @@ def read_import_file(path: Path) -> ReadText:
 def read_export_target(path: Path) -> ReadText:
     """An instruction file's text (``None`` when missing); one over the store cap is refused."""
     return read_text_file(path, MAX_STORE_BYTES, "the export target")
+
+
+@dataclass(frozen=True, slots=True)
+class ImportFiles:
+    """The candidate notes of every file of one import, or why the import cannot start."""
+
+    candidates: list[str]
+    error: str | None = None
+    empty: tuple[Path, ...] = ()
+    """Files that were read but hold no note in the format asked for."""
+
+
+def read_import_files(paths: list[Path], fmt: ImportFormat) -> ImportFiles:
+    """Read every file first: one that cannot be read stops the whole import (nothing is written)."""
+    candidates: list[str] = []
+    empty: list[Path] = []
+    for path in paths:
+        read = read_import_file(path)
+        if read.error is not None or read.text is None:
+            return ImportFiles([], read.error or f"Cannot read {display_path(path)}")
+        found = import_candidates(read.text, fmt)
+        if not found:
+            empty.append(path)
+        candidates.extend(found)
+    return ImportFiles(candidates, None, tuple(empty))

@@ -172,7 +172,8 @@ export interface ExportResult {
  * ``added``: written to the store; ``skipped``: its near-duplicate key was
  * already stored or already imported; ``refused``: not written, with the
  * reason (an import that would pass the size cap, or that the scope refuses,
- * refuses every note it would have added).
+ * refuses every note it would have added). ``error`` is set only when the
+ * import could not start (nothing was read, so nothing is listed).
  *
  * This interface was referenced by `ServerShapes`'s JSON-Schema
  * via the `definition` "ImportResult".
@@ -181,6 +182,7 @@ export interface ImportResult {
   added: string[];
   skipped: string[];
   refused: ImportRefusal[];
+  error?: string;
 }
 /**
  * A note an import refused, and why (over-long, or the whole import was refused).
