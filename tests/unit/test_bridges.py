@@ -18,6 +18,7 @@ from memory_ls.core.bridges import (
     ExportError,
     block_lines,
     detect_format,
+    export_stale_finding,
     find_block,
     import_candidates,
     import_summary,
@@ -25,6 +26,8 @@ from memory_ls.core.bridges import (
     plan_export,
     plan_import,
 )
+from memory_ls.core.checks import wire_data
+from memory_ls.core.fixes import apply_edits, quick_fixes
 from memory_ls.core.recall import recall_plan
 from memory_ls.core.text import HEADER, MAX_STORE_BYTES, normalise
 
@@ -326,3 +329,39 @@ def test_a_body_with_a_tail_looks_generated() -> None:
     body = recall_plan([f"note {i} " + "x" * 400 for i in range(40)], [], 512, True).body
     assert body is not None and "more; use the memory tool" in body
     assert looks_generated(body.split("\n"))
+
+
+# -- export-stale (the language server's diagnostic on an instruction file) ----------------
+
+
+def test_export_stale_finding_and_its_fix_from_wire_data() -> None:
+    lines = ["# Agents", "", *BLOCK.replace("use pnpm", "use npm").split("\n"), "tail"]
+    finding = export_stale_finding(lines, "\r\n", BODY)
+    assert finding is not None and finding.code == "export-stale"
+    assert (finding.line, finding.start) == (2, 0)
+    assert (finding.end_line, finding.end) == (len(lines) - 2, len(EXPORT_END))
+    (fix,) = quick_fixes(lines, "export-stale", wire_data(finding)) or []
+    assert fix.preferred and fix.title == "Rewrite the memory-ls block from memory.md"
+    (edit,) = fix.edits
+    assert edit.new_text == "\r\n".join(block_lines(BODY))
+    fixed = apply_edits(lines, fix.edits)
+    assert fixed.replace("\r\n", "\n") == "\n".join(["# Agents", "", BLOCK, "tail"])
+
+
+def test_export_stale_finding_is_none_when_current_missing_or_malformed() -> None:
+    assert export_stale_finding(["# A", *BLOCK.split("\n")], "\n", BODY) is None
+    assert export_stale_finding(["# A", "no block"], "\n", BODY) is None
+    assert export_stale_finding([EXPORT_BEGIN, "- x"], "\n", BODY) is None
+
+
+def test_export_stale_fix_does_not_apply_to_moved_lines() -> None:
+    lines = [*BLOCK.replace("use pnpm", "old").split("\n")]
+    finding = export_stale_finding(lines, "\n", BODY)
+    assert finding is not None
+    assert quick_fixes(["# inserted above", *lines], "export-stale", wire_data(finding)) == []
+
+
+def test_edited_block_message() -> None:
+    finding = export_stale_finding([EXPORT_BEGIN, "mine", EXPORT_END], "\n", BODY)
+    assert finding is not None and "edited by hand" in finding.message
+    assert finding.data["status"] == "edited"  # type: ignore[typeddict-item]
