@@ -3,6 +3,8 @@
 // `make schemas`): none is written by hand here, so the client cannot drift from the server.
 import type {
   DoctorResult,
+  ExportResult,
+  ImportResult,
   InjectResult,
   MemoryResult,
   PathInfo,
@@ -11,6 +13,9 @@ import type {
 
 export type {
   DoctorResult,
+  ExportResult,
+  ImportRefusal,
+  ImportResult,
   InjectResult,
   MemoryResult,
   NoteChanges,
@@ -41,6 +46,8 @@ export const ServerCommand = {
   reload: 'memory.reload',
   doctor: 'memory.doctor',
   inject: 'memory.inject',
+  import: 'memory.import',
+  export: 'memory.export',
 } as const;
 
 export type ServerCommandId = (typeof ServerCommand)[keyof typeof ServerCommand];
@@ -58,6 +65,8 @@ export interface CommandResults {
   'memory.reload': ReloadResult;
   'memory.doctor': DoctorResult;
   'memory.inject': InjectResult;
+  'memory.import': ImportResult;
+  'memory.export': ExportResult;
 }
 
 export function isMemoryResult(value: unknown): value is MemoryResult {
