@@ -513,6 +513,7 @@ def _export(runtime: Any, args: argparse.Namespace) -> int:
     target = Path(os.path.abspath(os.path.expanduser(args.to)))
     # The file a symlink leads to is the one to update (CLAUDE.md -> AGENTS.md stays a link).
     target = Path(os.path.realpath(target))
+    _say_if_untrusted(runtime)  # the block leaves the project's notes out: say why
     result = runtime.export_to(target, check=args.check)
     if args.check and "error" not in result:
         result["message"] = check_message(result["status"], args.to)

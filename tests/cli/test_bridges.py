@@ -311,6 +311,7 @@ def test_an_untrusted_project_is_never_exported(workspace: Workspace) -> None:
     target = workspace.root / "AGENTS.md"
     r = workspace.cli("export", "--to", "AGENTS.md", "--untrusted")
     assert r.returncode == 0, r.stderr
+    assert "Project memory is left out: the project is untrusted" in r.stderr
     text = target.read_text()
     assert "use pnpm, not npm" not in text
     assert text == block(body_of([], ["answer in English"])) + "\n"

@@ -29,7 +29,7 @@ from memory_ls.core.bridges import (
 from memory_ls.core.checks import wire_data
 from memory_ls.core.fixes import apply_edits, quick_fixes
 from memory_ls.core.recall import recall_plan
-from memory_ls.core.text import HEADER, MAX_STORE_BYTES, normalise
+from memory_ls.core.text import HEADER, MAX_STORE_BYTES, normalise, split_text
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "bridges"
 
@@ -365,3 +365,21 @@ def test_edited_block_message() -> None:
     finding = export_stale_finding([EXPORT_BEGIN, "mine", EXPORT_END], "\n", BODY)
     assert finding is not None and "edited by hand" in finding.message
     assert finding.data["status"] == "edited"  # type: ignore[typeddict-item]
+
+
+@given(st.text(max_size=200), st.text(max_size=200), st.sampled_from(["\n", "\r\n"]))
+def test_export_keeps_any_prose_byte_for_byte(before: str, after: str, eol: str) -> None:
+    for text in (before, after):
+        for line in text.replace("\r\n", "\n").split("\n"):
+            if line.strip() in (EXPORT_BEGIN, EXPORT_END):
+                return
+    added = plan_export(before, BODY)
+    assert added.content.startswith(before)
+    assert plan_export(added.content, BODY).status == "current"
+    old = eol.join(block_lines(recall_plan(["old"], [], 8192, True).body))
+    text = f"{before}{eol}{old}{eol}{after}"
+    replaced = plan_export(text, BODY)
+    assert replaced.status == "stale"
+    new_eol = split_text(text).eol
+    assert replaced.content == f"{before}{eol}{new_eol.join(block_lines(BODY))}{eol}{after}"
+    assert plan_export(replaced.content, BODY).status == "current"
