@@ -358,8 +358,9 @@ def looks_generated(inner: Sequence[str]) -> bool:
                 return False
             tailed = True  # nothing fitted at all: the header and the tail alone
         elif line.startswith("- ") and section:
-            note, error = check_text(line[2:])
-            if error is not None or note != line[2:]:
+            # A stored note is normalised (its length is not checked: a hand-edited
+            # store may hold an over-long note, and recall includes it).
+            if not line[2:] or normalise(line[2:]) != line[2:]:
                 return False
             noted = True
         else:

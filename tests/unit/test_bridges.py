@@ -28,7 +28,7 @@ from memory_ls.core.bridges import (
 )
 from memory_ls.core.checks import wire_data
 from memory_ls.core.fixes import apply_edits, quick_fixes
-from memory_ls.core.recall import recall_plan
+from memory_ls.core.recall import INTRO, recall_plan
 from memory_ls.core.text import HEADER, MAX_STORE_BYTES, normalise, split_text
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "bridges"
@@ -383,3 +383,9 @@ def test_export_keeps_any_prose_byte_for_byte(before: str, after: str, eol: str)
     new_eol = split_text(text).eol
     assert replaced.content == f"{before}{eol}{new_eol.join(block_lines(BODY))}{eol}{after}"
     assert plan_export(replaced.content, BODY).status == "current"
+
+
+def test_a_body_holding_an_over_long_note_looks_generated() -> None:
+    body = recall_plan(["y" * 600], [], 8192, True).body
+    assert body is not None and looks_generated(body.split("\n"))
+    assert not looks_generated(["[MEMORY]", INTRO, "project:", "-  two  spaces"])
