@@ -51,8 +51,7 @@ _FENCE_RE = re.compile(r" {0,3}(`{3,}|~{3,})(.*)")
 _SECTION_END_RE = re.compile(r" {0,3}#{1,2}(?:[ \t]|$)")
 
 
-# -- import: reading another agent's file -------------------------------------------------
-
+# -- the fields of memory.import / memory.export ---------------------------------------------
 
 FORMAT_MESSAGE = "format must be one of auto, markdown, claude, gemini, hermes."
 FILES_MESSAGE = "files is required: a list of paths or file URIs."
@@ -81,6 +80,9 @@ def check_files(value: object) -> tuple[list[str], str | None]:
     ):
         return [], FILES_MESSAGE
     return list(value), None
+
+
+# -- import: reading another agent's file -------------------------------------------------
 
 
 def detect_format(text: str) -> Literal["markdown", "gemini", "hermes"]:
@@ -208,7 +210,11 @@ class ImportPlan:
 
     def result(self) -> ImportResult:
         """The import's result as every front end reports it."""
-        return {"added": list(self.added), "skipped": list(self.skipped), "refused": self.refused}
+        return {
+            "added": list(self.added),
+            "skipped": list(self.skipped),
+            "refused": list(self.refused),
+        }
 
     def refused_whole(self, error: str) -> ImportResult:
         """The result of an import refused as a whole: nothing added, each note it would
