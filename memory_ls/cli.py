@@ -70,6 +70,11 @@ OPTIONS: dict[str, Option] = {
         Option("--json", None, "print JSON (default: text)"),
         Option("--to", "NEW", "the new text (required; no default)"),
         Option("--yes", None, "clear without asking (default: ask on a terminal, else refuse)"),
+        Option(
+            "--check",
+            None,
+            "write nothing; exit 1 when the block is missing or out of date (default: write it)",
+        ),
         Option("--format", "text|json|sarif", "how to print findings (default: text)"),
         Option("--tcp", "HOST:PORT", "serve over TCP (default: stdio)"),
         Option("--ws", "HOST:PORT", "serve over WebSocket (default: stdio)"),
@@ -99,10 +104,13 @@ class Verb:
     """``(name, help)`` of each positional argument."""
     options: tuple[str, ...] = COMMON
     required: tuple[str, ...] = ()
-    helps: tuple[tuple[str, str], ...] = ()
-    """Option help that differs for this verb: ``(flag, help)``."""
-    defaults: tuple[tuple[str, str], ...] = ()
-    """Option defaults that differ for this verb: ``(dest, value)``."""
+    overrides: tuple[Option, ...] = ()
+    """Options whose values, default or help differ for this verb (``import --format``,
+    ``export --to``, ``sync --scope``): the first of a ``|`` list is the default."""
+
+    def option(self, flag: str) -> Option:
+        """The option ``flag`` as this verb takes it."""
+        return next((o for o in self.overrides if o.flag == flag), OPTIONS[flag])
 
 
 VERBS: dict[str, Verb] = {
@@ -150,12 +158,42 @@ VERBS: dict[str, Verb] = {
             "Lint memory files like a linter (default: both stores of --project).",
             (("FILE", "a memory file to check"),),
             ("--format", *COMMON),
-            helps=(
-                ("--json", "the same as --format json (default: text)"),
-                (
+            overrides=(
+                Option("--json", None, "the same as --format json (default: text)"),
+                Option(
                     "--project",
+                    "DIR",
                     "the project whose stores are checked, or that a global store given as "
                     "FILE is checked against (default: the current directory)",
+                ),
+            ),
+        ),
+        Verb(
+            "import",
+            "Import notes from other agents' memory files into --scope (one write).",
+            (("FILE", "a memory file of another agent (Claude Code, Gemini CLI, Hermes, notes)"),),
+            ("--format", "--scope", *COMMON),
+            overrides=(
+                Option(
+                    "--format",
+                    "auto|markdown|claude|gemini|hermes",
+                    "how to read FILE: markdown/claude take every bullet outside code fences, "
+                    "gemini the bullets under '## Gemini Added Memories', hermes each "
+                    "entry between lines holding only § (default: auto, picked by content)",
+                ),
+            ),
+        ),
+        Verb(
+            "export",
+            "Keep a block in an instruction file (AGENTS.md, CLAUDE.md, ...) equal to the recall body.",
+            options=("--to", "--check", *COMMON),
+            required=("--to",),
+            overrides=(
+                Option(
+                    "--to",
+                    "FILE",
+                    "the instruction file to keep the block in, relative to the current "
+                    "directory (required; no default)",
                 ),
             ),
         ),
@@ -181,9 +219,10 @@ VERBS: dict[str, Verb] = {
             "git-setup",
             "Set up git's note-wise merge of the store in its repository (idempotent).",
             options=("--project", "--agent-dir", "--global-store"),
-            helps=(
-                (
+            overrides=(
+                Option(
                     "--agent-dir",
+                    "DIR",
                     "with --global-store, the folder of the global store "
                     "(default: $PI_CODING_AGENT_DIR, else ~/.pi/agent)",
                 ),
@@ -193,13 +232,13 @@ VERBS: dict[str, Verb] = {
             "sync",
             "Commit the store, pull with the merge driver and push, in its git repository.",
             options=("--scope", "--project", "--agent-dir", "--trusted", "--untrusted", "--json"),
-            helps=(
-                (
+            overrides=(
+                Option(
                     "--scope",
+                    "global|project",
                     "the store to sync (default: global; project only when asked)",
                 ),
             ),
-            defaults=(("scope", "global"),),
         ),
     )
 }
@@ -250,14 +289,13 @@ def _verb_parser(verb: Verb) -> argparse.ArgumentParser:
         epilog="-- ends the options, so a note may begin with -." if verb.args else None,
         allow_abbrev=False,  # `--proj` would slip past _arrange's value joining
     )
-    helps = dict(verb.helps)
     for name, help_ in verb.args:
-        nargs = "*" if verb.name == "check" else None
+        nargs = {"check": "*", "import": "+"}.get(verb.name)
         parser.add_argument(name.lower(), metavar=name, nargs=nargs, help=help_)
     groups: dict[str, Any] = {}
     for flag in verb.options:
-        option = OPTIONS[flag]
-        help_ = helps.get(flag, option.help)
+        option = verb.option(flag)
+        help_ = option.help
         # --trusted/--untrusted and --tcp/--ws are either-or.
         pair = next((p for p in EXCLUSIVE if flag in p), None)
         target: Any = parser
@@ -286,8 +324,6 @@ def _verb_parser(verb: Verb) -> argparse.ArgumentParser:
                 required=flag in verb.required,
                 help=help_,
             )
-    if verb.defaults:
-        parser.set_defaults(**dict(verb.defaults))
     return parser
 
 
@@ -298,7 +334,7 @@ def _arrange(tokens: Sequence[str], verb: Verb) -> list[str]:
     a ``--`` with nothing after it is dropped; any other ``--`` is kept once,
     before the arguments that follow it.
     """
-    takes_value = {f for f in verb.options if OPTIONS[f].metavar is not None}
+    takes_value = {f for f in verb.options if verb.option(f).metavar is not None}
     out: list[str] = []
     rest: list[str] = []
     i = 0
@@ -435,6 +471,10 @@ def _run(verb: str, args: argparse.Namespace) -> int:
         return _git_setup(runtime, args)
     if verb == "sync":
         return _sync(runtime, args)
+    if verb == "import":
+        return _import(runtime, args)
+    if verb == "export":
+        return _export(runtime, args)
     if verb in ("path", "inject"):
         if verb == "path":
             info = runtime.path_info()
@@ -490,6 +530,51 @@ def _print_result(verb: str, result: Any, args: argparse.Namespace) -> int:
         stream = sys.stderr if "error" in result else sys.stdout
         print(result_text(result), file=stream)
     return EXIT_REFUSED if "error" in result else EXIT_OK
+
+
+def _import(runtime: Any, args: argparse.Namespace) -> int:
+    """``import FILE…``: every file read first, then one write (SPEC §15)."""
+    from memory_ls.core.bridges import import_summary
+    from memory_ls.store.bridges import read_import_files
+
+    files = read_import_files([Path(os.path.expanduser(f)) for f in args.file], args.format)
+    if files.error is not None:
+        # Nothing is imported from a set of files that cannot all be read.
+        if args.json:
+            _print_json({"added": [], "skipped": [], "refused": [], "error": files.error})
+        print(f"Error: {files.error}", file=sys.stderr)
+        return EXIT_REFUSED
+    for path in files.empty:
+        print(f"No notes found in {path} (format {args.format}).", file=sys.stderr)
+    result = runtime.import_notes(files.candidates, args.scope)
+    if args.json:
+        _print_json(result)
+    else:
+        print(import_summary(result))
+    return EXIT_REFUSED if result["refused"] else EXIT_OK
+
+
+def _export(runtime: Any, args: argparse.Namespace) -> int:
+    """``export --to FILE [--check]``: the block written, or (``--check``) judged."""
+    from memory_ls.core.bridges import check_message
+
+    target = Path(os.path.abspath(os.path.expanduser(args.to)))
+    # The file a symlink leads to is the one to update (CLAUDE.md -> AGENTS.md stays a link).
+    target = Path(os.path.realpath(target))
+    _say_if_untrusted(runtime)  # the block leaves the project's notes out: say why
+    result = runtime.export_to(target, check=args.check)
+    if args.check and "error" not in result:
+        result["message"] = check_message(result["status"], args.to)
+    if args.json:
+        _print_json(result)
+    elif "error" in result:
+        print(f"Error: {result['error']}", file=sys.stderr)
+    else:
+        stream = sys.stderr if args.check and result["changed"] else sys.stdout
+        print(result["message"], file=stream)
+    if "error" in result:
+        return EXIT_REFUSED
+    return EXIT_REFUSED if args.check and result["changed"] else EXIT_OK
 
 
 CLEAR_NEEDS_YES = "clear needs --yes when not run on a terminal."

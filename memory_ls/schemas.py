@@ -19,6 +19,8 @@ from pydantic import TypeAdapter
 from memory_ls.core.models import (
     DoctorReport,
     DoctorResult,
+    ExportResult,
+    ImportResult,
     InjectResult,
     MemoryResult,
     PathInfo,
@@ -35,6 +37,8 @@ SCHEMAS: dict[str, Any] = {
     "doctor-report": DoctorReport,
     "doctor-result": DoctorResult,
     "sync-result": SyncResult,
+    "import-result": ImportResult,
+    "export-result": ExportResult,
     "settings": Settings,
 }
 """Every published shape by file name: the results and the ``memoryLs`` settings a client sends."""

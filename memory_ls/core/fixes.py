@@ -22,6 +22,7 @@ from memory_ls.core.checks import (
     CrossScopeData,
     DiagnosticData,
     DuplicateData,
+    ExportStaleData,
     HiddenUnicodeData,
     NoteData,
     PairData,
@@ -327,6 +328,19 @@ def _hidden(lines: Sequence[str], line: int, _: HiddenUnicodeData) -> list[Fix]:
     return [Fix("Remove the hidden characters", remove_hidden_line(lines, line), True)]
 
 
+def _export_stale(lines: Sequence[str], line: int, data: ExportStaleData) -> list[Fix]:
+    """Rewrite an instruction file's memory-ls block as the data says it should read."""
+    from memory_ls.core.bridges import EXPORT_BEGIN, EXPORT_END
+
+    last = data["lastLine"]
+    if not (0 <= line < last < len(lines)):
+        return []  # stale data: the block moved since
+    if lines[line].strip() != EXPORT_BEGIN or lines[last].strip() != EXPORT_END:
+        return []
+    edit = Edit(line, 0, last, len(lines[last]), data["block"])
+    return [Fix("Rewrite the memory-ls block from memory.md", [edit], True)]
+
+
 QUICK_FIXES: dict[str, _QuickFixes[Any]] = {
     "duplicate": _QuickFixes(DuplicateData, _duplicate),
     "similar": _QuickFixes(SimilarData, _wordings),
@@ -334,6 +348,7 @@ QUICK_FIXES: dict[str, _QuickFixes[Any]] = {
     "blank-note": _QuickFixes(NoteData, _blank),
     "control-characters": _QuickFixes(NoteData, _controls),
     "hidden-unicode": _QuickFixes(HiddenUnicodeData, _hidden),
+    "export-stale": _QuickFixes(ExportStaleData, _export_stale),
 }
 """Every code that has quick fixes: the data it reads, and how it makes them."""
 

@@ -94,6 +94,53 @@ class ReloadResult(MemoryResult):
     reloaded: ReloadChanges
 
 
+# -- bridges to other agents (SPEC §15) ---------------------------------------------
+
+
+class ImportRefusal(TypedDict):
+    """A note an import refused, and why (over-long, or the whole import was refused)."""
+
+    text: str
+    error: str
+
+
+class ImportResult(TypedDict):
+    """The result of ``memory-ls import`` / ``memory.import``: each note under its verdict.
+
+    ``added``: written to the store; ``skipped``: its near-duplicate key was
+    already stored or already imported; ``refused``: not written, with the
+    reason (an import that would pass the size cap, or that the scope refuses,
+    refuses every note it would have added). ``error`` is set only when the
+    import could not start (nothing was read, so nothing is listed).
+    """
+
+    added: list[str]
+    skipped: list[str]
+    refused: list[ImportRefusal]
+    error: NotRequired[str]
+    """Why the import could not start at all (a file that cannot be read, a bad field)."""
+
+
+ExportStatusName = Literal["current", "created", "added", "stale", "edited"]
+
+
+class ExportResult(TypedDict):
+    """The result of ``memory.export`` (and ``memory-ls export --json``).
+
+    ``status``: ``current`` (nothing written), ``created`` (the file was
+    missing), ``added`` (the block was missing), ``stale`` (an older recall
+    body was replaced), ``edited`` (a block edited by hand was replaced).
+    ``changed`` says whether the file was (or, with ``check``, would be)
+    written; ``error`` why nothing could be written.
+    """
+
+    path: str
+    status: ExportStatusName
+    changed: bool
+    message: str
+    error: NotRequired[str]
+
+
 # -- the doctor (SPEC §9) ---------------------------------------------------------
 
 
@@ -219,6 +266,9 @@ def _closed(*shapes: Any) -> None:
 
 _closed(
     MemoryResult,
+    ImportRefusal,
+    ImportResult,
+    ExportResult,
     OmittedNote,
     InjectResult,
     PathInfo,

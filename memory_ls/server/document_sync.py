@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from lsprotocol import types as lsp
 from pygls.uris import from_fs_path, to_fs_path
 
-from memory_ls.server import background, commands, publishing
+from memory_ls.server import background, commands, instructions, publishing
 from memory_ls.server.diagnostics import DocState, disk_facts
 from memory_ls.server.documents import MemoryDocument, Span
 from memory_ls.server.protocol import CLIENT_TIMEOUT
@@ -123,13 +123,15 @@ def _refresh_others_soon(ls: MemoryServer, doc: MemoryDocument) -> None:
 
 @guarded
 def did_open(ls: MemoryServer, params: lsp.DidOpenTextDocumentParams) -> None:
-    """Track a memory document and check it; other documents get nothing."""
+    """Track a memory document and check it; an instruction file gets ``export-stale``
+    only, and other documents nothing."""
     item = params.text_document
     path = _path_of(item.uri)
     if path is None:
         return
     info = ls.projects.describe(path)
     if info is None:
+        instructions.did_open(ls, item, path)  # AGENTS.md & co. get export-stale only
         return
     doc = MemoryDocument(item.uri, path, item.text, item.version)
     ls.track(doc, DocState(info, disk_facts(doc)))
@@ -143,6 +145,7 @@ def did_change(ls: MemoryServer, params: lsp.DidChangeTextDocumentParams) -> Non
     """Apply the edit to the per-line state, then re-check what it touched."""
     found = ls.document(params.text_document.uri)
     if found is None:
+        instructions.did_change(ls, params)
         return
     doc = found.doc
     notes_before = doc.notes_version
@@ -167,6 +170,7 @@ def did_close(ls: MemoryServer, params: lsp.DidCloseTextDocumentParams) -> None:
     """Forget the document and clear its diagnostics."""
     doc = ls.untrack(params.text_document.uri)
     if doc is None:
+        instructions.did_close(ls, params.text_document.uri)
         return
     commands.buffer_closed(ls, doc.uri)
     publishing.clear(ls, doc.uri)

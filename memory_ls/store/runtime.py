@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,10 +21,13 @@ from memory_ls.core.actions import (
     no_match,
     read_request,
 )
+from memory_ls.core.bridges import ImportPlan, plan_import
 from memory_ls.core.config import EffectiveConfig
 from memory_ls.core.models import (
     DoctorReport,
     DoctorResult,
+    ExportResult,
+    ImportResult,
     InjectResult,
     MemoryResult,
     PathInfo,
@@ -41,6 +44,7 @@ from memory_ls.store.files import (
     Stamp,
     StoreFile,
     StoreRefused,
+    oversize_message,
     read_store,
     stamp_of,
     store_lock,
@@ -476,6 +480,101 @@ class MemoryRuntime:
     def clear(self, scope: Scope = "project") -> MemoryResult:
         """Remove every bullet of ``scope``; callers must have asked a human first."""
         return self._write(Request("clear", scope))
+
+    # -- bridges to other agents (SPEC §15) -------------------------------------
+
+    def import_notes(self, candidates: Sequence[str], scope: Scope = "project") -> ImportResult:
+        """Import another agent's notes into ``scope`` in one locked write.
+
+        Each candidate is normalised; an over-long one is refused, one whose key
+        the store or the import already holds is skipped. An import the scope
+        refuses (untrusted, read-only, an unreadable store) or that would pass
+        the size cap refuses every note it would have added, and writes nothing.
+        """
+        refusal = self.refusal(scope)
+        if refusal:
+            return plan_import("", candidates).refused_whole(refusal)
+        plans: list[ImportPlan] = []
+        path = self.paths[scope]
+
+        def transform(content: str) -> Change:
+            plan = plan_import(content, candidates)
+            plans.append(plan)
+            if plan.over_cap:
+                return Change(content, False, error=oversize_message(path, plan.size))
+            return Change(plan.content, plan.changed)
+
+        change = self._mutate(scope, transform)
+        plan = plans[-1] if plans else plan_import("", candidates)
+        if change.error:
+            return plan.refused_whole(change.error)
+        return plan.result()
+
+    def export_to(self, target: Path, *, check: bool = False) -> ExportResult:
+        """Keep the memory-ls block of ``target`` equal to the recall body (SPEC §15).
+
+        Only the block changes; nothing is written when it is current or with
+        ``check``. The recall body leaves an untrusted project's notes out. A
+        store that cannot be read refuses the export, so a block never loses
+        notes because a file was briefly unreadable.
+        """
+        from memory_ls.core.bridges import ExportError, export_message, plan_export
+        from memory_ls.store.bridges import read_export_target
+
+        shown = display_path(target)
+
+        def refused(error: str) -> ExportResult:
+            return {
+                "path": str(target),
+                "status": "current",
+                "changed": False,
+                "message": error,
+                "error": error,
+            }
+
+        scopes: tuple[Scope, ...] = ("project", "global") if self.trust().trusted else ("global",)
+        for scope in scopes:
+            error = self.view(scope).file.error
+            if error:
+                return refused(error)
+        if not target.parent.is_dir():
+            return refused(
+                f"No such directory for the export target: {display_path(target.parent)}"
+            )
+        body = self.plan().body
+        read = read_export_target(target)
+        if read.error:
+            return refused(read.error)
+        try:
+            plan = plan_export(read.text, body)
+        except ExportError as exc:
+            return refused(f"Cannot rewrite the memory-ls block in {shown}: {exc}")
+        result: ExportResult = {
+            "path": str(target),
+            "status": plan.status,
+            "changed": plan.changed,
+            "message": export_message(plan.status, shown),
+        }
+        if check or not plan.changed:
+            return result
+        try:
+            with store_lock(target) as folder:
+                # Under the lock: read again, so an edit made meanwhile is kept.
+                again = read_export_target(target)
+                if again.error:
+                    return refused(again.error)
+                plan = plan_export(again.text, body)
+                if plan.changed:
+                    write_store(target, plan.content, folder)
+        except ExportError as exc:
+            return refused(f"Cannot rewrite the memory-ls block in {shown}: {exc}")
+        except StoreRefused as exc:
+            return refused(str(exc))
+        except OSError as exc:
+            return refused(f"Cannot write {shown}: {exc.strerror or exc}")
+        result["status"], result["changed"] = plan.status, plan.changed
+        result["message"] = export_message(plan.status, shown)
+        return result
 
     # -- doctor -------------------------------------------------------------
 

@@ -28,6 +28,8 @@ PROJECT_VERBS = [
     ["inject"],
     ["doctor"],
     ["check"],
+    ["import", "notes.md"],
+    ["export", "--to", "AGENTS.md"],
 ]
 """One call of every verb that takes ``--project``."""
 
@@ -156,7 +158,7 @@ def test_a_note_may_be_a_double_dash_itself(workspace: Workspace) -> None:
 def test_top_level_help_lists_verbs_and_common_options_after_the_verb(workspace: Workspace) -> None:
     r = workspace.cli("--help")
     assert r.returncode == 0
-    for verb in ("list", "add", "update", "check", "serve", "mcp"):
+    for verb in ("list", "add", "update", "check", "import", "export", "serve", "mcp"):
         assert re.search(rf"^\s+{verb}\b", r.stdout, re.M), verb
     for option in ("--scope", *COMMON):
         assert option in r.stdout, option
@@ -185,6 +187,8 @@ def _options_in_help(text: str) -> set[str]:
         ("inject", set(COMMON)),
         ("doctor", set(COMMON)),
         ("check", {"--format", *COMMON}),
+        ("import", {"--format", "--scope", *COMMON}),
+        ("export", {"--to", "--check", *COMMON}),
         ("serve", {"--tcp", "--ws"}),
         ("merge-file", set()),
         ("git-setup", {"--project", "--agent-dir", "--global-store"}),
@@ -206,7 +210,14 @@ def test_each_verb_offers_exactly_its_options_with_defaults(
 
 
 @pytest.mark.parametrize(
-    "args", [["serve", "--json"], ["check", "--scope", "project"], ["path", "--scope", "global"]]
+    "args",
+    [
+        ["serve", "--json"],
+        ["check", "--scope", "project"],
+        ["path", "--scope", "global"],
+        ["export", "--to", "AGENTS.md", "--scope", "global"],
+        ["import", "x.md", "--check"],
+    ],
 )
 def test_an_option_a_verb_ignores_is_a_usage_error(workspace: Workspace, args: list[str]) -> None:
     r = workspace.cli(*args, timeout=10)

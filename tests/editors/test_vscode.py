@@ -306,6 +306,13 @@ def test_vscode_extension_in_code_server(
     ).stdout
     assert pushed.startswith("memory: +1 -2 on "), pushed
 
+    # SPEC §15: Memory: Export to AGENTS.md…, export-stale on it, Memory: Import notes….
+    assert "<!-- memory-ls:begin" in report["export"]["file"], report["export"]
+    assert "memory-ls block" in report["export"]["message"], report["export"]
+    assert any("export-stale" in row for row in report["exportStale"]), report["exportStale"]
+    assert "Imported 1, skipped 0, refused 0." in report["import"]["message"], report["import"]
+    assert "- imported from gemini" in workspace.text("project")
+
     screenshot = artifacts / "vscode-screenshot.png"
     assert screenshot.exists()
     docs_copy = REPO / "docs" / "vscode-screenshot.png"

@@ -3,6 +3,7 @@ import * as fs from 'node:fs';
 import * as vscode from 'vscode';
 import { browseNotes, pickAndForget } from './browse';
 import { MemoryClient } from './client';
+import { exportToFile, importNotes } from './bridges';
 import { addNote, clearScope } from './notes';
 import { type InjectResult, type ReloadResult, SCOPES, ServerCommand, type SyncResult } from './protocol';
 import { REPORT_SCHEME, ReportDocuments } from './reports';
@@ -60,6 +61,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   });
   command('memoryLs.clear', () => clearScope(client));
   command('memoryLs.syncGlobal', () => syncGlobal(client, output));
+  command('memoryLs.importNotes', () => importNotes(client, reports));
+  command('memoryLs.exportAgents', () => exportToFile(client));
   command('memoryLs.restart', async () => {
     await client.restart();
     void vscode.window.showInformationMessage('Memory: the memory-ls server was restarted.');

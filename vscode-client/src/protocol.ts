@@ -3,6 +3,8 @@
 // `make schemas`): none is written by hand here, so the client cannot drift from the server.
 import type {
   DoctorResult,
+  ExportResult,
+  ImportResult,
   InjectResult,
   MemoryResult,
   PathInfo,
@@ -12,6 +14,9 @@ import type {
 
 export type {
   DoctorResult,
+  ExportResult,
+  ImportRefusal,
+  ImportResult,
   InjectResult,
   MemoryResult,
   NoteChanges,
@@ -44,6 +49,8 @@ export const ServerCommand = {
   doctor: 'memory.doctor',
   inject: 'memory.inject',
   sync: 'memory.sync',
+  import: 'memory.import',
+  export: 'memory.export',
 } as const;
 
 export type ServerCommandId = (typeof ServerCommand)[keyof typeof ServerCommand];
@@ -62,6 +69,8 @@ export interface CommandResults {
   'memory.doctor': DoctorResult;
   'memory.inject': InjectResult;
   'memory.sync': SyncResult;
+  'memory.import': ImportResult;
+  'memory.export': ExportResult;
 }
 
 export function isMemoryResult(value: unknown): value is MemoryResult {
