@@ -100,9 +100,7 @@ def test_the_console_script_runs_the_interrupt_handling_main() -> None:
 def test_ctrl_c_while_add_waits_for_the_lock(workspace: Workspace, how: str) -> None:
     workspace.write("project", ["kept"])
     before = workspace.read("project")
-    program = (
-        [sys.executable, "-m", "memory_ls"] if how == "python -m" else [str(console_script())]
-    )
+    program = [sys.executable, "-m", "memory_ls"] if how == "python -m" else [str(console_script())]
     with held_lock(workspace.project_store.parent):
         proc = start(workspace, [*program, "add", "never written"])
         wait_blocked_on_lock(proc)
