@@ -97,7 +97,13 @@ ToolResult = Annotated[CallToolResult, MemoryResult]
 
 
 def tool_result(result: MemoryResult) -> CallToolResult:
-    """A ``CallToolResult`` whose structured content is ``result`` on every call."""
+    """A ``CallToolResult`` whose structured content is ``result`` on every call.
+
+    Like every answer of this server, it passes through
+    :func:`~memory_ls.core.text.without_lone_surrogates`: a path from a folder
+    whose name is not UTF-8 must not stop the SDK from writing it.
+    """
+    result = without_lone_surrogates(result)
     return CallToolResult(
         content=[TextContent(type="text", text=result_text(result))],
         structured_content=dict(result),
@@ -212,8 +218,17 @@ def build_server(runtime: MemoryRuntime) -> MCPServer[Any]:
     for name, description, read in resources:
         server.resource(
             f"memory://{name}", name=name, description=description, mime_type="text/plain"
-        )(read)
+        )(_written_as_utf8(read))
     return server
+
+
+def _written_as_utf8(read: Callable[[], str]) -> Callable[[], str]:
+    """``read``, its text passed through :func:`without_lone_surrogates` (see :func:`tool_result`)."""
+
+    def text() -> str:
+        return without_lone_surrogates(read())
+
+    return text
 
 
 def notes_text(runtime: MemoryRuntime, scope: Scope) -> str:
