@@ -309,11 +309,21 @@ def _print_json(value: Any) -> None:
     say(json.dumps(value, indent=2, ensure_ascii=False))
 
 
+MAX_PORT = 65535
+
+
 def _host_port(value: str, parser: argparse.ArgumentParser) -> tuple[str, int]:
     host, _, port = value.rpartition(":")
-    if not host or not port.isdigit():
+    # ASCII digits only: str.isdigit takes "²" (int() does not) and "٣" (another script).
+    if not host or not (port.isascii() and port.isdigit()):
         parser.error(f"expected HOST:PORT, got {value!r}")
-    return host, int(port)
+    # Compared as text first: int() refuses more than 4300 digits.
+    number = port.lstrip("0") or "0"
+    if len(number) > len(str(MAX_PORT)) or int(number) > MAX_PORT:
+        parser.error(
+            f"the port must be 0 to {MAX_PORT}, got {port[:20]}{'…' if len(port) > 20 else ''}"
+        )
+    return host, int(number)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
