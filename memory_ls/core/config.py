@@ -183,6 +183,24 @@ def finite_json_float(text: str) -> float:
     return value
 
 
+def without_infinities(value: object) -> object:
+    """``value`` (decoded JSON) with every infinite or NaN float as ``null``.
+
+    A client's ``1e999`` reaches Python as ``inf``; written back as it is, it
+    would be ``Infinity``, which is not JSON (JavaScript's ``JSON.stringify``
+    writes ``null`` for it, as this does). Unchanged values are returned as they are.
+    """
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        cleaned = {k: without_infinities(v) for k, v in value.items()}
+        return value if all(cleaned[k] is value[k] for k in value) else cleaned
+    if isinstance(value, list):
+        items = [without_infinities(v) for v in value]
+        return value if all(a is b for a, b in zip(items, value, strict=True)) else items
+    return value
+
+
 def inject_bytes_from(value: object) -> int | None:
     """Turn a ``maxInjectBytes`` value into bytes, or ``None`` when it is not numeric.
 

@@ -19,6 +19,7 @@ from memory_ls.core.config import (
     parse_json,
     resolve_config,
     skipped_layer,
+    without_infinities,
 )
 from memory_ls.store.config import load_config
 from tests.conftest import Workspace
@@ -308,3 +309,10 @@ def test_finite_json_float_never_gives_an_infinity() -> None:
     assert finite_json_float("-1e999") == -1.7976931348623157e308
     assert finite_json_float("1e-999") == 0.0
     assert finite_json_float("2.5") == 2.5
+
+
+def test_without_infinities_writes_them_as_null_and_keeps_the_rest() -> None:
+    data = {"a": [1.5, float("inf")], "b": {"c": float("-inf"), "d": float("nan")}, "e": "x"}
+    assert without_infinities(data) == {"a": [1.5, None], "b": {"c": None, "d": None}, "e": "x"}
+    clean = {"a": [1, 2.5], "b": None}
+    assert without_infinities(clean) is clean  # nothing to change: the very same object
