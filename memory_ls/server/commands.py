@@ -27,13 +27,13 @@ from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types as lsp
 from pygls.exceptions import JsonRpcException, JsonRpcInternalError, JsonRpcInvalidParams
-from pygls.uris import to_fs_path
 
 from memory_ls.core.actions import Change, check_scope, read_request
 from memory_ls.core.models import MemoryResult, Scope
 from memory_ls.server import publishing
 from memory_ls.server.documents import MemoryDocument
 from memory_ls.server.edits import replacing_edit
+from memory_ls.server.uris import path_of_uri
 from memory_ls.store.paths import canonical_path, refused_project_store
 from memory_ls.store.runtime import MemoryRuntime
 
@@ -99,7 +99,7 @@ def runtime_for(
     uri = arg.get("uri")
     path: Path | None = None
     if isinstance(uri, str) and uri:
-        fs = to_fs_path(uri) if "://" in uri else uri
+        fs = path_of_uri(uri) if "://" in uri else uri
         path = Path(fs) if fs else None
     if path is None or refused_project_store(path) is not None:
         return ls.projects.runtime_for_uri_path(path)
