@@ -368,35 +368,58 @@ def _restore(args: argparse.Namespace) -> argparse.Namespace:
     return args
 
 
+def say(text: str = "", *, err: bool = False, end: str = "\n") -> None:
+    """Write ``text`` to standard output (``err``: standard error): the CLI's one way out.
+
+    A path from a folder whose name is not UTF-8 holds lone surrogates, which
+    cannot be written as UTF-8 (a crash under a strict locale, bytes that are
+    not UTF-8 under a lenient one); they are written as U+FFFD
+    (:func:`~memory_ls.core.text.without_lone_surrogates`).
+    """
+    from memory_ls.core.text import without_lone_surrogates
+
+    (sys.stderr if err else sys.stdout).write(without_lone_surrogates(text + end))
+
+
 def _usage_error(message: str) -> int:
-    print(f"usage: {PROG} VERB [options] [--] [args]", file=sys.stderr)
-    print(f"{PROG}: error: {message}", file=sys.stderr)
+    say(f"usage: {PROG} VERB [options] [--] [args]", err=True)
+    say(f"{PROG}: error: {message}", err=True)
     return EXIT_USAGE
 
 
 def _print_json(value: Any) -> None:
-    print(json.dumps(value, indent=2, ensure_ascii=False))
+    say(json.dumps(value, indent=2, ensure_ascii=False))
+
+
+MAX_PORT = 65535
 
 
 def _host_port(value: str, parser: argparse.ArgumentParser) -> tuple[str, int]:
     host, _, port = value.rpartition(":")
-    if not host or not port.isdigit():
+    # ASCII digits only: str.isdigit takes "²" (int() does not) and "٣" (another script).
+    if not host or not (port.isascii() and port.isdigit()):
         parser.error(f"expected HOST:PORT, got {value!r}")
-    return host, int(port)
+    # Compared as text first: int() refuses more than 4300 digits.
+    number = port.lstrip("0") or "0"
+    if len(number) > len(str(MAX_PORT)) or int(number) > MAX_PORT:
+        parser.error(
+            f"the port must be 0 to {MAX_PORT}, got {port[:20]}{'…' if len(port) > 20 else ''}"
+        )
+    return host, int(number)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code."""
     tokens = list(sys.argv[1:] if argv is None else argv)
     if not tokens:
-        print(_top_help(), file=sys.stderr, end="")
+        say(_top_help(), err=True, end="")
         return EXIT_USAGE
     first, rest = tokens[0], tokens[1:]
     if first in ("-h", "--help"):
-        print(_top_help(), end="")
+        say(_top_help(), end="")
         return EXIT_OK
     if first == "--version":
-        print(f"{PROG} {__version__}")
+        say(f"{PROG} {__version__}")
         return EXIT_OK
     if first.startswith("-"):
         return _usage_error(f"options go after the verb ({PROG} VERB {first} ...)")
@@ -451,10 +474,7 @@ def _trust_line(runtime: Any) -> str:
 def _say_if_untrusted(runtime: Any) -> None:
     """SPEC §8: name the rule that left the project's notes out, off standard output."""
     if not runtime.trust().trusted:
-        print(
-            f"Project memory is left out: the project is {_trust_line(runtime)}.",
-            file=sys.stderr,
-        )
+        say(f"Project memory is left out: the project is {_trust_line(runtime)}.", err=True)
 
 
 def _store_errors(runtime: Any) -> list[str]:
@@ -481,24 +501,24 @@ def _run(verb: str, args: argparse.Namespace) -> int:
             if args.json:
                 _print_json(info)
             else:
-                print(f"project: {info['project']}\nglobal: {info['global']}")
-                print(f"trust: {_trust_line(runtime)}")
+                say(f"project: {info['project']}\nglobal: {info['global']}")
+                say(f"trust: {_trust_line(runtime)}")
         else:
             _say_if_untrusted(runtime)
             result = runtime.inject()
             if args.json:
                 _print_json(result)
             elif result["body"] is not None:
-                print(result["body"])
+                say(result["body"])
         errors = _store_errors(runtime)
         for error in errors:
-            print(f"Error: {error}", file=sys.stderr)
+            say(f"Error: {error}", err=True)
         return EXIT_REFUSED if errors else EXIT_OK
     if verb == "doctor":
         if args.json:
             _print_json(runtime.doctor_report())
         else:
-            print(runtime.doctor_text(), end="")
+            say(runtime.doctor_text(), end="")
         return EXIT_OK
     if verb == "list":
         _say_if_untrusted(runtime)
@@ -523,12 +543,11 @@ def _print_result(verb: str, result: Any, args: argparse.Namespace) -> int:
     if args.json:
         _print_json(result)
     elif verb == "list":
-        print(result_text({k: v for k, v in result.items() if k != "error"}))  # type: ignore[arg-type]
+        say(result_text({k: v for k, v in result.items() if k != "error"}))  # type: ignore[arg-type]
         if "error" in result:
-            print(f"Error: {result['error']}", file=sys.stderr)
+            say(f"Error: {result['error']}", err=True)
     else:
-        stream = sys.stderr if "error" in result else sys.stdout
-        print(result_text(result), file=stream)
+        say(result_text(result), err="error" in result)
     return EXIT_REFUSED if "error" in result else EXIT_OK
 
 
@@ -586,14 +605,14 @@ def _confirm_clear(runtime: Any, scope: str, as_json: bool = False) -> bool:
         if as_json:
             _print_json(runtime.result("clear", scope, error=CLEAR_NEEDS_YES))
         else:
-            print(f"Error: {CLEAR_NEEDS_YES}", file=sys.stderr)
+            say(f"Error: {CLEAR_NEEDS_YES}", err=True)
         return False
     count = len(runtime.notes(scope))
-    sys.stderr.write(f"Remove all {count} {scope} note(s) from {runtime.paths[scope]}? [y/N] ")
+    say(f"Remove all {count} {scope} note(s) from {runtime.paths[scope]}? [y/N] ", err=True, end="")
     sys.stderr.flush()
     answer = sys.stdin.readline().strip().lower()
     if answer not in ("y", "yes"):
-        print("Nothing was cleared.", file=sys.stderr)
+        say("Nothing was cleared.", err=True)
         return False
     return True
 
@@ -608,20 +627,20 @@ def _check(args: argparse.Namespace) -> int:
         reports = lint_stores(_runtime(args))
     output, failing = render_reports(reports, "json" if args.json else args.format)
     if output:
-        print(output)
+        say(output)
     errors = [r.error for r in reports if r.error]
     for error in errors:
-        print(f"Error: {error}", file=sys.stderr)
+        say(f"Error: {error}", err=True)
     counts = {"error": len(errors), "warning": 0, "other": 0}
     for finding in (f for r in reports for f in r.findings):
         kind = finding.severity if finding.severity in ("error", "warning") else "other"
         counts[kind] += 1
     # SPEC §8: one line on standard error, also when clean; a file that could
     # not be read counts as an error.
-    print(
+    say(
         f"{len(reports)} files checked: {counts['error']} errors, "
         f"{counts['warning']} warnings, {counts['other']} other",
-        file=sys.stderr,
+        err=True,
     )
     return EXIT_REFUSED if failing or errors else EXIT_OK
 
@@ -633,10 +652,10 @@ def _merge_file(args: argparse.Namespace) -> int:
     try:
         code, why = merge_file(Path(args.base), Path(args.current), Path(args.other))
     except (GitRefused, OSError) as exc:
-        print(f"memory-ls merge-file: {exc}", file=sys.stderr)
+        say(f"memory-ls merge-file: {exc}", err=True)
         return EXIT_REFUSED
     if why is not None:
-        print(f"memory-ls merge-file: {why}; left to git merge-file.", file=sys.stderr)
+        say(f"memory-ls merge-file: {why}; left to git merge-file.", err=True)
     return code
 
 
@@ -648,15 +667,15 @@ def _git_setup(runtime: Any, args: argparse.Namespace) -> int:
     try:
         report = git_setup(repository_of(folder, runtime.paths[scope], "set up git"))
     except (GitRefused, OSError) as exc:
-        print(f"Error: {exc}", file=sys.stderr)
+        say(f"Error: {exc}", err=True)
         return EXIT_REFUSED
     for change in report.changes:
-        print(change)
+        say(change)
     if not report.changes:
-        print(f"Already set up in {report.repo.root}: nothing changed.")
+        say(f"Already set up in {report.repo.root}: nothing changed.")
     else:
         # git does not version its own config: every clone needs this once.
-        print(f"Set up in {report.repo.root}; run it once in every other clone too.")
+        say(f"Set up in {report.repo.root}; run it once in every other clone too.")
     return EXIT_OK
 
 
@@ -679,7 +698,7 @@ def _sync(runtime: Any, args: argparse.Namespace) -> int:
     if args.json:
         _print_json(result)
     else:
-        print(sync_text(result), file=sys.stderr if "error" in result else sys.stdout)
+        say(sync_text(result), err="error" in result)
     return EXIT_REFUSED if "error" in result else EXIT_OK
 
 

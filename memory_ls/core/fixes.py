@@ -14,6 +14,7 @@ fixes and what each reads.
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, Literal, TypeVar, cast, get_args, get_origin, get_type_hints
@@ -236,8 +237,14 @@ def _read_int(value: object) -> object:
 
 
 def _read_float(value: object) -> object:
+    # A client may send back 1e999 (read as inf) or an integer of 400 digits
+    # (too large for a float): neither is a score any diagnostic gave it.
     if isinstance(value, int | float) and not isinstance(value, bool):
-        return float(value)
+        try:
+            number = float(value)
+        except OverflowError:
+            return _MISSING
+        return number if math.isfinite(number) else _MISSING
     return _MISSING
 
 

@@ -153,6 +153,12 @@ class DuplicatePair(TypedDict):
     secondLine: int
 
 
+FileType = Literal[
+    "directory", "fifo", "socket", "character-device", "block-device", "symlink", "other"
+]
+"""What sits at a store path when it is not a regular file."""
+
+
 class ScopeReport(TypedDict):
     """What the doctor found in one store."""
 
@@ -168,6 +174,8 @@ class ScopeReport(TypedDict):
     duplicates: list[DuplicatePair]
     error: NotRequired[str]
     readOnlyReason: NotRequired[str]
+    fileType: NotRequired[FileType]
+    """Only when the path holds something other than a regular file (never read)."""
 
 
 CrossScopePair = TypedDict("CrossScopePair", {"project": str, "global": str})

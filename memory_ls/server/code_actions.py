@@ -10,9 +10,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import attrs
 from lsprotocol import types as lsp
 
 from memory_ls.core import fixes
+from memory_ls.core.config import without_infinities
 from memory_ls.core.fixes import Fix
 from memory_ls.core.models import other_scope
 from memory_ls.server import instructions
@@ -57,6 +59,9 @@ def code_action(ls: MemoryServer, params: lsp.CodeActionParams) -> list[lsp.Code
             if diag.source not in ("memory", None) or diag.code is None:
                 continue
             code = str(diag.code)
+            # The action names this diagnostic: it must go back as JSON.
+            if (data := without_infinities(diag.data)) is not diag.data:
+                diag = attrs.evolve(diag, data=data)
             quick = fixes.quick_fixes(doc.lines, code, diag.data)
             if quick is None:  # no data the fix can read: use the diagnostic as it is now
                 quick = fixes.quick_fixes(doc.lines, code, _data_for(ls, doc, diag)) or []

@@ -28,7 +28,6 @@ from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types as lsp
 from pygls.exceptions import JsonRpcException, JsonRpcInternalError, JsonRpcInvalidParams
-from pygls.uris import to_fs_path
 
 from memory_ls.core.actions import Change, check_scope, read_request
 from memory_ls.core.bridges import (
@@ -46,6 +45,7 @@ from memory_ls.server import publishing
 from memory_ls.server.background import WorkProgress
 from memory_ls.server.documents import MemoryDocument
 from memory_ls.server.edits import replacing_edit
+from memory_ls.server.uris import path_of_uri
 from memory_ls.store.bridges import read_import_files
 from memory_ls.store.git import failed_sync
 from memory_ls.store.git import sync as git_sync
@@ -117,7 +117,7 @@ def runtime_for(
     uri = arg.get("uri")
     path: Path | None = None
     if isinstance(uri, str) and uri:
-        fs = to_fs_path(uri) if "://" in uri else uri
+        fs = path_of_uri(uri) if "://" in uri else uri
         path = Path(fs) if fs else None
     if path is None or refused_project_store(path) is not None:
         return ls.projects.runtime_for_uri_path(path)
@@ -232,7 +232,7 @@ def _merged_into(before: str, after: str, buffer: str) -> Change:
 def _path_field(runtime: MemoryRuntime, value: str) -> Path:
     """A path or ``file:`` URI from a command's field; a relative path is taken from the
     project root (a server has no current directory of its own)."""
-    fs = to_fs_path(value) if "://" in value else os.path.expanduser(value)
+    fs = path_of_uri(value) if "://" in value else os.path.expanduser(value)
     path = Path(fs or value)
     return path if path.is_absolute() else runtime.project_root / path
 

@@ -40,6 +40,7 @@ from memory_ls.core.recall import RecallPlan, recall_plan
 from memory_ls.core.text import display_path
 from memory_ls.core.trust import TrustDecision
 from memory_ls.store.config import load_config
+from memory_ls.store.facts import file_type_at
 from memory_ls.store.files import (
     Stamp,
     StoreFile,
@@ -590,7 +591,10 @@ class MemoryRuntime:
             file = view.file
             # A refused project store is not looked at, not even for its size.
             unread = self.store_refusal(scope) is not None
-            size = 0 if unread or (stamp := stamp_of(file.path)) is None else stamp.size
+            kind = None if unread else file_type_at(file.path)
+            # Only a regular file's size says anything about the store (a folder's does not).
+            unsized = unread or kind is not None
+            size = 0 if unsized or (stamp := stamp_of(file.path)) is None else stamp.size
             facts[scope] = StoreFacts(
                 path=str(file.path),
                 exists=file.exists,
@@ -598,6 +602,7 @@ class MemoryRuntime:
                 parsed=view.parsed,
                 error=file.error,
                 write_error=file.mutation_error,
+                file_type=kind,
             )
         plan = self.plan()
         return doctor_report(

@@ -168,6 +168,10 @@ def test_read_data_checks_every_field_and_keeps_only_the_shape() -> None:
     score = read_data(SimilarData, {"note": "a", "first": "b", "firstLine": 1, "score": 90})
     assert score is not None and isinstance(score["score"], float)
     assert read_data(SimilarData, {"note": "a", "first": "b", "firstLine": 1, "score": "9"}) is None
+    # A client may send back 1e999 (read as inf) or an integer too large for a float.
+    for huge in (10**400, -(10**400), float("inf"), float("nan")):
+        bad = {"note": "a", "first": "b", "firstLine": 1, "score": huge}
+        assert read_data(SimilarData, bad) is None, huge
     assert read_data(NotInjectedData, {"count": 1, "used": 2, "cap": 3}) is not None
     assert read_data(NotInjectedData, ["count", "used", "cap"]) is None
 

@@ -51,6 +51,7 @@ export interface ScopeReport {
   duplicates: DuplicatePair[];
   error?: string;
   readOnlyReason?: string;
+  fileType?: 'directory' | 'fifo' | 'socket' | 'character-device' | 'block-device' | 'symlink' | 'other';
 }
 /**
  * Two notes with the same near-duplicate key.
