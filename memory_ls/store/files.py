@@ -36,6 +36,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal, overload
 
 from memory_ls.core.text import (
     MAX_STORE_BYTES,
@@ -462,19 +463,82 @@ def rewrite_store(
     ``decide`` gets the store as read now and returns its new text, or ``None``
     to leave it as it is. When another program (one that does not take the
     lock) changed the file between the read and the rename, the write is
-    dropped and ``decide`` asked again about the new text, up to
-    :data:`WRITE_TRIES` times; then :class:`StoreRefused` says the file kept
-    changing.
+    dropped and ``decide`` asked again about the new text. When it saved in
+    place into the very file being replaced, after the last look and before
+    the rename, its text is read back from that file and ``decide`` asked about
+    it, so its save is written again with the change. After
+    :data:`WRITE_TRIES` rounds :class:`StoreRefused` says the file kept changing.
     """
+    base = read_store(path, folder)
+    on_disk = _bytes_of(base)
+    stamp: Stamp | None = None
+    restoring = False
     for _ in range(WRITE_TRIES):
-        file = read_store(path, folder)
-        content = decide(file)
+        content = decide(base)
         if content is None:
-            return None
-        stamp = write_store(path, content, folder, expected=file)
-        if stamp is not None:
+            if not restoring or base.mutation_error is not None:
+                return stamp
+            content = base.content  # nothing to change in their save: put it back as it was
+        outcome = write_store(path, content, folder, expected=on_disk, check=True)
+        if outcome.stamp is None:  # changed before the rename: nothing written, read again
+            base, restoring = read_store(path, folder), False
+            on_disk = _bytes_of(base)
+            continue
+        stamp = outcome.stamp
+        if outcome.overwritten is None:
             return stamp
+        # A save into the old file just before the rename: make the change on it too.
+        base, restoring = _from_bytes(path, outcome.overwritten), True
+        on_disk = content.encode("utf-8")
     raise StoreRefused(kept_changing_message(path, WRITE_TRIES))
+
+
+def _bytes_of(file: StoreFile) -> bytes | None:
+    """What the store must still hold for a write made from ``file`` (``None``: missing)."""
+    return file.content.encode("utf-8") if file.exists else None
+
+
+def _from_bytes(path: Path, data: bytes) -> StoreFile:
+    """A :class:`StoreFile` of text read from a file no longer at ``path``."""
+    if len(data) > MAX_STORE_BYTES:
+        return StoreFile(path, True, "", None, error=oversize_message(path, len(data)))
+    try:
+        return StoreFile(path, True, data.decode("utf-8"), None)
+    except UnicodeDecodeError:
+        bad = first_invalid_utf8(data)
+        return StoreFile(path, True, decode_for_display(data), None, invalid_utf8_at=bad)
+
+
+@dataclass(frozen=True, slots=True)
+class WriteOutcome:
+    """What :func:`write_store` did when asked to check the file first."""
+
+    stamp: Stamp | None
+    """The new file's stamp; ``None`` when the store had changed and nothing was written."""
+    overwritten: bytes | None = None
+    """The replaced file's bytes when it changed after the last look (an in-place save)."""
+
+
+@overload
+def write_store(
+    path: Path,
+    content: str,
+    folder: LockedFolder | None = ...,
+    *,
+    expected: bytes | None = ...,
+    check: Literal[False] = ...,
+) -> Stamp: ...
+
+
+@overload
+def write_store(
+    path: Path,
+    content: str,
+    folder: LockedFolder | None = ...,
+    *,
+    expected: bytes | None = ...,
+    check: Literal[True],
+) -> WriteOutcome: ...
 
 
 def write_store(
@@ -482,17 +546,20 @@ def write_store(
     content: str,
     folder: LockedFolder | None = None,
     *,
-    expected: StoreFile | None = None,
-) -> Stamp | None:
+    expected: bytes | None = None,
+    check: bool = False,
+) -> Stamp | WriteOutcome:
     """Replace the store atomically with ``content``; call under :func:`store_lock`.
 
-    The text goes to a temporary file in the same folder, is flushed to disk,
-    given the store's mode, owner and group, and renamed over the store, so a
+    The text goes to a temporary file in the same folder, is given the store's
+    mode, owner and group, flushed to disk and renamed over the store, so a
     reader or a crash sees the old or the new file. Pass the
     :class:`LockedFolder` so every step goes through the locked folder (which
-    is checked again right before the rename). With ``expected`` (the read the
-    new text was made from), nothing is written and ``None`` returned when the
-    file no longer holds exactly that.
+    is checked again right before the rename). With ``check``, the store must
+    still hold exactly ``expected`` (``None``: be missing) right before the
+    rename, else nothing is written; the replaced file is read again after the
+    rename through a descriptor held open, so a save into it in between is
+    returned (:class:`WriteOutcome`) rather than lost.
     """
     data = content.encode("utf-8")
     if len(data) > MAX_STORE_BYTES:
@@ -510,6 +577,7 @@ def write_store(
     # O_EXCL never follows a symlink, so the temporary is always a new file here.
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
     fd = os.open(tmp, flags, 0o666 if old is None else 0o600, dir_fd=dir_fd)
+    held: int | None = None
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
@@ -520,17 +588,43 @@ def write_store(
             os.fsync(f.fileno())
         if folder is not None:
             verify_folder(folder)
-        if expected is not None and not _still(path, expected, folder):
-            os.unlink(tmp, dir_fd=dir_fd)
-            return None
+        if check:
+            held, now = _look(name, dir_fd)
+            if now != expected:
+                os.unlink(tmp, dir_fd=dir_fd)
+                return WriteOutcome(None)
         os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        overwritten = None
+        if held is not None:
+            again = os.pread(held, MAX_STORE_BYTES + 1, 0)
+            overwritten = again if again != expected else None
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp, dir_fd=dir_fd)
         raise
+    finally:
+        if held is not None:
+            os.close(held)
     _fsync_dir(path.parent, folder)
     st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
-    return Stamp(st.st_mtime_ns, st.st_size, st.st_ino)
+    stamp = Stamp(st.st_mtime_ns, st.st_size, st.st_ino)
+    return WriteOutcome(stamp, overwritten) if check else stamp
+
+
+def _look(name: str | Path, dir_fd: int | None) -> tuple[int | None, bytes | None]:
+    """The store's bytes now (``None``: missing or not a regular file), and its open descriptor.
+
+    The descriptor stays open so the file can be read again once it has been
+    replaced: a program saving into it in place after this look is seen then.
+    """
+    try:
+        fd = os.open(name, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0), dir_fd=dir_fd)
+    except OSError:
+        return None, None  # missing, or a symlink now: either way not what was read
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        return None, b""  # never equal to a read text: the retry refuses it
+    return fd, os.pread(fd, MAX_STORE_BYTES + 1, 0)
 
 
 def _refuse_to_replace(path: Path, old: os.stat_result) -> None:
@@ -560,14 +654,6 @@ def _keep_owner(fd: int, path: Path, old: os.stat_result) -> None:
         os.fchown(fd, uid, old.st_gid)
     except PermissionError:
         raise StoreRefused(foreign_group_message(path, old.st_gid)) from None
-
-
-def _still(path: Path, expected: StoreFile, folder: LockedFolder | None) -> bool:
-    """Whether the store still holds exactly what ``expected`` read (and is no symlink)."""
-    now = read_store(path, folder)
-    if now.exists != expected.exists or now.mutation_error is not None:
-        return False  # a symlink, a FIFO or an oversized file now: the retry refuses it
-    return now.content == expected.content
 
 
 def _set_mode(fd: int, path: Path, mode: int) -> None:

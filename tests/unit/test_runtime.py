@@ -6,11 +6,12 @@ import json
 import os
 import stat
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from memory_ls.core.text import BOM, HEADER
-from memory_ls.store.files import LockedFolder, Stamp, StoreFile, write_store
+from memory_ls.store.files import LockedFolder, write_store
 from memory_ls.store.runtime import MemoryRuntime
 from tests.conftest import Workspace
 
@@ -482,15 +483,9 @@ def record_writes(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Patch the runtime's ``write_store`` to record the path of every write."""
     writes: list[str] = []
 
-    def spy(
-        path: Path,
-        content: str,
-        folder: LockedFolder | None = None,
-        *,
-        expected: StoreFile | None = None,
-    ) -> Stamp | None:
+    def spy(path: Path, content: str, folder: LockedFolder | None = None, **kw: Any) -> Any:
         writes.append(str(path))
-        return write_store(path, content, folder, expected=expected)
+        return write_store(path, content, folder, **kw)
 
     monkeypatch.setattr("memory_ls.store.files.write_store", spy)
     return writes
