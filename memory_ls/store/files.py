@@ -91,8 +91,8 @@ def locked_message(path: Path, timeout: float) -> str:
 def read_only_message(path: Path) -> str:
     """Refusal to replace a store whose owner may not write it (mode without ``u+w``)."""
     return (
-        "Memory file is read-only (its mode has no write permission for its owner; "
-        f"`chmod u+w` it to allow changes): {display_path(path)}"
+        "Memory file is read-only (no write permission for its owner; chmod u+w to allow "
+        f"changes): {display_path(path)}"
     )
 
 
