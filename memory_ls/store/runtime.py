@@ -504,10 +504,14 @@ class MemoryRuntime:
                 return Change(source.content, False, error=source.mutation_error)
             if request.text not in parse(source.content).notes:
                 return Change(source.content, False, error=no_match(scope, request.text))
-            added = self._rewrite(target, target_folder, request.change(target))
+            added = self._guarded(
+                target, lambda: self._rewrite(target, target_folder, request.change(target))
+            )
             if added.error:
                 return added
-            removed = self._rewrite(scope, source_folder, request.change(scope))
+            removed = self._guarded(
+                scope, lambda: self._rewrite(scope, source_folder, request.change(scope))
+            )
             if removed.error:
                 return removed  # the note is in both stores now, never in neither
             return Change(removed.content, removed.changed, existing=added.existing)
