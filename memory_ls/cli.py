@@ -73,6 +73,12 @@ OPTIONS: dict[str, Option] = {
         Option("--format", "text|json|sarif", "how to print findings (default: text)"),
         Option("--tcp", "HOST:PORT", "serve over TCP (default: stdio)"),
         Option("--ws", "HOST:PORT", "serve over WebSocket (default: stdio)"),
+        Option(
+            "--global-store",
+            None,
+            "set up the repository that holds the agent dir, for the global store "
+            "(default: the project's repository)",
+        ),
     )
 }
 
@@ -95,6 +101,8 @@ class Verb:
     required: tuple[str, ...] = ()
     helps: tuple[tuple[str, str], ...] = ()
     """Option help that differs for this verb: ``(flag, help)``."""
+    defaults: tuple[tuple[str, str], ...] = ()
+    """Option defaults that differ for this verb: ``(dest, value)``."""
 
 
 VERBS: dict[str, Verb] = {
@@ -157,6 +165,42 @@ VERBS: dict[str, Verb] = {
             options=("--tcp", "--ws"),
         ),
         Verb("mcp", "Run the MCP server over stdio (see: memory-ls mcp --help).", options=()),
+        Verb(
+            "merge-file",
+            "Merge three versions of a memory file note by note, into CURRENT "
+            "(git's merge driver: %O %A %B).",
+            (
+                # argparse %-formats help: "%%O" prints as git's "%O".
+                ("BASE", "the common ancestor (git's %%O)"),
+                ("CURRENT", "this side, overwritten with the result (git's %%A)"),
+                ("OTHER", "the other side (git's %%B)"),
+            ),
+            options=(),
+        ),
+        Verb(
+            "git-setup",
+            "Set up git's note-wise merge of the store in its repository (idempotent).",
+            options=("--project", "--agent-dir", "--global-store"),
+            helps=(
+                (
+                    "--agent-dir",
+                    "with --global-store, the folder of the global store "
+                    "(default: $PI_CODING_AGENT_DIR, else ~/.pi/agent)",
+                ),
+            ),
+        ),
+        Verb(
+            "sync",
+            "Commit the store, pull with the merge driver and push, in its git repository.",
+            options=("--scope", "--project", "--agent-dir", "--trusted", "--untrusted", "--json"),
+            helps=(
+                (
+                    "--scope",
+                    "the store to sync (default: global; project only when asked)",
+                ),
+            ),
+            defaults=(("scope", "global"),),
+        ),
     )
 }
 
@@ -242,6 +286,8 @@ def _verb_parser(verb: Verb) -> argparse.ArgumentParser:
                 required=flag in verb.required,
                 help=help_,
             )
+    if verb.defaults:
+        parser.set_defaults(**dict(verb.defaults))
     return parser
 
 
@@ -327,6 +373,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return mcp_main(rest)
     parser = _verb_parser(verb)
     args = _restore(parser.parse_args(_arrange(rest, verb)))
+    if verb.name == "merge-file":
+        return _merge_file(args)
     if verb.name == "serve":
         from memory_ls.server.server import serve  # type: ignore[import-not-found,unused-ignore]
 
@@ -354,7 +402,7 @@ def _runtime(args: argparse.Namespace) -> Any:
     from memory_ls.store.runtime import MemoryRuntime
 
     start = Path(os.path.realpath(os.path.expanduser(args.project or os.getcwd())))
-    return MemoryRuntime(start, agent_dir=args.agent_dir, trusted=args.trusted)
+    return MemoryRuntime(start, agent_dir=args.agent_dir, trusted=getattr(args, "trusted", None))
 
 
 def _trust_line(runtime: Any) -> str:
@@ -383,6 +431,10 @@ def _run(verb: str, args: argparse.Namespace) -> int:
     if verb == "check":
         return _check(args)
     runtime = _runtime(args)
+    if verb == "git-setup":
+        return _git_setup(runtime, args)
+    if verb == "sync":
+        return _sync(runtime, args)
     if verb in ("path", "inject"):
         if verb == "path":
             info = runtime.path_info()
@@ -487,6 +539,63 @@ def _check(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     return EXIT_REFUSED if failing or errors else EXIT_OK
+
+
+def _merge_file(args: argparse.Namespace) -> int:
+    """git's merge driver: exit 0 when the merge is clean, 1 when git left conflict markers."""
+    from memory_ls.store.git import GitRefused, merge_file
+
+    try:
+        code, why = merge_file(Path(args.base), Path(args.current), Path(args.other))
+    except (GitRefused, OSError) as exc:
+        print(f"memory-ls merge-file: {exc}", file=sys.stderr)
+        return EXIT_REFUSED
+    if why is not None:
+        print(f"memory-ls merge-file: {why}; left to git merge-file.", file=sys.stderr)
+    return code
+
+
+def _git_setup(runtime: Any, args: argparse.Namespace) -> int:
+    from memory_ls.store.git import GitRefused, git_setup, repository_of
+
+    scope = "global" if args.global_store else "project"
+    folder = runtime.agent_dir if scope == "global" else runtime.project_root
+    try:
+        report = git_setup(repository_of(folder, runtime.paths[scope], "set up git"))
+    except (GitRefused, OSError) as exc:
+        print(f"Error: {exc}", file=sys.stderr)
+        return EXIT_REFUSED
+    for change in report.changes:
+        print(change)
+    if not report.changes:
+        print(f"Already set up in {report.repo.root}: nothing changed.")
+    else:
+        # git does not version its own config: every clone needs this once.
+        print(f"Set up in {report.repo.root}; run it once in every other clone too.")
+    return EXIT_OK
+
+
+def _sync(runtime: Any, args: argparse.Namespace) -> int:
+    from memory_ls.core.render import sync_text
+    from memory_ls.store.git import failed_sync, sync
+
+    scope = args.scope
+    refused = runtime.refusal(scope)
+    if refused is not None:
+        result: Any = failed_sync(scope, refused)
+    else:
+        folder = runtime.agent_dir if scope == "global" else runtime.project_root
+        result = sync(
+            scope,
+            folder,
+            runtime.paths[scope],
+            check=lambda real: runtime.store_refusal(scope, real),
+        )
+    if args.json:
+        _print_json(result)
+    else:
+        print(sync_text(result), file=sys.stderr if "error" in result else sys.stdout)
+    return EXIT_REFUSED if "error" in result else EXIT_OK
 
 
 if __name__ == "__main__":

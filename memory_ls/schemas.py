@@ -23,6 +23,7 @@ from memory_ls.core.models import (
     MemoryResult,
     PathInfo,
     ReloadResult,
+    SyncResult,
 )
 from memory_ls.server.settings import Settings
 
@@ -33,6 +34,7 @@ SCHEMAS: dict[str, Any] = {
     "reload-result": ReloadResult,
     "doctor-report": DoctorReport,
     "doctor-result": DoctorResult,
+    "sync-result": SyncResult,
     "settings": Settings,
 }
 """Every published shape by file name: the results and the ``memoryLs`` settings a client sends."""

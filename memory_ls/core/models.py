@@ -186,6 +186,30 @@ class DoctorResult(DoctorReport):
     text: str
 
 
+# -- git (SPEC §14) ------------------------------------------------------------------
+
+
+class SyncResult(TypedDict):
+    """The ``memory-ls sync`` / ``memory.sync`` result: what was committed, arrived and left.
+
+    ``arrived`` and ``left`` are the notes the pull brought in and took away;
+    ``commit`` is the message of the commit of local changes, when one was made;
+    ``setup`` lists what the merge driver's set-up changed. On a refusal or a
+    failed pull or push, ``error`` says what happened and what to do; nothing
+    local is lost either way.
+    """
+
+    scope: Scope
+    repository: str
+    upstream: str
+    setup: list[str]
+    commit: NotRequired[str]
+    arrived: list[str]
+    left: list[str]
+    pushed: bool
+    error: NotRequired[str]
+
+
 def _closed(*shapes: Any) -> None:
     # pydantic reads ``__pydantic_config__`` from a TypedDict (what ``pydantic.with_config``
     # sets); set here so the core does not import pydantic.
@@ -210,4 +234,5 @@ _closed(
     RecallReport,
     DoctorReport,
     DoctorResult,
+    SyncResult,
 )

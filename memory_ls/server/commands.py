@@ -30,10 +30,15 @@ from pygls.exceptions import JsonRpcException, JsonRpcInternalError, JsonRpcInva
 from pygls.uris import to_fs_path
 
 from memory_ls.core.actions import Change, check_scope, read_request
-from memory_ls.core.models import MemoryResult, Scope
+from memory_ls.core.merge import merge_notes
+from memory_ls.core.models import MemoryResult, Scope, SyncResult
+from memory_ls.core.render import sync_summary
 from memory_ls.server import publishing
+from memory_ls.server.background import WorkProgress
 from memory_ls.server.documents import MemoryDocument
 from memory_ls.server.edits import replacing_edit
+from memory_ls.store.git import failed_sync
+from memory_ls.store.git import sync as git_sync
 from memory_ls.store.paths import canonical_path, refused_project_store
 from memory_ls.store.runtime import MemoryRuntime
 
@@ -54,6 +59,7 @@ COMMANDS = (
     "memory.reload",
     "memory.doctor",
     "memory.inject",
+    "memory.sync",
 )
 APPLY_TIMEOUT = 5.0
 """Seconds to wait for the client's answer to ``workspace/applyEdit``."""
@@ -133,7 +139,67 @@ async def execute(ls: MemoryServer, command: str, args: tuple[Any, ...]) -> Any:
         ls.projects.invalidate()
         publishing.refresh_all(ls)
         return reloaded
+    if name == "sync":
+        return await _sync(ls, runtime, arg)
     return await _mutate(ls, runtime, name, arg)
+
+
+async def _sync(ls: MemoryServer, runtime: MemoryRuntime, arg: dict[str, Any]) -> SyncResult:
+    """``memory.sync``: the store's git sync (SPEC §14), off the event loop, with progress.
+
+    The global store unless ``scope`` says ``project``. It holds the store's
+    turn, so commands on that store wait; an open buffer of it is brought up to
+    date like after any command (a buffer with unsaved edits gets the sync's
+    change merged into its own text, note by note).
+    """
+    scope, error = check_scope(arg.get("scope", "global"))
+    refusal = error or runtime.refusal(scope)
+    if refusal is not None:
+        result = failed_sync(scope, refusal)
+    else:
+        path = runtime.paths[scope]
+        folder = runtime.agent_dir if scope == "global" else runtime.project_root
+        shows = bool(ls.capability("window.work_done_progress"))
+        progress = WorkProgress(ls, f"Syncing the {scope} memory with git" if shows else None)
+        try:
+            async with ls.open_buffers.turn([path]):
+                before = runtime.view(scope).file.content
+                result = await asyncio.to_thread(
+                    git_sync,
+                    scope,
+                    folder,
+                    path,
+                    lambda real: runtime.store_refusal(scope, real),
+                )
+                ls.projects.invalidate()
+                after = runtime.view(scope).file.content
+                doc = ls.projects.open_store(runtime, scope)
+                if doc is not None and after != before:
+                    change = BufferChange(
+                        "sync",
+                        before,
+                        after,
+                        functools.partial(_merged_into, before, after),
+                        functools.partial(_file_text, runtime, scope),
+                    )
+                    await sync_buffer(ls, doc, change)
+        finally:
+            progress.finish()
+        publishing.refresh_all(ls)
+    kind = lsp.MessageType.Error if "error" in result else lsp.MessageType.Info
+    with contextlib.suppress(Exception):  # no transport: the result still says it
+        ls.window_show_message(
+            lsp.ShowMessageParams(type=kind, message=f"Memory: {sync_summary(result)}")
+        )
+    return result
+
+
+def _merged_into(before: str, after: str, buffer: str) -> Change:
+    """What a sync did to the file (``before`` -> ``after``), merged into a buffer's own text."""
+    merged = merge_notes(before, buffer, after)
+    if not merged.clean or merged.text is None:
+        return Change(buffer, False, error=merged.reason)
+    return Change(merged.text, merged.text != buffer)
 
 
 async def _mutate(

@@ -186,6 +186,9 @@ def _options_in_help(text: str) -> set[str]:
         ("doctor", set(COMMON)),
         ("check", {"--format", *COMMON}),
         ("serve", {"--tcp", "--ws"}),
+        ("merge-file", set()),
+        ("git-setup", {"--project", "--agent-dir", "--global-store"}),
+        ("sync", {"--scope", *COMMON}),
     ],
 )
 def test_each_verb_offers_exactly_its_options_with_defaults(

@@ -117,6 +117,25 @@ def wait_http(url: str, proc: subprocess.Popen[bytes], timeout: float = 90) -> N
 
 
 @pytest.mark.timeout(600)
+def dotfiles_remote(workspace: Workspace, env: dict[str, str], tmp_path: Path) -> Path:
+    """Make the agent dir a git clone with an upstream (a bare remote), as for SPEC §14's sync."""
+    require(shutil.which("git") is not None, "git is not installed (.ci/run installs it)")
+    (workspace.home / ".gitconfig").write_text(
+        "[user]\n\tname = Test User\n\temail = test@example.com\n[init]\n\tdefaultBranch = main\n"
+    )
+    remote = tmp_path / "dotfiles.git"
+    for args, cwd in (
+        (["init", "-q", "--bare", str(remote)], tmp_path),
+        (["init", "-q"], workspace.agent_dir),
+        (["add", "-A"], workspace.agent_dir),
+        (["commit", "-qm", "dotfiles"], workspace.agent_dir),
+        (["remote", "add", "origin", str(remote)], workspace.agent_dir),
+        (["push", "-qu", "origin", "main"], workspace.agent_dir),
+    ):
+        subprocess.run(["git", *args], cwd=cwd, env=env, capture_output=True, check=True)
+    return remote
+
+
 def test_vscode_extension_in_code_server(
     workspace: Workspace, editor_env: dict[str, str], tmp_path: Path
 ) -> None:
@@ -137,6 +156,7 @@ def test_vscode_extension_in_code_server(
     memory_ls = require_server()
     vsix = build_vsix()
 
+    remote = dotfiles_remote(workspace, editor_env, tmp_path)
     user_data = tmp_path / "code-user-data"
     extensions = tmp_path / "code-extensions"
     (user_data / "User").mkdir(parents=True)
@@ -273,6 +293,18 @@ def test_vscode_extension_in_code_server(
     assert "nothing changed" in report["reload"]["first"], report["reload"]
     assert "reloaded both stores: global +1 −1." in report["reload"]["message"], report["reload"]
     assert "WRITE COMMIT MESSAGES IN THE IMPERATIVE" in workspace.text("global")
+    # Memory: Sync global store committed the changes above and pushed them (SPEC §14).
+    assert report["sync"].startswith("Memory: Synced global memory with origin/main"), report[
+        "sync"
+    ]
+    pushed = subprocess.run(
+        ["git", "--git-dir", str(remote), "log", "-1", "--format=%s", "main"],
+        env=editor_env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert pushed.startswith("memory: +1 -2 on "), pushed
 
     screenshot = artifacts / "vscode-screenshot.png"
     assert screenshot.exists()

@@ -290,6 +290,18 @@ async function main() {
       const message = await reload();
       return { first, message };
     });
+
+    report.sync = await step('Memory: Sync global store', async () => {
+      // The agent dir is a clone with an upstream (test_vscode.py): the steps above changed the
+      // global store, so the sync commits, pulls and pushes, and the server says so.
+      await runCommand('Notifications: Clear All Notifications');
+      await runCommand('Memory: Sync global store');
+      return waitFor(
+        async () => (await notifications()).find((text) => text.startsWith('Memory: Synced') || text.includes('Error')) ?? null,
+        'a notification from Memory: Sync global store',
+        60_000,
+      );
+    });
   } catch (error) {
     if (page) {
       await screenshot('vscode-failure').catch(() => undefined);

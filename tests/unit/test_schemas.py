@@ -18,6 +18,7 @@ from jsonschema.exceptions import ValidationError
 
 from memory_ls.schemas import SCHEMAS, render
 from memory_ls.server.settings import SECTION, Settings, parse_settings
+from memory_ls.store.git import sync
 from tests.conftest import Workspace
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -28,6 +29,7 @@ RESULTS = (
     "reload-result",
     "doctor-report",
     "doctor-result",
+    "sync-result",
 )
 
 
@@ -95,6 +97,7 @@ def test_real_results_validate(workspace: Workspace) -> None:
     validate("memory-result", rt.list())
     validate("inject-result", rt.inject())
     validate("path-info", rt.path_info())
+    validate("sync-result", sync("global", rt.agent_dir, rt.paths["global"]))  # refused
     with pytest.raises(ValidationError):
         validate("memory-result", {"action": "add", "scope": "team"})
 

@@ -7,6 +7,7 @@ import type {
   MemoryResult,
   PathInfo,
   ReloadResult,
+  SyncResult,
 } from './generated/schemas';
 
 export type {
@@ -18,6 +19,7 @@ export type {
   PathInfo,
   ReloadResult,
   Settings as ServerSettings,
+  SyncResult,
 } from './generated/schemas';
 
 export type Scope = MemoryResult['scope'];
@@ -41,6 +43,7 @@ export const ServerCommand = {
   reload: 'memory.reload',
   doctor: 'memory.doctor',
   inject: 'memory.inject',
+  sync: 'memory.sync',
 } as const;
 
 export type ServerCommandId = (typeof ServerCommand)[keyof typeof ServerCommand];
@@ -58,6 +61,7 @@ export interface CommandResults {
   'memory.reload': ReloadResult;
   'memory.doctor': DoctorResult;
   'memory.inject': InjectResult;
+  'memory.sync': SyncResult;
 }
 
 export function isMemoryResult(value: unknown): value is MemoryResult {

@@ -13,6 +13,7 @@ export interface ServerShapes {
   'path-info': PathInfo;
   'reload-result': ReloadResult;
   settings: Settings;
+  'sync-result': SyncResult;
 }
 /**
  * The doctor's report (``memory-ls doctor --json``), also the source of its text.
@@ -258,4 +259,27 @@ export interface Settings {
    * Score (0-100) for `similar` hints.
    */
   similarThreshold?: number;
+}
+/**
+ * The ``memory-ls sync`` / ``memory.sync`` result: what was committed, arrived and left.
+ *
+ * ``arrived`` and ``left`` are the notes the pull brought in and took away;
+ * ``commit`` is the message of the commit of local changes, when one was made;
+ * ``setup`` lists what the merge driver's set-up changed. On a refusal or a
+ * failed pull or push, ``error`` says what happened and what to do; nothing
+ * local is lost either way.
+ *
+ * This interface was referenced by `ServerShapes`'s JSON-Schema
+ * via the `definition` "SyncResult".
+ */
+export interface SyncResult {
+  scope: 'project' | 'global';
+  repository: string;
+  upstream: string;
+  setup: string[];
+  commit?: string;
+  arrived: string[];
+  left: string[];
+  pushed: boolean;
+  error?: string;
 }
