@@ -308,7 +308,9 @@ async def _mutate(
     stores = request.stores()
     async with ls.open_buffers.turn(runtime.paths[s] for s in stores):
         before = {s: runtime.view(s).file.content for s in stores}
-        result = runtime.run(action, arg)
+        # In a worker thread: waiting for another process's lock (up to its timeout)
+        # must not stop this server from answering hovers and diagnostics meanwhile.
+        result = await asyncio.to_thread(runtime.run, action, arg)
         ls.projects.invalidate()
         if "error" not in result:
             for s in stores:

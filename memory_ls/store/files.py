@@ -5,24 +5,38 @@ A write is a read-modify-write under two locks: a ``threading.Lock`` per path
 on the store's *directory* (every process on the machine). Locking the
 directory rather than a lock file means nothing but ``memory.md`` is ever left
 in ``.pi/``; locking the store file itself would not work, since each write
-replaces it with a new inode.
+replaces it with a new inode. Waiting for either lock is bounded
+(:func:`lock_timeout`); an operation on two stores (``move``) takes both, in
+one fixed order (:func:`store_locks`), so it cannot deadlock with another.
 
 Under the lock every read and write goes through the folder's open descriptor
 (``dir_fd``), after the caller has checked where that very folder is: a symlink
-swapped in for the folder's path afterwards cannot redirect the write (SPEC §1).
+swapped in for the folder's path afterwards cannot redirect the write (SPEC §1),
+and the folder is checked once more right before the rename.
+
+A program that does not take the lock (an editor saving the file) may still
+change the store between our read and our rename. :func:`rewrite_store` re-reads
+the file right before the rename and, when it changed, does the whole
+read-modify-write again (:data:`WRITE_TRIES` times at most). What remains is the
+moment between that last comparison and ``rename(2)`` itself, which no file
+system API closes without the other program's cooperation.
 """
 
 from __future__ import annotations
 
 import contextlib
 import errno
+import math
 import os
+import re
 import stat
 import sys
 import threading
-from collections.abc import Callable, Iterator
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal, overload
 
 from memory_ls.core.text import (
     MAX_STORE_BYTES,
@@ -32,6 +46,13 @@ from memory_ls.core.text import (
 )
 from memory_ls.store.facts import not_regular_message
 
+LOCK_TIMEOUT = 10.0
+"""Seconds a write waits for another writer's lock before giving up (default)."""
+LOCK_TIMEOUT_ENV = "MEMORY_LS_LOCK_TIMEOUT"
+"""The environment variable that overrides :data:`LOCK_TIMEOUT` (seconds, a float)."""
+WRITE_TRIES = 5
+"""How many times a write is redone when another program changed the file meanwhile."""
+
 
 @dataclass(frozen=True, slots=True)
 class Stamp:
@@ -40,6 +61,9 @@ class Stamp:
     mtime_ns: int
     size: int
     inode: int
+
+
+# -- messages (every one names the file, and most say what to do) --------------------
 
 
 def symlink_message(path: Path) -> str:
@@ -57,6 +81,107 @@ def invalid_utf8_message(path: Path, offset: int) -> str:
     return (
         f"Memory file is not valid UTF-8 (first bad byte at offset {offset}): {display_path(path)}"
     )
+
+
+def locked_message(path: Path, timeout: float) -> str:
+    """Refusal after waiting ``timeout`` seconds for another writer's lock."""
+    return f"Memory file is locked by another process (waited {timeout:g} s): {display_path(path)}"
+
+
+def read_only_message(path: Path) -> str:
+    """Refusal to replace a store whose owner may not write it (mode without ``u+w``)."""
+    return (
+        "Memory file is read-only (no write permission for its owner; chmod u+w to allow "
+        f"changes): {display_path(path)}"
+    )
+
+
+def foreign_owner_message(path: Path, owner: int) -> str:
+    """Refusal to replace a store owned by another user (the new file would be ours)."""
+    return (
+        f"Memory file belongs to another user (uid {owner}); replacing it would change "
+        f"its owner, so run memory-ls as that user: {display_path(path)}"
+    )
+
+
+def foreign_group_message(path: Path, group: int) -> str:
+    """Refusal to replace a store whose group this user cannot give the new file."""
+    return (
+        f"Memory file belongs to group {group}, which this user cannot give the new file; "
+        f"replacing it would change its group, so run memory-ls as a member: {display_path(path)}"
+    )
+
+
+def folder_changed_message(folder: Path) -> str:
+    """Refusal when the store's folder is no longer the folder that was checked and locked."""
+    return (
+        "The memory folder was moved or replaced (e.g. by a symlink) while it was being "
+        f"written; nothing was written. Check what is there now: {display_path(folder)}"
+    )
+
+
+def kept_changing_message(path: Path, tries: int) -> str:
+    """Refusal after another program changed the store during each of ``tries`` writes."""
+    return (
+        f"Memory file kept changing while it was being written ({tries} tries); nothing "
+        f"was written. Try again once the other program has saved it: {display_path(path)}"
+    )
+
+
+# -- pure decisions ------------------------------------------------------------------
+
+_TEMP_SUFFIX = re.compile(r"[0-9a-f]{12}\.tmp")
+
+
+def temp_name(store_name: str, token: str) -> str:
+    """The name of a temporary for ``store_name``; ``token`` is 12 lowercase hex digits."""
+    return f".{store_name}.{token}.tmp"
+
+
+def is_temp_name(store_name: str, name: str) -> bool:
+    """Whether ``name`` is exactly a temporary :func:`temp_name` makes for ``store_name``.
+
+    Only these are ever removed as a dead writer's leftovers: a user's
+    ``memory.md.tmp-notes``, ``memory.md~`` or ``.memory.md.old.tmp`` is not ours.
+    """
+    prefix = f".{store_name}."
+    return name.startswith(prefix) and _TEMP_SUFFIX.fullmatch(name[len(prefix) :]) is not None
+
+
+def lock_timeout(env: Mapping[str, str]) -> float:
+    """Seconds to wait for a lock: ``MEMORY_LS_LOCK_TIMEOUT`` if it is a number >= 0, else 10."""
+    raw = env.get(LOCK_TIMEOUT_ENV, "").strip()
+    try:
+        value = float(raw)
+    except ValueError:
+        return LOCK_TIMEOUT
+    return value if math.isfinite(value) and value >= 0 else LOCK_TIMEOUT
+
+
+def replace_refusal(
+    path: Path, mode: int, owner: int, group: int, euid: int, groups: Sequence[int]
+) -> str | None:
+    """Why a store with this mode, owner and group may not be replaced by this user.
+
+    Replacing is a rename, which the folder's permissions allow whatever the
+    file's own: so the file's are checked here. A file without its owner's
+    write bit is read-only (for root too, who bypasses permission checks). Only
+    root can give the new file another user's ownership; anyone else would take
+    the file over, so a file of another user, or of a group this user is not
+    in, is refused instead.
+    """
+    if not mode & stat.S_IWUSR:
+        return read_only_message(path)
+    if euid == 0:
+        return None
+    if owner != euid:
+        return foreign_owner_message(path, owner)
+    if group not in groups:
+        return foreign_group_message(path, group)
+    return None
+
+
+# -- reading -------------------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,10 +222,12 @@ class LockedFolder:
     ``fd`` is the open directory (``None`` where the platform has no ``dir_fd``,
     i.e. Windows): reads and writes under the lock name the store relative to
     it, so they reach the folder that was checked whatever its path names now.
+    ``real`` is the folder's real path when it was opened.
     """
 
     path: Path
     fd: int | None
+    real: str = ""
 
 
 def _at(path: Path, folder: LockedFolder | None) -> str | Path:
@@ -157,6 +284,8 @@ def read_store(path: Path, folder: LockedFolder | None = None) -> StoreFile:
         return StoreFile(path, True, decode_for_display(data), stamp, invalid_utf8_at=bad)
 
 
+# -- locking -------------------------------------------------------------------------
+
 _thread_locks: dict[str, threading.Lock] = {}
 _thread_locks_guard = threading.Lock()
 
@@ -164,6 +293,20 @@ _thread_locks_guard = threading.Lock()
 def _thread_lock(path: Path) -> threading.Lock:
     with _thread_locks_guard:
         return _thread_locks.setdefault(str(path), threading.Lock())
+
+
+@dataclass(frozen=True, slots=True)
+class LockRequest:
+    """One store to lock: its path, whether its folder's parents may be created, its check.
+
+    ``check`` is asked, once the lock is held, about the real path of the folder
+    actually opened; a message from it is raised as :class:`StoreRefused` before
+    anything in that folder is touched.
+    """
+
+    path: Path
+    make_parents: bool = False
+    check: Callable[[str], str | None] | None = None
 
 
 @contextlib.contextmanager
@@ -177,43 +320,100 @@ def store_lock(
 
     Only the store's own folder is created (``.pi/``) unless ``make_parents``
     (the agent dir may need its parents): a missing project root raises
-    ``FileNotFoundError`` instead of being created. ``check`` is asked, once
-    the lock is held, about the real path of the folder actually opened; a
-    message from it is raised as :class:`StoreRefused` before anything in that
-    folder is touched.
+    ``FileNotFoundError`` instead of being created. See :class:`LockRequest`
+    for ``check``. Waiting is bounded by :func:`lock_timeout`.
     """
+    with store_locks([LockRequest(path, make_parents, check)]) as folders:
+        yield folders[0]
+
+
+@contextlib.contextmanager
+def store_locks(requests: Sequence[LockRequest]) -> Iterator[list[LockedFolder]]:
+    """Hold the write locks of several stores at once; the folders in ``requests``' order.
+
+    The locks are taken in one fixed order (by real path), so two operations
+    that each need both stores (a ``move`` each way) cannot deadlock; a store
+    named twice (one file under two names) is locked once. The whole wait is
+    bounded by :func:`lock_timeout`, after which :class:`StoreRefused` says so.
+    """
+    timeout = lock_timeout(os.environ)
+    deadline = time.monotonic() + timeout
+    keys = [os.path.realpath(r.path) for r in requests]
+    held: dict[str, LockedFolder] = {}
+    with contextlib.ExitStack() as stack:
+        for key in sorted(set(keys)):
+            request = requests[keys.index(key)]
+            held[key] = stack.enter_context(_one_lock(request, deadline, timeout))
+        yield [held[key] for key in keys]
+
+
+@contextlib.contextmanager
+def _one_lock(request: LockRequest, deadline: float, timeout: float) -> Iterator[LockedFolder]:
+    path, check = request.path, request.check
     folder = path.parent
-    if make_parents:
+    if request.make_parents:
         folder.mkdir(parents=True, exist_ok=True)
     else:
         # mkdir never follows a symlink: a `.pi` link (even dangling) is left as it is.
         with contextlib.suppress(FileExistsError):
             os.mkdir(folder)
-    with _thread_lock(path):
+    thread_lock = _thread_lock(path)
+    if not thread_lock.acquire(timeout=max(0.0, deadline - time.monotonic())):
+        raise StoreRefused(locked_message(path, timeout))
+    try:
         if sys.platform == "win32":  # pragma: no cover - no flock on Windows
             import tempfile
 
-            from filelock import FileLock
+            from filelock import FileLock, Timeout
 
             name = f"memory-ls-{abs(hash(str(path)))}.lock"
-            with FileLock(os.path.join(tempfile.gettempdir(), name)):
+            try:
+                file_lock = FileLock(os.path.join(tempfile.gettempdir(), name))
+                file_lock.acquire(timeout=max(0.0, deadline - time.monotonic()))
+            except Timeout:
+                raise StoreRefused(locked_message(path, timeout)) from None
+            try:
                 _check_folder(check, os.path.realpath(folder))
-                yield LockedFolder(folder, None)
+                yield LockedFolder(folder, None, os.path.realpath(folder))
+            finally:
+                file_lock.release()
             return
         import fcntl
 
         fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+            # The real path now, next to the open: what the folder must still be later.
+            locked = LockedFolder(folder, fd, os.path.realpath(folder))
+            _flock_until(fd, deadline, path, timeout)
             try:
-                locked = LockedFolder(folder, fd)
-                _check_folder(check, _real_path_of(locked))
+                verify_folder(locked)
+                _check_folder(check, locked.real)
                 _remove_stale_temps(path, locked)
                 yield locked
             finally:
                 fcntl.flock(fd, fcntl.LOCK_UN)
         finally:
             os.close(fd)
+    finally:
+        thread_lock.release()
+
+
+def _flock_until(fd: int, deadline: float, path: Path, timeout: float) -> None:
+    """Take the exclusive ``flock`` on ``fd``, polling until ``deadline``."""
+    import fcntl
+
+    pause = 0.005
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            pass
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise StoreRefused(locked_message(path, timeout))
+        time.sleep(min(pause, remaining))
+        pause = min(pause * 2, 0.05)
 
 
 def _check_folder(check: Callable[[str], str | None] | None, real: str) -> None:
@@ -222,77 +422,238 @@ def _check_folder(check: Callable[[str], str | None] | None, real: str) -> None:
         raise StoreRefused(refusal)
 
 
-def _real_path_of(folder: LockedFolder) -> str:
-    """The real path of the directory held open, not merely of what its path names now.
+def verify_folder(folder: LockedFolder) -> None:
+    """Refuse unless the folder's path still leads to the very directory held open.
 
-    The path is resolved and the result must be the very directory held (same
-    device and inode); if the path was re-pointed in between, no name can be
-    trusted and the write is refused.
+    Its real path must be the one it had when it was opened, and that path must
+    name the same directory (device and inode) as the descriptor: a ``.pi``
+    moved away and replaced by a symlink (to anywhere, even back to it) is
+    refused, and nothing is written through it.
     """
-    assert folder.fd is not None
-    real = os.path.realpath(folder.path)
+    if folder.fd is None:  # pragma: no cover - Windows: no descriptor to compare with
+        return
     held = os.fstat(folder.fd)
     try:
+        real = os.path.realpath(folder.path)
         named = os.stat(real)
-    except OSError:
-        named = None
-    if named is None or (named.st_dev, named.st_ino) != (held.st_dev, held.st_ino):
-        raise StoreRefused(
-            f"The memory folder changed while it was being locked: {display_path(folder.path)}"
-        )
-    return real
-
-
-def _temp_prefix(path: Path) -> str:
-    return f".{path.name}."
+    except (OSError, ValueError):
+        raise StoreRefused(folder_changed_message(folder.path)) from None
+    if real != folder.real or (named.st_dev, named.st_ino) != (held.st_dev, held.st_ino):
+        raise StoreRefused(folder_changed_message(folder.path))
 
 
 def _remove_stale_temps(path: Path, folder: LockedFolder) -> None:
     """Remove temporaries of writers that died mid-write (safe: we hold the lock)."""
-    prefix = _temp_prefix(path)
     listing: int | Path = folder.fd if folder.fd is not None else folder.path
     with contextlib.suppress(OSError), os.scandir(listing) as entries:
         for entry in entries:
-            if entry.name.startswith(prefix) and entry.name.endswith(".tmp"):
+            if is_temp_name(path.name, entry.name):
                 with contextlib.suppress(OSError):
                     os.unlink(_at(path.parent / entry.name, folder), dir_fd=folder.fd)
 
 
-def write_store(path: Path, content: str, folder: LockedFolder | None = None) -> Stamp:
+# -- writing -------------------------------------------------------------------------
+
+
+def rewrite_store(
+    path: Path, folder: LockedFolder, decide: Callable[[StoreFile], str | None]
+) -> Stamp | None:
+    """One read-modify-write of a store under :func:`store_lock`; the new stamp, if written.
+
+    ``decide`` gets the store as read now and returns its new text, or ``None``
+    to leave it as it is. When another program (one that does not take the
+    lock) changed the file between the read and the rename, the write is
+    dropped and ``decide`` asked again about the new text. When it saved in
+    place into the very file being replaced, after the last look and before
+    the rename, its text is read back from that file and ``decide`` asked about
+    it, so its save is written again with the change. After
+    :data:`WRITE_TRIES` rounds :class:`StoreRefused` says the file kept changing.
+    """
+    base = read_store(path, folder)
+    on_disk = _bytes_of(base)
+    stamp: Stamp | None = None
+    restoring = False
+    for _ in range(WRITE_TRIES):
+        content = decide(base)
+        if content is None:
+            if not restoring or base.mutation_error is not None:
+                return stamp
+            content = base.content  # nothing to change in their save: put it back as it was
+        outcome = write_store(path, content, folder, expected=on_disk, check=True)
+        if outcome.stamp is None:  # changed before the rename: nothing written, read again
+            base, restoring = read_store(path, folder), False
+            on_disk = _bytes_of(base)
+            continue
+        stamp = outcome.stamp
+        if outcome.overwritten is None:
+            return stamp
+        # A save into the old file just before the rename: make the change on it too.
+        base, restoring = _from_bytes(path, outcome.overwritten), True
+        on_disk = content.encode("utf-8")
+    raise StoreRefused(kept_changing_message(path, WRITE_TRIES))
+
+
+def _bytes_of(file: StoreFile) -> bytes | None:
+    """What the store must still hold for a write made from ``file`` (``None``: missing)."""
+    return file.content.encode("utf-8") if file.exists else None
+
+
+def _from_bytes(path: Path, data: bytes) -> StoreFile:
+    """A :class:`StoreFile` of text read from a file no longer at ``path``."""
+    if len(data) > MAX_STORE_BYTES:
+        return StoreFile(path, True, "", None, error=oversize_message(path, len(data)))
+    try:
+        return StoreFile(path, True, data.decode("utf-8"), None)
+    except UnicodeDecodeError:
+        bad = first_invalid_utf8(data)
+        return StoreFile(path, True, decode_for_display(data), None, invalid_utf8_at=bad)
+
+
+@dataclass(frozen=True, slots=True)
+class WriteOutcome:
+    """What :func:`write_store` did when asked to check the file first."""
+
+    stamp: Stamp | None
+    """The new file's stamp; ``None`` when the store had changed and nothing was written."""
+    overwritten: bytes | None = None
+    """The replaced file's bytes when it changed after the last look (an in-place save)."""
+
+
+@overload
+def write_store(
+    path: Path,
+    content: str,
+    folder: LockedFolder | None = ...,
+    *,
+    expected: bytes | None = ...,
+    check: Literal[False] = ...,
+) -> Stamp: ...
+
+
+@overload
+def write_store(
+    path: Path,
+    content: str,
+    folder: LockedFolder | None = ...,
+    *,
+    expected: bytes | None = ...,
+    check: Literal[True],
+) -> WriteOutcome: ...
+
+
+def write_store(
+    path: Path,
+    content: str,
+    folder: LockedFolder | None = None,
+    *,
+    expected: bytes | None = None,
+    check: bool = False,
+) -> Stamp | WriteOutcome:
     """Replace the store atomically with ``content``; call under :func:`store_lock`.
 
-    The text goes to a temporary file in the same folder, is flushed to disk and
-    renamed over the store, so a reader or a crash sees the old or the new file.
-    Pass the :class:`LockedFolder` so every step goes through the locked folder.
+    The text goes to a temporary file in the same folder, is given the store's
+    mode, owner and group, flushed to disk and renamed over the store, so a
+    reader or a crash sees the old or the new file. Pass the
+    :class:`LockedFolder` so every step goes through the locked folder (which
+    is checked again right before the rename). With ``check``, the store must
+    still hold exactly ``expected`` (``None``: be missing) right before the
+    rename, else nothing is written; the replaced file is read again after the
+    rename through a descriptor held open, so a save into it in between is
+    returned (:class:`WriteOutcome`) rather than lost.
     """
     data = content.encode("utf-8")
     if len(data) > MAX_STORE_BYTES:
         raise StoreRefused(oversize_message(path, len(data)))
     name, dir_fd = _at(path, folder), _dir_fd(folder)
-    mode: int | None = None
-    with contextlib.suppress(FileNotFoundError):
-        mode = stat.S_IMODE(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode)
-    tmp_path = path.parent / f"{_temp_prefix(path)}{os.urandom(6).hex()}.tmp"
+    try:
+        old: os.stat_result | None = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        old = None
+    if old is not None:
+        _refuse_to_replace(path, old)
+    tmp_path = path.parent / temp_name(path.name, os.urandom(6).hex())
     tmp = _at(tmp_path, folder)
     # A new store gets the usual 0o666-minus-umask; an existing one keeps its mode.
     # O_EXCL never follows a symlink, so the temporary is always a new file here.
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
-    fd = os.open(tmp, flags, 0o666 if mode is None else 0o600, dir_fd=dir_fd)
+    fd = os.open(tmp, flags, 0o666 if old is None else 0o600, dir_fd=dir_fd)
+    held: int | None = None
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
+            if old is not None:  # owner first: a chown clears set-id bits the mode restores
+                _keep_owner(f.fileno(), path, old)
+                _set_mode(f.fileno(), tmp_path, stat.S_IMODE(old.st_mode))
             os.fsync(f.fileno())
-            if mode is not None:
-                _set_mode(f.fileno(), tmp_path, mode)
+        if folder is not None:
+            verify_folder(folder)
+        if check:
+            held, now = _look(name, dir_fd)
+            if now != expected:
+                os.unlink(tmp, dir_fd=dir_fd)
+                return WriteOutcome(None)
         os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        overwritten = None
+        if held is not None:
+            again = os.pread(held, MAX_STORE_BYTES + 1, 0)
+            overwritten = again if again != expected else None
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp, dir_fd=dir_fd)
         raise
+    finally:
+        if held is not None:
+            os.close(held)
     _fsync_dir(path.parent, folder)
     st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
-    return Stamp(st.st_mtime_ns, st.st_size, st.st_ino)
+    stamp = Stamp(st.st_mtime_ns, st.st_size, st.st_ino)
+    return WriteOutcome(stamp, overwritten) if check else stamp
+
+
+def _look(name: str | Path, dir_fd: int | None) -> tuple[int | None, bytes | None]:
+    """The store's bytes now (``None``: missing or not a regular file), and its open descriptor.
+
+    The descriptor stays open so the file can be read again once it has been
+    replaced: a program saving into it in place after this look is seen then.
+    """
+    try:
+        fd = os.open(name, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0), dir_fd=dir_fd)
+    except OSError:
+        return None, None  # missing, or a symlink now: either way not what was read
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        return None, b""  # never equal to a read text: the retry refuses it
+    return fd, os.pread(fd, MAX_STORE_BYTES + 1, 0)
+
+
+def _refuse_to_replace(path: Path, old: os.stat_result) -> None:
+    """Raise :class:`StoreRefused` when the existing store may not be replaced by us."""
+    if stat.S_ISLNK(old.st_mode):
+        raise StoreRefused(symlink_message(path))
+    if not stat.S_ISREG(old.st_mode):
+        raise StoreRefused(not_regular_message(path))
+    if sys.platform == "win32":  # pragma: no cover - no uids; a read-only file fails to rename
+        return
+    refusal = replace_refusal(
+        path, old.st_mode, old.st_uid, old.st_gid, os.geteuid(), [os.getegid(), *os.getgroups()]
+    )
+    if refusal is not None:
+        raise StoreRefused(refusal)
+
+
+def _keep_owner(fd: int, path: Path, old: os.stat_result) -> None:
+    """Give the temporary the store's owner and group (before it gets its mode back)."""
+    if not hasattr(os, "fchown"):  # pragma: no cover - Windows
+        return
+    st = os.fstat(fd)
+    if (st.st_uid, st.st_gid) == (old.st_uid, old.st_gid):
+        return
+    uid = old.st_uid if os.geteuid() == 0 else -1  # only root may give a file away
+    try:
+        os.fchown(fd, uid, old.st_gid)
+    except PermissionError:
+        raise StoreRefused(foreign_group_message(path, old.st_gid)) from None
 
 
 def _set_mode(fd: int, path: Path, mode: int) -> None:

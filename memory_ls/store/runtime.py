@@ -42,13 +42,17 @@ from memory_ls.core.trust import TrustDecision
 from memory_ls.store.config import load_config
 from memory_ls.store.facts import file_type_at
 from memory_ls.store.files import (
+    LockedFolder,
+    LockRequest,
     Stamp,
     StoreFile,
     StoreRefused,
     oversize_message,
     read_store,
+    rewrite_store,
     stamp_of,
     store_lock,
+    store_locks,
     write_store,
 )
 from memory_ls.store.paths import (
@@ -356,7 +360,7 @@ class MemoryRuntime:
         """Run one validated action (:func:`memory_ls.core.actions.read_request`)."""
         if request.action == "list":
             return self.list(request.scope)
-        if request.action == "move":  # two writes, ordered so the note is never lost
+        if request.action == "move":  # two writes under both locks, so the note is never lost
             return self.move(request.text, request.scope)
         return self._write(request)
 
@@ -385,23 +389,34 @@ class MemoryRuntime:
 
     def _mutate(self, scope: Scope, transform: Callable[[str], Change]) -> Change:
         """One read-modify-write of ``scope``; an I/O failure is a refusal, not a crash."""
+        return self._guarded(scope, lambda: self._mutate_locked(scope, transform))
+
+    def _guarded(self, scope: Scope, write: Callable[[], Change]) -> Change:
+        """Run ``write``; a refusal or an I/O failure comes back as a :class:`Change` error."""
         try:
-            return self._mutate_locked(scope, transform)
+            return write()
         except StoreRefused as exc:
             return Change("", False, error=str(exc))
         except OSError as exc:
-            path = self.paths[scope]
             why = exc.strerror or str(exc)
-            shown = display_path(path)
+            shown = display_path(self.paths[scope])
             return Change("", False, error=f"Cannot write the memory file {shown}: {why}")
 
-    def _mutate_locked(self, scope: Scope, transform: Callable[[str], Change]) -> Change:
-        """One read-modify-write of ``scope`` under both locks.
+    def _lock_request(self, scope: Scope) -> LockRequest:
+        """What locking ``scope``'s store takes: its folder checked again once locked.
 
-        The folder is checked again once locked, at the real path of the folder
-        actually held, and read and written through it: a ``.pi`` symlink planted
-        since the caller's check cannot lead the write out of the project.
+        The folder is checked at the real path of the folder actually held, and
+        read and written through it: a ``.pi`` symlink planted since the
+        caller's check cannot lead the write out of the project.
         """
+        return LockRequest(
+            self.paths[scope],
+            make_parents=scope == "global",
+            check=lambda real: self.store_refusal(scope, real),
+        )
+
+    def _mutate_locked(self, scope: Scope, transform: Callable[[str], Change]) -> Change:
+        """One read-modify-write of ``scope`` under both locks (see :func:`store_locks`)."""
         path = self.paths[scope]
         refused = self._place_refusal(scope)
         if refused is not None:
@@ -411,26 +426,31 @@ class MemoryRuntime:
             first = transform("")
             if not first.changed:
                 return first
-        with (
-            self._lock,
-            store_lock(
-                path,
-                make_parents=scope == "global",
-                check=lambda real: self.store_refusal(scope, real),
-            ) as folder,
-        ):
-            file = read_store(path, folder)
+        # The runtime's own lock is not held while waiting for the store's: a reader
+        # of this runtime (a hover in the language server) is never kept waiting.
+        with store_locks([self._lock_request(scope)]) as (folder,):
+            return self._rewrite(scope, folder, transform)
+
+    def _rewrite(
+        self, scope: Scope, folder: LockedFolder, transform: Callable[[str], Change]
+    ) -> Change:
+        """Apply ``transform`` to the locked store and write it (redone if it changed meanwhile)."""
+        made: list[Change] = []
+
+        def decide(file: StoreFile) -> str | None:
             refusal = file.mutation_error
-            if refusal:
-                return Change(file.content, False, error=refusal)
-            change = transform(file.content)
-            if change.changed and change.error is None:
-                try:
-                    stamp = write_store(path, change.content, folder)
-                except StoreRefused as exc:
-                    return Change(file.content, False, error=str(exc))
+            change = (
+                Change(file.content, False, error=refusal) if refusal else transform(file.content)
+            )
+            made.append(change)
+            return change.content if change.changed and change.error is None else None
+
+        stamp = rewrite_store(self.paths[scope], folder, decide)
+        change = made[-1]
+        if stamp is not None:
+            with self._lock:
                 self._adopt(scope, change.content, stamp)
-            return change
+        return change
 
     def _finish(
         self, action: str, scope: Scope, change: Change, **extra: str | None
@@ -464,19 +484,44 @@ class MemoryRuntime:
             return self.result(
                 "move", scope, error=same_file_message(self.paths[scope]), entry=text
             )
-        source = self.view(scope)
+        source = self.view(scope)  # a first look, before any folder is created
         if source.file.mutation_error:
             return self.result("move", scope, error=source.file.mutation_error, entry=text)
         if text not in source.parsed.notes:
             return self.result("move", scope, error=no_match(scope, text), entry=text)
         request = Request("move", scope, text)
-        added = self._mutate(target, request.change(target))
-        if added.error:
-            return self.result("move", scope, error=added.error, entry=text)
-        removed = self._mutate(scope, request.change(scope))
-        if removed.error:
-            return self.result("move", scope, error=removed.error, entry=text)
-        return self.result("move", scope, removed.changed, entry=text, existing=added.existing)
+        moved = self._guarded(scope, lambda: self._move_locked(request, target))
+        if moved.error:
+            return self.result("move", scope, error=moved.error, entry=text)
+        return self.result("move", scope, moved.changed, entry=text, existing=moved.existing)
+
+    def _move_locked(self, request: Request, target: Scope) -> Change:
+        """Both writes of a move under both stores' locks, target first.
+
+        Holding both locks for the whole move means no other writer's add to
+        either store can fall between the two writes and be lost, and no other
+        move of the same note can see it in both stores or in neither. The
+        result is the source's change, with the target's ``existing``.
+        """
+        scope = request.scope
+        with store_locks([self._lock_request(scope), self._lock_request(target)]) as folders:
+            source_folder, target_folder = folders
+            source = read_store(self.paths[scope], source_folder)
+            if source.mutation_error:
+                return Change(source.content, False, error=source.mutation_error)
+            if request.text not in parse(source.content).notes:
+                return Change(source.content, False, error=no_match(scope, request.text))
+            added = self._guarded(
+                target, lambda: self._rewrite(target, target_folder, request.change(target))
+            )
+            if added.error:
+                return added
+            removed = self._guarded(
+                scope, lambda: self._rewrite(scope, source_folder, request.change(scope))
+            )
+            if removed.error:
+                return removed  # the note is in both stores now, never in neither
+            return Change(removed.content, removed.changed, existing=added.existing)
 
     def clear(self, scope: Scope = "project") -> MemoryResult:
         """Remove every bullet of ``scope``; callers must have asked a human first."""

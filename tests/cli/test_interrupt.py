@@ -13,7 +13,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 import tomllib
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -22,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import Workspace
+from tests.lock_holder import waits_on
 
 REPO = Path(__file__).resolve().parents[2]
 WAIT = 30.0
@@ -31,10 +31,11 @@ pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="SIGINT and floc
 
 
 def start(workspace: Workspace, command: Sequence[str]) -> subprocess.Popen[bytes]:
+    # A lock wait longer than the test, so the writer is still waiting when Ctrl-C comes.
     return subprocess.Popen(
         list(command),
         cwd=workspace.root,
-        env=workspace.env(),
+        env={**workspace.env(), "MEMORY_LS_LOCK_TIMEOUT": "120"},
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -65,22 +66,6 @@ def held_lock(folder: Path) -> Iterator[None]:
         os.close(fd)
 
 
-def wait_blocked_on_lock(proc: subprocess.Popen[bytes]) -> None:
-    """Wait until ``proc`` waits for a flock (``/proc/locks`` marks a waiter with ``->``)."""
-    locks = Path("/proc/locks")
-    if not locks.exists():
-        pytest.skip("no /proc/locks to see the process wait")
-    deadline = time.monotonic() + WAIT
-    while time.monotonic() < deadline:
-        assert proc.poll() is None, "the add did not wait for the lock"
-        for line in locks.read_text().splitlines():
-            fields = line.split()
-            if "->" in fields and str(proc.pid) in fields:
-                return
-        time.sleep(0.05)
-    raise AssertionError("the add never waited for the lock")
-
-
 def console_script() -> Path:
     """The installed ``memory-ls`` script beside this Python (``pip install -e .``)."""
     script = Path(sys.executable).parent / "memory-ls"
@@ -103,7 +88,8 @@ def test_ctrl_c_while_add_waits_for_the_lock(workspace: Workspace, how: str) -> 
     program = [sys.executable, "-m", "memory_ls"] if how == "python -m" else [str(console_script())]
     with held_lock(workspace.project_store.parent):
         proc = start(workspace, [*program, "add", "never written"])
-        wait_blocked_on_lock(proc)
+        assert waits_on(proc.pid, workspace.project_store.parent), "the add did not wait"
+        assert proc.poll() is None, "the add did not wait for the lock"
         code, err = interrupt(proc)
     assert (code, err) == (130, QUIET)
     assert workspace.read("project") == before

@@ -252,3 +252,20 @@ def test_failed_rename_is_an_error_and_leaves_no_temporary(
     assert result["project"] == ["a"]
     assert path.read_bytes() == b"- a\n"
     assert sorted(os.listdir(path.parent)) == ["memory.md"]
+
+
+def test_a_failed_write_during_a_move_names_the_store_that_failed(
+    workspace: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    workspace.write("project", "- p\n")
+    workspace.write("global", "- g\n")
+
+    def broken(src: object, dst: object, **dir_fds: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "replace", broken)
+    result = workspace.runtime().run("move", {"text": "p"})
+    assert result["error"] == (
+        f"Cannot write the memory file {workspace.global_store}: No space left on device"
+    )
+    assert workspace.read("project") == b"- p\n" and workspace.read("global") == b"- g\n"

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from memory_ls.core.actions import Change, apply_add
-from memory_ls.store.files import store_lock
+from memory_ls.store.files import folder_changed_message, store_lock
 from memory_ls.store.paths import (
     no_project_message,
     outside_project_message,
@@ -242,7 +242,7 @@ def test_a_pi_symlink_planted_before_the_lock_is_refused(
 def test_a_pi_swapped_during_the_write_does_not_redirect_it(
     workspace: Workspace, tmp_path: Path
 ) -> None:
-    """The store is written through the folder that was checked and locked."""
+    """A folder swapped after the lock is refused right before the rename: nothing is written."""
     workspace.write("project", ["a"])
     outside = tmp_path / "outside"
     outside.mkdir()
@@ -254,9 +254,10 @@ def test_a_pi_swapped_during_the_write_does_not_redirect_it(
         (workspace.root / ".pi").symlink_to(outside)
         return apply_add(content, "b")
 
-    runtime._mutate("project", swap_then_add)
+    change = runtime._mutate("project", swap_then_add)
+    assert change.error == folder_changed_message(workspace.root / ".pi")
     assert list(outside.iterdir()) == []
-    assert (moved / "memory.md").read_text() == store_text("a", "b")
+    assert (moved / "memory.md").read_text() == store_text("a")
     assert sorted(p.name for p in moved.iterdir()) == ["memory.md"]
 
 

@@ -6,11 +6,12 @@ import json
 import os
 import stat
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from memory_ls.core.text import BOM, HEADER
-from memory_ls.store.files import LockedFolder, Stamp, write_store
+from memory_ls.store.files import LockedFolder, write_store
 from memory_ls.store.runtime import MemoryRuntime
 from tests.conftest import Workspace
 
@@ -223,16 +224,16 @@ def test_move_when_source_write_fails_leaves_note_in_both(workspace: Workspace) 
     workspace.write("project", "- p\n")
     rt = workspace.runtime()
     # the target write succeeds; make the source refuse by making it oversize meanwhile
-    original = rt._mutate
+    original = rt._rewrite
     calls: list[str] = []
 
-    def flaky(scope, transform):  # type: ignore[no-untyped-def]
+    def flaky(scope, folder, transform):  # type: ignore[no-untyped-def]
         calls.append(scope)
         if scope == "project":
             workspace.write("project", b"- p\n\xff")
-        return original(scope, transform)
+        return original(scope, folder, transform)
 
-    rt._mutate = flaky  # type: ignore[method-assign]
+    rt._rewrite = flaky  # type: ignore[method-assign]
     result = rt.move("p", "project")
     assert calls == ["global", "project"]
     assert "error" in result
@@ -482,11 +483,11 @@ def record_writes(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Patch the runtime's ``write_store`` to record the path of every write."""
     writes: list[str] = []
 
-    def spy(path: Path, content: str, folder: LockedFolder | None = None) -> Stamp:
+    def spy(path: Path, content: str, folder: LockedFolder | None = None, **kw: Any) -> Any:
         writes.append(str(path))
-        return write_store(path, content, folder)
+        return write_store(path, content, folder, **kw)
 
-    monkeypatch.setattr("memory_ls.store.runtime.write_store", spy)
+    monkeypatch.setattr("memory_ls.store.files.write_store", spy)
     return writes
 
 
