@@ -72,6 +72,18 @@ OPTIONS: dict[str, Option] = {
         Option("--yes", None, "clear without asking (default: ask on a terminal, else refuse)"),
         Option("--format", "text|json|sarif", "how to print findings (default: text)"),
         Option("--tcp", "HOST:PORT", "serve over TCP (default: stdio)"),
+        Option(
+            "--propose",
+            None,
+            "queue the change in the scope's review inbox instead of writing it (default: write)",
+        ),
+        Option("--by", "NAME", "who proposes, as the inbox records it (default: cli)"),
+        Option("--all", None, "every waiting proposal (default: only the IDs given)"),
+        Option(
+            "--text",
+            "T",
+            "accept an add with this text instead (one ID only; default: as proposed)",
+        ),
         Option("--ws", "HOST:PORT", "serve over WebSocket (default: stdio)"),
     )
 }
@@ -81,6 +93,9 @@ EXCLUSIVE = (("--trusted", "--untrusted"), ("--tcp", "--ws"))
 
 COMMON = ("--project", "--agent-dir", "--trusted", "--untrusted", "--json")
 """The options of every verb that reads the stores."""
+
+PROPOSE = ("--propose", "--by")
+"""The review options of a verb an agent may propose instead (SPEC §12)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +110,10 @@ class Verb:
     required: tuple[str, ...] = ()
     helps: tuple[tuple[str, str], ...] = ()
     """Option help that differs for this verb: ``(flag, help)``."""
+    variadic: bool = False
+    """Its one argument may be given any number of times."""
+    no_default: tuple[str, ...] = ()
+    """Options that are unset unless given (``--scope`` of accept: both inboxes)."""
 
 
 VERBS: dict[str, Verb] = {
@@ -102,19 +121,19 @@ VERBS: dict[str, Verb] = {
     for v in (
         # `list` echoes --scope in its result (SPEC §3: every result names a scope).
         Verb("list", "List the notes of both scopes.", options=("--scope", *COMMON)),
-        Verb("add", "Add a note.", (("TEXT", "the note"),), ("--scope", *COMMON)),
+        Verb("add", "Add a note.", (("TEXT", "the note"),), ("--scope", *PROPOSE, *COMMON)),
         Verb(
             "update",
             "Replace every note equal to TEXT with NEW.",
             (("TEXT", "the note as stored"),),
-            ("--scope", "--to", *COMMON),
+            ("--scope", "--to", *PROPOSE, *COMMON),
             ("--to",),
         ),
         Verb(
             "forget",
             "Remove every note equal to TEXT (exact, case-sensitive).",
             (("TEXT", "the note as stored"),),
-            ("--scope", *COMMON),
+            ("--scope", *PROPOSE, *COMMON),
         ),
         Verb(
             "merge",
@@ -142,6 +161,7 @@ VERBS: dict[str, Verb] = {
             "Lint memory files like a linter (default: both stores of --project).",
             (("FILE", "a memory file to check"),),
             ("--format", *COMMON),
+            variadic=True,
             helps=(
                 ("--json", "the same as --format json (default: text)"),
                 (
@@ -150,6 +170,44 @@ VERBS: dict[str, Verb] = {
                     "FILE is checked against (default: the current directory)",
                 ),
             ),
+        ),
+        Verb(
+            "inbox",
+            "List the proposals waiting for review in both inboxes.",
+            options=COMMON,
+        ),
+        Verb(
+            "accept",
+            "Accept proposals: run each one's change now (ID... or --all).",
+            (("ID", "a proposal's id"),),
+            ("--all", "--scope", "--text", "--to", *COMMON),
+            helps=(
+                (
+                    "--scope",
+                    "the inbox to look in (default: both; with --all, both inboxes)",
+                ),
+                (
+                    "--to",
+                    "accept an update with this new text instead (one ID only; "
+                    "default: as proposed)",
+                ),
+            ),
+            variadic=True,
+            no_default=("--scope",),
+        ),
+        Verb(
+            "reject",
+            "Reject proposals: drop them from the inbox (ID... or --all).",
+            (("ID", "a proposal's id"),),
+            ("--all", "--scope", *COMMON),
+            helps=(
+                (
+                    "--scope",
+                    "the inbox to look in (default: both; with --all, both inboxes)",
+                ),
+            ),
+            variadic=True,
+            no_default=("--scope",),
         ),
         Verb(
             "serve",
@@ -208,7 +266,7 @@ def _verb_parser(verb: Verb) -> argparse.ArgumentParser:
     )
     helps = dict(verb.helps)
     for name, help_ in verb.args:
-        nargs = "*" if verb.name == "check" else None
+        nargs = "*" if verb.variadic else None
         parser.add_argument(name.lower(), metavar=name, nargs=nargs, help=help_)
     groups: dict[str, Any] = {}
     for flag in verb.options:
@@ -238,7 +296,7 @@ def _verb_parser(verb: Verb) -> argparse.ArgumentParser:
                 flag,
                 metavar=option.metavar if choices is None else None,
                 choices=choices,
-                default=choices[0] if choices else None,
+                default=choices[0] if choices and flag not in verb.no_default else None,
                 required=flag in verb.required,
                 help=help_,
             )
@@ -408,6 +466,13 @@ def _run(verb: str, args: argparse.Namespace) -> int:
         else:
             print(runtime.doctor_text(), end="")
         return EXIT_OK
+    if verb in ("inbox", "accept", "reject"):
+        return _review(verb, runtime, args)
+    if getattr(args, "propose", False):
+        return _propose(verb, runtime, args)
+    if getattr(args, "by", None) is not None:
+        print(f"{PROG} {verb}: error: --by needs --propose", file=sys.stderr)
+        return EXIT_USAGE
     if verb == "list":
         _say_if_untrusted(runtime)
     if verb == "clear" and not args.yes:
@@ -438,6 +503,75 @@ def _print_result(verb: str, result: Any, args: argparse.Namespace) -> int:
         stream = sys.stderr if "error" in result else sys.stdout
         print(result_text(result), file=stream)
     return EXIT_REFUSED if "error" in result else EXIT_OK
+
+
+def _note_fields(args: argparse.Namespace) -> dict[str, object]:
+    fields: dict[str, object] = {"scope": args.scope}
+    for name in ("text", "other", "to"):
+        if getattr(args, name, None) is not None:
+            fields[name] = getattr(args, name)
+    return fields
+
+
+def _propose(verb: str, runtime: Any, args: argparse.Namespace) -> int:
+    """``add|update|forget --propose``: queue the change for review (SPEC §12)."""
+    from memory_ls.core.inbox import clean_by
+    from memory_ls.store.review import Review
+
+    result, text = Review(runtime).propose(verb, _note_fields(args), clean_by(args.by, "cli"))
+    if args.json:
+        _print_json(result)
+    else:
+        print(text, file=sys.stderr if "error" in result else sys.stdout)
+    return EXIT_REFUSED if "error" in result else EXIT_OK
+
+
+def _review(verb: str, runtime: Any, args: argparse.Namespace) -> int:
+    """``inbox``, ``accept`` and ``reject`` (SPEC §12)."""
+    from memory_ls.store.review import Review
+
+    review = Review(runtime)
+    if verb == "inbox":
+        _say_if_untrusted(runtime)
+        listing, warnings = review.listing()
+        if args.json:
+            _print_json(listing)
+        else:
+            print(_inbox_text(listing))
+        for warning in warnings:
+            print(f"Warning: {warning}", file=sys.stderr)
+        return EXIT_OK
+    ids: list[str] = args.id
+    if bool(ids) == bool(args.all):
+        print(f"{PROG} {verb}: error: give proposal IDs or --all (not both)", file=sys.stderr)
+        return EXIT_USAGE
+    selected = None if args.all else ids
+    if verb == "accept":
+        out = review.accept(selected, args.scope, args.text, args.to)
+    else:
+        out = review.reject(selected, args.scope)
+    if args.json:
+        _print_json(out)
+    else:
+        print(out["text"], file=sys.stderr if "error" in out else sys.stdout)
+    return EXIT_REFUSED if "error" in out else EXIT_OK
+
+
+def _inbox_text(listing: Any) -> str:
+    """Both inboxes, one line a proposal: ``- <id> <action>: <text> (by <by>, <at>)``."""
+    from memory_ls.core.inbox import label
+
+    lines: list[str] = []
+    for scope in ("project", "global"):
+        proposals = listing[scope]
+        if not proposals:
+            lines.append(f"{scope}: none")
+            continue
+        lines.append(f"{scope} ({len(proposals)}):")
+        lines.extend(
+            f"- {p['id']} {p['action']}: {label(p)} (by {p['by']}, {p['at']})" for p in proposals
+        )
+    return "\n".join(lines)
 
 
 CLEAR_NEEDS_YES = "clear needs --yes when not run on a terminal."
