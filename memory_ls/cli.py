@@ -537,7 +537,9 @@ def _review(verb: str, runtime: Any, args: argparse.Namespace) -> int:
         if args.json:
             _print_json(listing)
         else:
-            print(_inbox_text(listing))
+            from memory_ls.core.inbox import listing_text
+
+            print(listing_text(listing))
         for warning in warnings:
             print(f"Warning: {warning}", file=sys.stderr)
         return EXIT_OK
@@ -555,23 +557,6 @@ def _review(verb: str, runtime: Any, args: argparse.Namespace) -> int:
     else:
         print(out["text"], file=sys.stderr if "error" in out else sys.stdout)
     return EXIT_REFUSED if "error" in out else EXIT_OK
-
-
-def _inbox_text(listing: Any) -> str:
-    """Both inboxes, one line a proposal: ``- <id> <action>: <text> (by <by>, <at>)``."""
-    from memory_ls.core.inbox import label
-
-    lines: list[str] = []
-    for scope in ("project", "global"):
-        proposals = listing[scope]
-        if not proposals:
-            lines.append(f"{scope}: none")
-            continue
-        lines.append(f"{scope} ({len(proposals)}):")
-        lines.extend(
-            f"- {p['id']} {p['action']}: {label(p)} (by {p['by']}, {p['at']})" for p in proposals
-        )
-    return "\n".join(lines)
 
 
 CLEAR_NEEDS_YES = "clear needs --yes when not run on a terminal."

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import cast
 
 from memory_ls.core.actions import Change, Request, check_text
-from memory_ls.core.models import Proposal, Scope
+from memory_ls.core.models import SCOPES, InboxResult, Proposal, Scope
 from memory_ls.core.text import BOM, normalise
 
 PROPOSAL_ACTIONS = ("add", "update", "forget")
@@ -437,3 +437,21 @@ def reject(store: str, inbox_text: str, scope: Scope, ids: Sequence[str] | None)
 def rejected_message(proposal: Proposal, scope: Scope) -> str:
     """The account of one rejected proposal."""
     return f"Rejected ({proposal['id']}) for {scope} memory: {label(proposal)}"
+
+
+def listing_text(listing: InboxResult) -> str:
+    """Both inboxes as text, one line a proposal: ``- <id> <action>: <text> (by <by>, <at>)``.
+
+    What ``memory-ls inbox`` prints and the MCP resource ``memory://inbox`` reads.
+    """
+    lines: list[str] = []
+    for scope in SCOPES:
+        proposals = listing[scope]
+        if not proposals:
+            lines.append(f"{scope}: none")
+            continue
+        lines.append(f"{scope} ({len(proposals)}):")
+        lines.extend(
+            f"- {p['id']} {p['action']}: {label(p)} (by {p['by']}, {p['at']})" for p in proposals
+        )
+    return "\n".join(lines)
