@@ -138,8 +138,8 @@ class Review:
             proposals = inbox.proposals
             if not self.shown(scope):
                 proposals = [_withheld(p) for p in proposals]
-            else:
-                warnings.extend(malformed_warning(file.path, n) for n in inbox.malformed)
+            # Line numbers only: never the text of a line (SPEC §4).
+            warnings.extend(malformed_warning(file.path, n) for n in inbox.malformed)
             if file.error:
                 warnings.append(file.error)
             elif file.invalid_utf8_at is not None:

@@ -501,7 +501,7 @@ class MemoryRuntime:
                 write_error=file.mutation_error,
             )
         plan = self.plan()
-        return doctor_report(
+        report = doctor_report(
             facts,
             {
                 "trusted": trust.trusted,
@@ -519,6 +519,11 @@ class MemoryRuntime:
             },
             plan,
         )
+        # The review inboxes' unreadable files and bad lines (SPEC §12), by line number only.
+        from memory_ls.store.review import Review
+
+        report["problems"].extend(f"inbox: {w}" for w in Review(self).listing()[1])
+        return report
 
     def doctor_text(self) -> str:
         """The doctor's report as readable text."""

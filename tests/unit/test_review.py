@@ -192,3 +192,14 @@ def test_an_outside_project_inbox_is_refused(workspace: Workspace, tmp_path) -> 
     result, _ = review(workspace).propose("add", {"text": "n"}, "x")
     assert "resolves outside the project" in result["error"]
     assert list(outside.iterdir()) == []
+
+
+def test_the_doctor_reports_bad_inbox_lines_by_number(workspace: Workspace) -> None:
+    path = workspace.write(workspace.root / ".pi" / INBOX_NAME, "secret words\n")
+    for trusted in (True, False):
+        report = workspace.runtime(trusted=trusted).doctor_report()
+        assert (
+            f"inbox: {path}:1: not a valid proposal; kept as it is and ignored"
+            in report["problems"]
+        )
+        assert "secret" not in json.dumps(report)
