@@ -3,6 +3,7 @@ import * as fs from 'node:fs';
 import * as vscode from 'vscode';
 import { browseNotes, pickAndForget } from './browse';
 import { MemoryClient } from './client';
+import { InboxStatus, reviewInbox } from './inbox';
 import { addNote, clearScope } from './notes';
 import { type InjectResult, type ReloadResult, SCOPES, ServerCommand } from './protocol';
 import { REPORT_SCHEME, ReportDocuments } from './reports';
@@ -17,11 +18,13 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   memoryClient = client;
   const reports = new ReportDocuments();
   const statusBar = new MemoryStatusBar(client);
+  const inboxStatus = new InboxStatus(client);
   context.subscriptions.push(
     output,
     client,
     reports,
     statusBar,
+    inboxStatus,
     vscode.workspace.registerTextDocumentContentProvider(REPORT_SCHEME, reports),
   );
 
@@ -59,6 +62,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     void vscode.window.showInformationMessage(`Memory: ${describeReload(result)}`);
   });
   command('memoryLs.clear', () => clearScope(client));
+  command('memoryLs.reviewInbox', () => reviewInbox(client));
   command('memoryLs.restart', async () => {
     await client.restart();
     void vscode.window.showInformationMessage('Memory: the memory-ls server was restarted.');

@@ -3,14 +3,20 @@
 // `make schemas`): none is written by hand here, so the client cannot drift from the server.
 import type {
   DoctorResult,
+  InboxResult,
   InjectResult,
   MemoryResult,
   PathInfo,
   ReloadResult,
+  ReviewResult,
 } from './generated/schemas';
 
 export type {
   DoctorResult,
+  InboxCounts,
+  InboxResult,
+  Proposal,
+  ReviewResult,
   InjectResult,
   MemoryResult,
   NoteChanges,
@@ -41,6 +47,10 @@ export const ServerCommand = {
   reload: 'memory.reload',
   doctor: 'memory.doctor',
   inject: 'memory.inject',
+  propose: 'memory.propose',
+  inbox: 'memory.inbox',
+  accept: 'memory.accept',
+  reject: 'memory.reject',
 } as const;
 
 export type ServerCommandId = (typeof ServerCommand)[keyof typeof ServerCommand];
@@ -58,7 +68,14 @@ export interface CommandResults {
   'memory.reload': ReloadResult;
   'memory.doctor': DoctorResult;
   'memory.inject': InjectResult;
+  'memory.propose': MemoryResult;
+  'memory.inbox': InboxResult;
+  'memory.accept': ReviewResult;
+  'memory.reject': ReviewResult;
 }
+
+/** The server's `memory/inbox` notification: how many proposals wait in each inbox (SPEC §12). */
+export const INBOX_NOTIFICATION = 'memory/inbox';
 
 export function isMemoryResult(value: unknown): value is MemoryResult {
   return (
