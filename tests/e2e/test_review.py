@@ -16,6 +16,7 @@ from lsprotocol import types as lsp
 
 from memory_ls.core.inbox import parse_inbox
 from tests.conftest import store_text
+from tests.unit.test_schemas import validate
 
 from .conftest import TIMEOUT, Session
 
@@ -129,6 +130,7 @@ async def test_review_commands(start: Any, workspace: Any, preset: str) -> None:
     proposed = await session.command(
         "memory.propose", {"action": "update", "text": "g", "to": "g2", "scope": "global"}
     )
+    validate("memory-result", proposed)
     assert proposed["waiting"] == 1 and proposed["changed"] is False
     pid = proposed["proposal"]["id"]
     assert proposed["proposal"]["by"] == "lsp"  # the test client gives no clientInfo
@@ -137,12 +139,15 @@ async def test_review_commands(start: Any, workspace: Any, preset: str) -> None:
     )
     assert named["proposal"]["by"] == "me"
     listing = await session.command("memory.inbox", {})
+    validate("inbox-result", listing)
     assert [p["id"] for p in listing["global"]] == [pid, named["proposal"]["id"]]
     bad = await session.command("memory.accept", {"id": 3})
     assert bad["error"] == "Give id (a string), ids (a list of strings) or all (true)."
     unknown = await session.command("memory.reject", {"id": "deadbeef", "scope": "global"})
     assert unknown["error"] == "No proposal deadbeef in global inbox."
     edited = await session.command("memory.accept", {"id": pid, "to": "g3"})
+    validate("review-result", edited)
+    validate("review-result", bad)
     assert edited["results"][0]["global"] == ["g3"]
     everything = await session.command("memory.accept", {"all": True})
     assert everything["results"][0]["global"] == ["g3", "x"]

@@ -125,32 +125,34 @@ export class InboxStatus implements vscode.Disposable {
   private readonly item: vscode.StatusBarItem;
   private readonly disposables: vscode.Disposable[] = [];
   private seen: Set<string> | undefined;
+  /** Updates run one after another, so a proposal is announced once. */
+  private queue: Promise<void> = Promise.resolve();
 
   constructor(private readonly client: MemoryClient) {
     this.item = vscode.window.createStatusBarItem('memoryLs.inbox', vscode.StatusBarAlignment.Right, 99);
     this.item.name = 'Memory inbox';
     this.item.command = 'memoryLs.reviewInbox';
     this.disposables.push(
-      client.onInbox((counts) => void this.update(counts)),
-      client.onDidChange(() => void this.refresh()),
+      client.onInbox((counts) => this.enqueue(() => this.update(counts))),
+      client.onDidChange(() => this.enqueue(() => this.refresh())),
     );
   }
 
+  private enqueue(run: () => Promise<void>): void {
+    this.queue = this.queue.then(run).catch(() => undefined);
+  }
+
   /** Ask the server for the counts (after a start or a command). */
-  async refresh(): Promise<void> {
+  private async refresh(): Promise<void> {
     if (!this.client.running) {
       return;
     }
-    try {
-      const waiting = await waitingProposals(this.client);
-      const counts: InboxCounts = { project: 0, global: 0 };
-      for (const w of waiting) {
-        counts[w.scope] += 1;
-      }
-      await this.update(counts, waiting);
-    } catch {
-      // The inbox is optional: the main status item reports a server that is not answering.
+    const waiting = await waitingProposals(this.client);
+    const counts: InboxCounts = { project: 0, global: 0 };
+    for (const w of waiting) {
+      counts[w.scope] += 1;
     }
+    await this.update(counts, waiting);
   }
 
   private async update(counts: InboxCounts, known?: Waiting[]): Promise<void> {
