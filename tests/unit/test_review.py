@@ -203,3 +203,52 @@ def test_the_doctor_reports_bad_inbox_lines_by_number(workspace: Workspace) -> N
             in report["problems"]
         )
         assert "secret" not in json.dumps(report)
+
+
+def test_accepting_gives_what_calling_the_action_directly_gives(
+    workspace: Workspace,
+    tmp_path,  # type: ignore[no-untyped-def]
+) -> None:
+    from memory_ls.store.runtime import MemoryRuntime
+    from tests.conftest import new_project
+
+    twin_root = new_project(tmp_path / "twin")
+    calls = [
+        ("add", {"text": "new  fact"}),
+        ("update", {"text": "use pnpm", "to": "use pnpm 9"}),
+        ("forget", {"text": "tests need X"}),
+        ("add", {"text": "USE PNPM 9."}),  # already there by then
+    ]
+    for root in (workspace.root, twin_root):
+        (root / ".pi").mkdir()
+        (root / ".pi" / "memory.md").write_text(store_text("use pnpm", "tests need X"))
+    review = Review(workspace.runtime())
+    twin = MemoryRuntime(twin_root, agent_dir=str(workspace.agent_dir), trusted=True)
+    for action, args in calls:
+        proposed, _ = review.propose(action, args, "x")
+        if "proposal" not in proposed:  # the store already holds it: nothing to review
+            assert twin.run(action, args)["changed"] is False
+            continue
+        [accepted] = review.accept([proposed["proposal"]["id"]])["results"]
+        direct = twin.run(action, args)
+        assert {k: v for k, v in accepted.items() if k not in ("proposal", "waiting")} == direct
+    assert workspace.text("project") == (twin_root / ".pi" / "memory.md").read_text()
+
+
+def test_a_too_large_result_is_refused_and_the_proposal_kept(workspace: Workspace) -> None:
+    from memory_ls.core.text import MAX_STORE_BYTES
+
+    notes = [f"note {i:05d} " + "x" * 480 for i in range(530)]
+    path = workspace.write("project", notes)
+    assert path.stat().st_size < MAX_STORE_BYTES
+    review_ = review(workspace)
+    proposed, _ = review_.propose("add", {"text": "y" * 499}, "x")
+    assert "error" not in proposed, proposed
+    path.write_bytes(
+        path.read_bytes() + b"- " + b"z" * (MAX_STORE_BYTES - path.stat().st_size - 300) + b"\n"
+    )
+    before = path.read_bytes()
+    out = review_.accept(None)
+    assert "larger than the 262144-byte limit" in out["error"]
+    assert path.read_bytes() == before
+    assert review_.counts()["project"] == 1
