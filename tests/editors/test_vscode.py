@@ -285,9 +285,10 @@ def test_vscode_extension_in_code_server(
     assert "- prefer small commits" in workspace.text("project")
     assert not (workspace.root / ".pi" / "memory.inbox.jsonl").exists()
     review_shot = artifacts / "vscode-review.png"
-    if os.environ.get("MEMORY_LS_UPDATE_SCREENSHOT") == "1" or not (
-        REPO / "docs" / "vscode-review.png"
-    ).exists():
+    if (
+        os.environ.get("MEMORY_LS_UPDATE_SCREENSHOT") == "1"
+        or not (REPO / "docs" / "vscode-review.png").exists()
+    ):
         shutil.copyfile(review_shot, REPO / "docs" / "vscode-review.png")
 
     screenshot = artifacts / "vscode-screenshot.png"
