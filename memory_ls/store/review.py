@@ -159,7 +159,7 @@ class Review:
         """
         runtime = self.runtime
         request, error = read_request(action, args)
-        if error is None and request.action not in PROPOSAL_ACTIONS:
+        if action not in PROPOSAL_ACTIONS:  # before its fields: a merge is not "other is required."
             error = PROPOSE_ACTION_MESSAGE
         scope, echoed = request.scope, request.echoed() if error is None else {}
         error = error or runtime.refusal(scope)

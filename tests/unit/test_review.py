@@ -68,6 +68,10 @@ def test_proposals_are_validated_like_the_action(workspace: Workspace) -> None:
         "No project memory note matches: nope"
     )
     assert r.propose("clear", {}, "x")[0]["error"] == "action must be one of add, update, forget."
+    assert r.propose("merge", {"text": "use pnpm"}, "x")[0]["error"] == (
+        "action must be one of add, update, forget."
+    )
+    assert r.propose(None, {}, "x")[0]["error"] == "action must be one of add, update, forget."
     ro = review(workspace, read_only=True).propose("add", {"text": "b"}, "x")[0]
     assert ro["error"] == "memory-ls is read-only: changes are refused."
     untrusted = review(workspace, trusted=False).propose("add", {"text": "b"}, "x")[0]
