@@ -153,3 +153,23 @@ async def test_review_commands(start: Any, workspace: Any, preset: str) -> None:
     assert everything["results"][0]["global"] == ["g3", "x"]
     inbox = workspace.agent_dir / "memory.inbox.jsonl"
     assert not inbox.exists() or parse_inbox(inbox.read_text()).proposals == []
+
+
+async def test_an_untrusted_projects_proposals_are_counted_not_shown(
+    start: Any, workspace: Any
+) -> None:
+    store = workspace.write("project", ["use pnpm"])
+    proposed = workspace.cli("forget", "--propose", "--trusted", "use pnpm")
+    assert proposed.returncode == 0, proposed.stderr
+    workspace.cli("add", "--propose", "--trusted", "a secret plan")
+    session: Session = await start("visual-studio-code", init_options={"trusted": False})
+    uri = session.open(store)
+    found = await session.codes(uri, "untrusted")
+    assert all(d.code != "proposal" for d in found)
+    shown = titled(await lenses(session, uri))
+    assert (0, "2 proposals waiting") in shown
+    assert not any("Accept" in title or "Reject" in title for _, title in shown)
+    listing = await session.command("memory.inbox", {})
+    assert "secret" not in str(listing) and len(listing["project"]) == 2
+    refused = await session.command("memory.accept", {"all": True})
+    assert "untrusted project" in refused["error"] and "secret" not in str(refused)
