@@ -77,6 +77,18 @@ OPTIONS: dict[str, Option] = {
         ),
         Option("--format", "text|json|sarif", "how to print findings (default: text)"),
         Option("--tcp", "HOST:PORT", "serve over TCP (default: stdio)"),
+        Option(
+            "--propose",
+            None,
+            "queue the change in the scope's review inbox instead of writing it (default: write)",
+        ),
+        Option("--by", "NAME", "who proposes, as the inbox records it (default: cli)"),
+        Option("--all", None, "every waiting proposal (default: only the IDs given)"),
+        Option(
+            "--text",
+            "T",
+            "accept an add with this text instead (one ID only; default: as proposed)",
+        ),
         Option("--ws", "HOST:PORT", "serve over WebSocket (default: stdio)"),
         Option(
             "--global-store",
@@ -92,6 +104,9 @@ EXCLUSIVE = (("--trusted", "--untrusted"), ("--tcp", "--ws"))
 
 COMMON = ("--project", "--agent-dir", "--trusted", "--untrusted", "--json")
 """The options of every verb that reads the stores."""
+
+PROPOSE = ("--propose", "--by")
+"""The review options of a verb an agent may propose instead (SPEC §12)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,25 +127,30 @@ class Verb:
         """The option ``flag`` as this verb takes it."""
         return next((o for o in self.overrides if o.flag == flag), OPTIONS[flag])
 
+    nargs: str | None = None
+    """How many of its one argument argparse takes: ``*`` any number, ``+`` one or more."""
+    no_default: tuple[str, ...] = ()
+    """Options that are unset unless given (``--scope`` of accept: both inboxes)."""
+
 
 VERBS: dict[str, Verb] = {
     v.name: v
     for v in (
         # `list` echoes --scope in its result (SPEC §3: every result names a scope).
         Verb("list", "List the notes of both scopes.", options=("--scope", *COMMON)),
-        Verb("add", "Add a note.", (("TEXT", "the note"),), ("--scope", *COMMON)),
+        Verb("add", "Add a note.", (("TEXT", "the note"),), ("--scope", *PROPOSE, *COMMON)),
         Verb(
             "update",
             "Replace every note equal to TEXT with NEW.",
             (("TEXT", "the note as stored"),),
-            ("--scope", "--to", *COMMON),
+            ("--scope", "--to", *PROPOSE, *COMMON),
             ("--to",),
         ),
         Verb(
             "forget",
             "Remove every note equal to TEXT (exact, case-sensitive).",
             (("TEXT", "the note as stored"),),
-            ("--scope", *COMMON),
+            ("--scope", *PROPOSE, *COMMON),
         ),
         Verb(
             "merge",
@@ -158,6 +178,7 @@ VERBS: dict[str, Verb] = {
             "Lint memory files like a linter (default: both stores of --project).",
             (("FILE", "a memory file to check"),),
             ("--format", *COMMON),
+            nargs="*",
             overrides=(
                 Option("--json", None, "the same as --format json (default: text)"),
                 Option(
@@ -173,6 +194,7 @@ VERBS: dict[str, Verb] = {
             "Import notes from other agents' memory files into --scope (one write).",
             (("FILE", "a memory file of another agent (Claude Code, Gemini CLI, Hermes, notes)"),),
             ("--format", "--scope", *COMMON),
+            nargs="+",
             overrides=(
                 Option(
                     "--format",
@@ -196,6 +218,47 @@ VERBS: dict[str, Verb] = {
                     "directory (required; no default)",
                 ),
             ),
+        ),
+        Verb(
+            "inbox",
+            "List the proposals waiting for review in both inboxes.",
+            options=COMMON,
+        ),
+        Verb(
+            "accept",
+            "Accept proposals: run each one's change now (ID... or --all).",
+            (("ID", "a proposal's id"),),
+            ("--all", "--scope", "--text", "--to", *COMMON),
+            overrides=(
+                Option(
+                    "--scope",
+                    "project|global",
+                    "the inbox to look in (default: both; with --all, both inboxes)",
+                ),
+                Option(
+                    "--to",
+                    "NEW",
+                    "accept an update with this new text instead (one ID only; "
+                    "default: as proposed)",
+                ),
+            ),
+            nargs="*",
+            no_default=("--scope",),
+        ),
+        Verb(
+            "reject",
+            "Reject proposals: drop them from the inbox (ID... or --all).",
+            (("ID", "a proposal's id"),),
+            ("--all", "--scope", *COMMON),
+            overrides=(
+                Option(
+                    "--scope",
+                    "project|global",
+                    "the inbox to look in (default: both; with --all, both inboxes)",
+                ),
+            ),
+            nargs="*",
+            no_default=("--scope",),
         ),
         Verb(
             "serve",
@@ -290,7 +353,7 @@ def _verb_parser(verb: Verb) -> argparse.ArgumentParser:
         allow_abbrev=False,  # `--proj` would slip past _arrange's value joining
     )
     for name, help_ in verb.args:
-        nargs = {"check": "*", "import": "+"}.get(verb.name)
+        nargs = verb.nargs
         parser.add_argument(name.lower(), metavar=name, nargs=nargs, help=help_)
     groups: dict[str, Any] = {}
     for flag in verb.options:
@@ -320,7 +383,7 @@ def _verb_parser(verb: Verb) -> argparse.ArgumentParser:
                 flag,
                 metavar=option.metavar if choices is None else None,
                 choices=choices,
-                default=choices[0] if choices else None,
+                default=choices[0] if choices and flag not in verb.no_default else None,
                 required=flag in verb.required,
                 help=help_,
             )
@@ -520,6 +583,13 @@ def _run(verb: str, args: argparse.Namespace) -> int:
         else:
             say(runtime.doctor_text(), end="")
         return EXIT_OK
+    if verb in ("inbox", "accept", "reject"):
+        return _review(verb, runtime, args)
+    if getattr(args, "propose", False):
+        return _propose(verb, runtime, args)
+    if getattr(args, "by", None) is not None:
+        print(f"{PROG} {verb}: error: --by needs --propose", file=sys.stderr)
+        return EXIT_USAGE
     if verb == "list":
         _say_if_untrusted(runtime)
     if verb == "clear" and not args.yes:
@@ -594,6 +664,60 @@ def _export(runtime: Any, args: argparse.Namespace) -> int:
     if "error" in result:
         return EXIT_REFUSED
     return EXIT_REFUSED if args.check and result["changed"] else EXIT_OK
+
+
+def _note_fields(args: argparse.Namespace) -> dict[str, object]:
+    fields: dict[str, object] = {"scope": args.scope}
+    for name in ("text", "other", "to"):
+        if getattr(args, name, None) is not None:
+            fields[name] = getattr(args, name)
+    return fields
+
+
+def _propose(verb: str, runtime: Any, args: argparse.Namespace) -> int:
+    """``add|update|forget --propose``: queue the change for review (SPEC §12)."""
+    from memory_ls.core.inbox import clean_by
+    from memory_ls.store.review import Review
+
+    result, text = Review(runtime).propose(verb, _note_fields(args), clean_by(args.by, "cli"))
+    if args.json:
+        _print_json(result)
+    else:
+        print(text, file=sys.stderr if "error" in result else sys.stdout)
+    return EXIT_REFUSED if "error" in result else EXIT_OK
+
+
+def _review(verb: str, runtime: Any, args: argparse.Namespace) -> int:
+    """``inbox``, ``accept`` and ``reject`` (SPEC §12)."""
+    from memory_ls.store.review import Review
+
+    review = Review(runtime)
+    if verb == "inbox":
+        _say_if_untrusted(runtime)
+        listing, warnings = review.listing()
+        if args.json:
+            _print_json(listing)
+        else:
+            from memory_ls.core.inbox import listing_text
+
+            print(listing_text(listing))
+        for warning in warnings:
+            print(f"Warning: {warning}", file=sys.stderr)
+        return EXIT_OK
+    ids: list[str] = args.id
+    if bool(ids) == bool(args.all):
+        print(f"{PROG} {verb}: error: give proposal IDs or --all (not both)", file=sys.stderr)
+        return EXIT_USAGE
+    selected = None if args.all else ids
+    if verb == "accept":
+        out = review.accept(selected, args.scope, args.text, args.to)
+    else:
+        out = review.reject(selected, args.scope)
+    if args.json:
+        _print_json(out)
+    else:
+        print(out["text"], file=sys.stderr if "error" in out else sys.stdout)
+    return EXIT_REFUSED if "error" in out else EXIT_OK
 
 
 CLEAR_NEEDS_YES = "clear needs --yes when not run on a terminal."

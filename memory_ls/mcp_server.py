@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import anyio
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.tools import Tool
 from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
@@ -90,6 +90,15 @@ INPUT_SCHEMA: dict[str, Any] = {
     "required": ["action"],
 }
 
+REVIEW_DESCRIPTION = (
+    " Review is on: add, update and forget do not change memory; each becomes a proposal "
+    "that waits in an inbox until a person accepts or rejects it, so a saved fact is not "
+    "recalled until then (list shows only accepted notes)."
+)
+"""Appended to the tool's description under ``--review`` (SPEC §12)."""
+
+PROPOSED_ACTIONS = ("add", "update", "forget")
+
 # A raw value, passed through untouched: the runtime validates every field
 # (SPEC §3), so a missing, non-string or unknown value must reach it. Typed
 # exactly ``str`` so the SDK does not JSON-pre-parse it ("null" stays a string).
@@ -97,7 +106,7 @@ RawArg = Annotated[str, PlainValidator(lambda value: value), WithJsonSchema({"ty
 ToolResult = Annotated[CallToolResult, MemoryResult]
 
 
-def tool_result(result: MemoryResult) -> CallToolResult:
+def tool_result(result: MemoryResult, text: str | None = None) -> CallToolResult:
     """A ``CallToolResult`` whose structured content is ``result`` on every call.
 
     Like every answer of this server, it passes through
@@ -105,8 +114,9 @@ def tool_result(result: MemoryResult) -> CallToolResult:
     whose name is not UTF-8 must not stop the SDK from writing it.
     """
     result = without_lone_surrogates(result)
+    shown = result_text(result) if text is None else without_lone_surrogates(text)
     return CallToolResult(
-        content=[TextContent(type="text", text=result_text(result))],
+        content=[TextContent(type="text", text=shown)],
         structured_content=dict(result),
         is_error=bool(result.get("error")),
     )
@@ -145,28 +155,50 @@ def failure(
 # -- the server ---------------------------------------------------------------
 
 
-def build_tool(runtime: MemoryRuntime) -> Tool:
-    """The ``memory`` tool with SPEC §11's exact input and output schemas."""
+def client_name(ctx: Context | None) -> str:
+    """Who is calling: the client's ``clientInfo.name`` (``mcp`` when it gave none)."""
+    from memory_ls.core.inbox import clean_by
+
+    try:
+        params = ctx.session.client_params if ctx is not None else None
+    except (AttributeError, LookupError, ValueError):
+        params = None
+    name = params.client_info.name if params is not None else None
+    return clean_by(name, "mcp")
+
+
+def build_tool(runtime: MemoryRuntime, review: bool = False) -> Tool:
+    """The ``memory`` tool with SPEC §11's exact input and output schemas.
+
+    With ``review``, add, update and forget become proposals (SPEC §12).
+    """
 
     def memory(
         action: RawArg = None,  # type: ignore[assignment]
         text: RawArg = None,  # type: ignore[assignment]
         to: RawArg = None,  # type: ignore[assignment]
         scope: RawArg = None,  # type: ignore[assignment]
+        ctx: Context | None = None,
     ) -> ToolResult:
         args: dict[str, object] = {"text": text, "to": to, "scope": scope}
+        shown: str | None = None
         try:
-            result = run_tool(runtime, action, args)
+            if review and action in PROPOSED_ACTIONS:
+                from memory_ls.store.review import Review
+
+                result, shown = Review(runtime).propose(action, args, client_name(ctx))
+            else:
+                result = run_tool(runtime, action, args)
         except Exception as exc:  # never a bare SDK error: always a MemoryResult
             log.exception("the memory tool failed")
-            result = failure(runtime, action, args, exc)
-        return tool_result(result)
+            result, shown = failure(runtime, action, args, exc), None
+        return tool_result(result, shown)
 
     tool = Tool.from_function(
         memory,
         name=TOOL_NAME,
         title="Memory",
-        description=TOOL_DESCRIPTION,
+        description=TOOL_DESCRIPTION + (REVIEW_DESCRIPTION if review else ""),
         annotations=ToolAnnotations(
             title="Memory",
             read_only_hint=False,
@@ -181,8 +213,8 @@ def build_tool(runtime: MemoryRuntime) -> Tool:
     return tool
 
 
-def build_server(runtime: MemoryRuntime) -> MCPServer[Any]:
-    """The MCP server: the ``memory`` tool and the four resources.
+def build_server(runtime: MemoryRuntime, review: bool = False) -> MCPServer[Any]:
+    """The MCP server: the ``memory`` tool and the four resources (five with ``review``).
 
     Every request asks the runtime afresh; the runtime re-reads a store whose
     stamp changed, so nothing is cached here.
@@ -195,7 +227,7 @@ def build_server(runtime: MemoryRuntime) -> MCPServer[Any]:
             "Durable memory for coding agents: read memory://recall for the saved notes, "
             "and use the memory tool to add, update, forget or list them."
         ),
-        tools=[build_tool(runtime)],
+        tools=[build_tool(runtime, review)],
     )
 
     resources: list[tuple[str, str, Callable[[], str]]] = [
@@ -216,6 +248,14 @@ def build_server(runtime: MemoryRuntime) -> MCPServer[Any]:
             runtime.doctor_text,
         ),
     ]
+    if review:
+        resources.append(
+            (
+                "inbox",
+                "The proposals waiting for a person's review, both scopes (SPEC §12).",
+                lambda: inbox_text(runtime),
+            )
+        )
     for name, description, read in resources:
         server.resource(
             f"memory://{name}", name=name, description=description, mime_type="text/plain"
@@ -235,6 +275,14 @@ def _written_as_utf8(read: Callable[[], str]) -> Callable[[], str]:
 def notes_text(runtime: MemoryRuntime, scope: Scope) -> str:
     """A scope's notes as ``- <note>`` lines."""
     return "\n".join(f"- {note}" for note in runtime.notes(scope))
+
+
+def inbox_text(runtime: MemoryRuntime) -> str:
+    """Both inboxes' waiting proposals as text (an untrusted project's text withheld)."""
+    from memory_ls.core.inbox import listing_text
+    from memory_ls.store.review import Review
+
+    return listing_text(Review(runtime).listing()[0])
 
 
 # -- stdio: every line answered ------------------------------------------------
@@ -383,6 +431,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="do not trust the project: only global memory is used",
     )
     parser.add_argument("--read-only", action="store_true", help="refuse every change (plan modes)")
+    parser.add_argument(
+        "--review",
+        action="store_true",
+        help="add, update and forget become proposals a person accepts or rejects "
+        "(memory-ls inbox / accept / reject)",
+    )
     args = parser.parse_args(argv)
     if not Path(args.project).expanduser().is_dir():
         parser.error(f"--project is not a directory: {args.project}")
@@ -402,7 +456,7 @@ def main(argv: list[str] | None = None) -> int:
         read_only=args.read_only,
     )
     log.info("project store %s, global store %s", runtime.paths["project"], runtime.paths["global"])
-    anyio.run(serve_stdio, build_server(runtime))
+    anyio.run(serve_stdio, build_server(runtime, args.review))
     return 0
 
 

@@ -21,10 +21,13 @@ from memory_ls.core.models import (
     DoctorResult,
     ExportResult,
     ImportResult,
+    InboxCounts,
+    InboxResult,
     InjectResult,
     MemoryResult,
     PathInfo,
     ReloadResult,
+    ReviewResult,
     SyncResult,
 )
 from memory_ls.server.settings import Settings
@@ -39,6 +42,9 @@ SCHEMAS: dict[str, Any] = {
     "sync-result": SyncResult,
     "import-result": ImportResult,
     "export-result": ExportResult,
+    "inbox-result": InboxResult,
+    "inbox-counts": InboxCounts,
+    "review-result": ReviewResult,
     "settings": Settings,
 }
 """Every published shape by file name: the results and the ``memoryLs`` settings a client sends."""

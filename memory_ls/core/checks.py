@@ -18,9 +18,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, TypedDict
+from typing import Literal, NotRequired, TypedDict
 
-from memory_ls.core.models import Scope, other_scope
+from memory_ls.core.models import Proposal, Scope, other_scope
 from memory_ls.core.notes import Bullet
 from memory_ls.core.recall import RecallPlan
 from memory_ls.core.text import (
@@ -52,6 +52,7 @@ CODES: dict[str, Severity] = {
     "not-the-store": "warning",
     "similar": "hint",
     "export-stale": "information",
+    "proposal": "information",
 }
 """Every diagnostic code and its default severity."""
 
@@ -144,6 +145,15 @@ class ExportStaleData(TypedDict):
     block: str
 
 
+class ProposalData(NoteData):
+    """``proposal``: the waiting proposal that targets the note (SPEC §12)."""
+
+    id: str
+    action: str
+    by: str
+    to: NotRequired[str]
+
+
 class NoData(TypedDict):
     """The codes whose message says it all (``symlink``, ``untrusted``, ...)."""
 
@@ -160,6 +170,7 @@ FindingData = (
     | InvalidUtf8Data
     | NotTheStoreData
     | ExportStaleData
+    | ProposalData
     | NoData
 )
 """The ``data`` of a finding: its code's own fields."""
@@ -328,6 +339,36 @@ def cross_scope_findings(
         for b in bullets
         if not b.blank and b.key in other_keys
     ]
+
+
+def proposal_message(proposal: Proposal) -> str:
+    """What a ``proposal`` diagnostic says: who proposes what, waiting for review."""
+    if proposal["action"] == "update":
+        what = f"to update this note to: {proposal.get('to', '')}"
+    else:
+        what = "to forget this note"
+    return f"{proposal['by']} proposes {what} (waiting for review, {proposal['id']})"
+
+
+def proposal_findings(bullets: Sequence[Bullet], proposals: Sequence[Proposal]) -> list[Finding]:
+    """A ``proposal`` finding on each note that a waiting update or forget targets.
+
+    ``bullets`` may be only the candidates (those with a targeted note's key): a
+    proposal targets the notes whose normalised text equals its ``text``.
+    """
+    targeted = [p for p in proposals if p["action"] in ("update", "forget")]
+    if not targeted:
+        return []
+    out: list[Finding] = []
+    for b in bullets:
+        for p in targeted:
+            if b.blank or b.note != p["text"]:
+                continue
+            data = ProposalData(note=b.note, id=p["id"], action=p["action"], by=p["by"])
+            if "to" in p:
+                data["to"] = p["to"]
+            out.append(_at(b, "proposal", proposal_message(p), data))
+    return out
 
 
 def not_injected_findings(

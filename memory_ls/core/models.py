@@ -27,6 +27,21 @@ def other_scope(scope: Scope) -> Scope:
     return "global" if scope == "project" else "project"
 
 
+class Proposal(TypedDict):
+    """One waiting proposal, as stored on a line of an inbox file (SPEC §12).
+
+    ``id`` is 8 lowercase hex characters, unique in its inbox; ``by`` says who
+    proposed it; ``at`` is UTC, ``YYYY-MM-DDTHH:MM:SSZ``. ``to`` only for an update.
+    """
+
+    id: str
+    action: Literal["add", "update", "forget"]
+    text: str
+    to: NotRequired[str]
+    by: str
+    at: str
+
+
 # Functional form: ``global`` is a Python keyword.
 MemoryResult = TypedDict(
     "MemoryResult",
@@ -40,12 +55,45 @@ MemoryResult = TypedDict(
         "to": NotRequired[str],
         "existing": NotRequired[str],
         "error": NotRequired[str],
+        "proposal": NotRequired[Proposal],
+        "waiting": NotRequired[int],
     },
 )
 MemoryResult.__doc__ = (
     "The result of every memory action: the notes of both scopes after it, whether "
-    "the store changed, and the error that refused it, if any."
+    "the store changed, and the error that refused it, if any. With review (SPEC §12), "
+    "``proposal`` is the proposal queued, accepted or rejected, and ``waiting`` the "
+    "number of proposals now in that scope's inbox."
 )
+
+
+InboxResult = TypedDict("InboxResult", {"project": list[Proposal], "global": list[Proposal]})
+InboxResult.__doc__ = (
+    "The ``memory.inbox`` object (``memory-ls inbox --json``): the waiting proposals of "
+    "both scopes, in file order. An untrusted project's are counted, their text withheld."
+)
+
+InboxCounts = TypedDict("InboxCounts", {"project": int, "global": int})
+InboxCounts.__doc__ = (
+    "How many proposals wait in each inbox (also the ``memory/inbox`` notification)."
+)
+
+
+class ReviewResult(TypedDict):
+    """The result of ``memory.accept`` and ``memory.reject``: one result per proposal.
+
+    Each of ``results`` is the :data:`MemoryResult` of one selected id: for an
+    accepted proposal, what its action returned; for a rejected one, the notes
+    with ``changed: false``; for an id that is not waiting, an error. ``text`` is
+    the readable account (what the CLI prints), ``error`` every refusal joined.
+    """
+
+    action: Literal["accept", "reject"]
+    changed: bool
+    results: list[MemoryResult]
+    waiting: InboxCounts
+    text: str
+    error: NotRequired[str]
 
 
 class OmittedNote(TypedDict):
@@ -273,10 +321,14 @@ def _closed(*shapes: Any) -> None:
 
 
 _closed(
+    Proposal,
     MemoryResult,
     ImportRefusal,
     ImportResult,
     ExportResult,
+    InboxResult,
+    InboxCounts,
+    ReviewResult,
     OmittedNote,
     InjectResult,
     PathInfo,

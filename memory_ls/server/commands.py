@@ -72,6 +72,10 @@ COMMANDS = (
     "memory.sync",
     "memory.import",
     "memory.export",
+    "memory.propose",
+    "memory.inbox",
+    "memory.accept",
+    "memory.reject",
 )
 APPLY_TIMEOUT = 5.0
 """Seconds to wait for the client's answer to ``workspace/applyEdit``."""
@@ -157,6 +161,10 @@ async def execute(ls: MemoryServer, command: str, args: tuple[Any, ...]) -> Any:
         return runtime.inject()
     if name == "doctor":
         return runtime.doctor_result()
+    if name in ("propose", "inbox", "accept", "reject"):
+        from memory_ls.server import review  # it builds on this module
+
+        return await review.execute(ls, runtime, name, arg)
     if name == "reload":
         reloaded = runtime.reload_result()
         ls.projects.invalidate()

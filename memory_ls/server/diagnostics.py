@@ -25,6 +25,7 @@ from memory_ls.core.checks import (
 )
 from memory_ls.core.similar import pair_finding, similar_pairs, similar_to
 from memory_ls.core.text import MAX_STORE_BYTES
+from memory_ls.server import review
 from memory_ls.server.documents import MemoryDocument
 from memory_ls.server.positions import to_client
 from memory_ls.server.uris import uri_of_path
@@ -127,6 +128,7 @@ class Analysis:
                 out.extend(cross_scope_findings(doc.bullets_for(common), scope, other, other_path))
             # The plan holds no note of an untrusted project: nothing to flag there.
             out.extend(self._not_injected(doc, state))
+            out.extend(review.findings(doc, runtime, scope))  # `proposal` (SPEC §12)
         if state.similar and self._enabled("similar"):
             out.extend(self._similar(doc, state))
         return sort_findings(out)

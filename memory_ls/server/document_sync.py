@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from lsprotocol import types as lsp
 
-from memory_ls.server import background, commands, instructions, publishing
+from memory_ls.server import background, commands, instructions, publishing, review
 from memory_ls.server.diagnostics import DocState, disk_facts
 from memory_ls.server.documents import MemoryDocument, Span
 from memory_ls.server.protocol import CLIENT_TIMEOUT
@@ -80,20 +80,21 @@ async def register_watchers(ls: MemoryServer) -> None:
     watchers: list[lsp.FileSystemWatcher] = [
         lsp.FileSystemWatcher(glob_pattern="**/.pi/memory.md"),
         lsp.FileSystemWatcher(glob_pattern="**/.pi/bytefly.json"),
+        lsp.FileSystemWatcher(glob_pattern="**/.pi/memory.inbox.jsonl"),
     ]
     if ls.capability("workspace.did_change_watched_files.relative_pattern_support"):
         watchers.append(
             lsp.FileSystemWatcher(
                 glob_pattern=lsp.RelativePattern(
                     base_uri=uri_of_path(agent),
-                    pattern="{memory.md,bytefly.json,trust.json}",
+                    pattern="{memory.md,bytefly.json,trust.json,memory.inbox.jsonl}",
                 )
             )
         )
     else:
         watchers.extend(
             lsp.FileSystemWatcher(glob_pattern=str(agent / name))
-            for name in ("memory.md", "bytefly.json", "trust.json")
+            for name in ("memory.md", "bytefly.json", "trust.json", "memory.inbox.jsonl")
         )
     params = lsp.RegistrationParams(
         registrations=[
@@ -197,6 +198,7 @@ def did_change_watched_files(ls: MemoryServer, params: lsp.DidChangeWatchedFiles
         state.not_injected = None
     ls.projects.invalidate()
     publishing.refresh_all(ls, redescribe=True)
+    review.check_inboxes(ls)  # a proposal from another process (SPEC §12)
 
 
 @guarded

@@ -47,9 +47,12 @@ def code_lens(ls: MemoryServer, params: lsp.CodeLensParams) -> list[lsp.CodeLens
     argument: dict[str, Any] = {}
     if found.state.info.scope == "project":
         argument["uri"] = params.text_document.uri
-    return [
-        lsp.CodeLens(
-            range=lsp.Range(start=lsp.Position(0, 0), end=lsp.Position(0, 0)),
-            command=lsp.Command(title=title, command="memory.doctor", arguments=[argument]),
-        )
-    ]
+    from memory_ls.server.review import lenses  # the review inbox's (SPEC §12)
+
+    scope = found.state.info.scope
+    assert scope is not None  # lens_title gave a title
+    budget = lsp.CodeLens(
+        range=lsp.Range(start=lsp.Position(0, 0), end=lsp.Position(0, 0)),
+        command=lsp.Command(title=title, command="memory.doctor", arguments=[argument]),
+    )
+    return [budget, *lenses(found.doc, found.state.info.runtime, scope, argument)]

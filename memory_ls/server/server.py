@@ -30,6 +30,7 @@ from memory_ls.server import (
     hover,
     lens,
     publishing,
+    review,
     settings_sync,
     symbols,
 )
@@ -81,6 +82,12 @@ class MemoryServer(LanguageServer):
         """Settings problems already reported (each is reported once)."""
         self.instructions = InstructionFiles()
         """Open AGENTS.md / CLAUDE.md / GEMINI.md files, for ``export-stale`` (``instructions.py``)."""
+        self.client_name = "lsp"
+        """The client's ``clientInfo.name``: who proposes through ``memory.propose`` (§12)."""
+        self.inbox_stamps: dict[str, Any] = {}
+        """The review inboxes' stamps last seen (``review.py``)."""
+        self.inbox_task: Any = None
+        """The task that watches the review inboxes (``review.py``)."""
 
     # -- open documents --------------------------------------------------------------
 
@@ -169,6 +176,10 @@ def initialize(ls: MemoryServer, params: lsp.InitializeParams) -> None:
     encoding = ls.workspace.position_encoding or "utf-16"
     ls.analysis.encoding = str(getattr(encoding, "value", encoding))
     publishing.negotiate(ls, params)
+    if params.client_info is not None:
+        from memory_ls.core.inbox import clean_by
+
+        ls.client_name = clean_by(params.client_info.name, ls.client_name)
 
 
 async def initialized(ls: MemoryServer, params: lsp.InitializedParams) -> None:
@@ -176,6 +187,7 @@ async def initialized(ls: MemoryServer, params: lsp.InitializedParams) -> None:
     try:
         await settings_sync.pull_settings(ls)
         await document_sync.register_watchers(ls)
+        review.start(ls)
     except Exception as exc:
         ls.log(f"memory-ls: start-up step failed: {exc!r}", lsp.MessageType.Warning)
     gc.collect()

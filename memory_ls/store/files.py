@@ -45,6 +45,7 @@ from memory_ls.core.text import (
     first_invalid_utf8,
 )
 from memory_ls.store.facts import not_regular_message
+from memory_ls.store.paths import inbox_path
 
 LOCK_TIMEOUT = 10.0
 """Seconds a write waits for another writer's lock before giving up (default)."""
@@ -443,11 +444,15 @@ def verify_folder(folder: LockedFolder) -> None:
 
 
 def _remove_stale_temps(path: Path, folder: LockedFolder) -> None:
-    """Remove temporaries of writers that died mid-write (safe: we hold the lock)."""
+    """Remove temporaries of writers that died mid-write (safe: we hold the lock).
+
+    The lock covers the store and its review inbox, so both files' leftovers go.
+    """
+    names = (path.name, inbox_path(path).name)
     listing: int | Path = folder.fd if folder.fd is not None else folder.path
     with contextlib.suppress(OSError), os.scandir(listing) as entries:
         for entry in entries:
-            if is_temp_name(path.name, entry.name):
+            if any(is_temp_name(name, entry.name) for name in names):
                 with contextlib.suppress(OSError):
                     os.unlink(_at(path.parent / entry.name, folder), dir_fd=folder.fd)
 

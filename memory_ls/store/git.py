@@ -32,11 +32,11 @@ from memory_ls.core.models import Scope, SyncResult
 from memory_ls.core.notes import parse_notes
 from memory_ls.core.text import display_path
 from memory_ls.store.files import StoreRefused, read_store, store_lock
+from memory_ls.store.paths import INBOX_FILE_NAME
 
 DRIVER_NAME = "memory-ls note-wise merge of memory.md"
 DRIVER_COMMAND = "memory-ls merge-file %O %A %B"
 """What ``git-setup`` writes into the repository's config (SPEC §14)."""
-INBOX_NAME = "memory.inbox.jsonl"
 LABELS = ("current", "base", "other")
 """Conflict-marker labels when a merge is left to ``git merge-file``."""
 GIT_TIMEOUT = 300.0
@@ -140,7 +140,11 @@ class Repository:
     @property
     def inbox(self) -> str:
         """The review inbox beside the store (SPEC §12), relative to ``root``."""
-        return self.store.rsplit("/", 1)[0] + "/" + INBOX_NAME if "/" in self.store else INBOX_NAME
+        return (
+            self.store.rsplit("/", 1)[0] + "/" + INBOX_FILE_NAME
+            if "/" in self.store
+            else INBOX_FILE_NAME
+        )
 
 
 def repository_of(folder: Path, store: Path, what: str) -> Repository:

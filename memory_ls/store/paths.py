@@ -21,6 +21,14 @@ AGENT_DIR_ENV = "PI_CODING_AGENT_DIR"
 """The environment variable Pi reads for its agent dir."""
 
 STORE_FILE_NAME = "memory.md"
+INBOX_FILE_NAME = "memory.inbox.jsonl"
+"""The review inbox beside each store (SPEC §12), under the same lock."""
+
+
+def inbox_path(store: Path) -> Path:
+    """The review inbox beside a store."""
+    return store.with_name(INBOX_FILE_NAME)
+
 
 # A `.git` file, a `commondir` or a git `config` is tiny; anything bigger is
 # not what we are looking for, and reading it would only cost time.

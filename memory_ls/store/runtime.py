@@ -650,7 +650,7 @@ class MemoryRuntime:
                 file_type=kind,
             )
         plan = self.plan()
-        return doctor_report(
+        report = doctor_report(
             facts,
             {
                 "trusted": trust.trusted,
@@ -668,6 +668,11 @@ class MemoryRuntime:
             },
             plan,
         )
+        # The review inboxes' unreadable files and bad lines (SPEC §12), by line number only.
+        from memory_ls.store.review import Review
+
+        report["problems"].extend(f"inbox: {w}" for w in Review(self).listing()[1])
+        return report
 
     def doctor_text(self) -> str:
         """The doctor's report as readable text."""

@@ -237,8 +237,9 @@ def _options_in_help(text: str) -> set[str]:
     ("verb", "expected"),
     [
         ("list", {"--scope", *COMMON}),
-        ("add", {"--scope", *COMMON}),
-        ("update", {"--scope", "--to", *COMMON}),
+        ("add", {"--scope", "--propose", "--by", *COMMON}),
+        ("update", {"--scope", "--to", "--propose", "--by", *COMMON}),
+        ("forget", {"--scope", "--propose", "--by", *COMMON}),
         ("merge", {"--scope", "--to", *COMMON}),
         ("clear", {"--scope", "--yes", *COMMON}),
         ("path", set(COMMON)),
@@ -251,6 +252,9 @@ def _options_in_help(text: str) -> set[str]:
         ("merge-file", set()),
         ("git-setup", {"--project", "--agent-dir", "--global-store"}),
         ("sync", {"--scope", *COMMON}),
+        ("inbox", set(COMMON)),
+        ("accept", {"--all", "--scope", "--text", "--to", *COMMON}),
+        ("reject", {"--all", "--scope", *COMMON}),
     ],
 )
 def test_each_verb_offers_exactly_its_options_with_defaults(

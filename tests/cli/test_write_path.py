@@ -289,8 +289,15 @@ def test_an_outside_writer_in_a_loop_and_our_adds_lose_nothing(
 
 def test_a_write_removes_only_its_own_kind_of_stale_temporary(workspace: Workspace) -> None:
     store = workspace.write("project", ["a"])
-    mine = [".memory.md.0123456789ab.tmp"]
-    users = ["memory.md.tmp-notes", "memory.md~", ".memory.md.old.tmp", ".memory.md.swp.tmp"]
+    # The lock covers the store and its review inbox: a dead writer's temporary of either goes.
+    mine = [".memory.md.0123456789ab.tmp", ".memory.inbox.jsonl.0123456789ab.tmp"]
+    users = [
+        "memory.md.tmp-notes",
+        "memory.md~",
+        ".memory.md.old.tmp",
+        ".memory.md.swp.tmp",
+        ".memory.inbox.jsonl.bak.tmp",
+    ]
     for name in [*mine, *users]:
         (store.parent / name).write_text("keep me")
     r = workspace.cli("add", "b")

@@ -186,6 +186,32 @@ local function main()
   out.picker_prompts = prompts
   out.after_picker = read_file(file)
   step('picker forget')
+
+  -- The review picker (SPEC §12): a proposal waits, and is accepted from the picker.
+  local proposed
+  err, proposed = memory.execute_sync('memory.propose', { action = 'add', text = 'proposed from neovim', scope = 'project' }, timeout)
+  if err then error('memory.propose: ' .. vim.inspect(err)) end
+  out.proposed = proposed
+  local review_prompts = {}
+  vim.ui.select = function(items, opts, on_choice)
+    table.insert(review_prompts, opts.prompt or '')
+    local format = opts.format_item or tostring
+    for index, item in ipairs(items) do
+      local label = format(item)
+      if label:find('proposed from neovim', 1, true) or label == 'accept' then
+        on_choice(item, index)
+        return
+      end
+    end
+    on_choice(nil, nil)
+  end
+  memory.review()
+  vim.wait(timeout, function()
+    return (read_file(file) or ''):find('proposed from neovim', 1, true) ~= nil
+  end, 50)
+  out.review_prompts = review_prompts
+  out.after_review = read_file(file)
+  step('review picker accept')
 end
 
 local ok, failure = xpcall(main, debug.traceback)

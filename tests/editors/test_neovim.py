@@ -132,6 +132,12 @@ def check_report(report: dict[str, Any], workspace: Workspace) -> None:
     assert any("project" in p and "global" in p for p in report["picker_prompts"]), report[
         "picker_prompts"
     ]
+    assert report["proposed"]["waiting"] == 1, report["proposed"]
+    assert any(p.startswith("Memory inbox · 1 waiting") for p in report["review_prompts"]), report[
+        "review_prompts"
+    ]
+    assert "- proposed from neovim" in report["after_review"]
+    assert not (workspace.root / ".pi" / "memory.inbox.jsonl").exists()
     final = workspace.text("project")
     assert "use pnpm, not npm" not in final, final
     assert "- added from neovim" in final

@@ -233,6 +233,7 @@ def test_vscode_extension_in_code_server(
             RESULT_FILE=str(result_file),
             ARTIFACTS_DIR=str(artifacts),
             CHROMIUM=str(CHROMIUM),
+            MEMORY_LS=str(memory_ls),
         )
         command = ["node", str(DRIVER)]
         if shutil.which("timeout"):
@@ -312,6 +313,22 @@ def test_vscode_extension_in_code_server(
     assert any("export-stale" in row for row in report["exportStale"]), report["exportStale"]
     assert "Imported 1, skipped 0, refused 0." in report["import"]["message"], report["import"]
     assert "- imported from gemini" in workspace.text("project")
+
+    # The review inbox (SPEC §12): a proposal from outside, accepted from the notification,
+    # then one accepted from Memory: Review inbox; each time the count goes back to zero.
+    review = report["review"]
+    assert "1 to review" in review["status"], review
+    assert "Accept" in review["message"] and "Review" in review["message"], review
+    assert "- run make lint before pushing" in workspace.text("project")
+    assert any("add: prefer small commits" in row for row in report["reviewPick"]["rows"])
+    assert "- prefer small commits" in workspace.text("project")
+    assert not (workspace.root / ".pi" / "memory.inbox.jsonl").exists()
+    review_shot = artifacts / "vscode-review.png"
+    if (
+        os.environ.get("MEMORY_LS_UPDATE_SCREENSHOT") == "1"
+        or not (REPO / "docs" / "vscode-review.png").exists()
+    ):
+        shutil.copyfile(review_shot, REPO / "docs" / "vscode-review.png")
 
     screenshot = artifacts / "vscode-screenshot.png"
     assert screenshot.exists()

@@ -23,6 +23,7 @@ def test_commands_have_their_own_ids() -> None:
         "memoryLs.showRecall", "memoryLs.openProject", "memoryLs.openGlobal", "memoryLs.reload",
         "memoryLs.clear", "memoryLs.restart", "memoryLs.syncGlobal",
         "memoryLs.importNotes", "memoryLs.exportAgents",
+        "memoryLs.reviewInbox",
     }  # fmt: skip
     sources = "\n".join(p.read_text(encoding="utf-8") for p in (CLIENT / "src").glob("*.ts"))
     # The language client registers the server's memory.* commands; registering them again fails.

@@ -2,6 +2,7 @@
 // Environment: CODE_SERVER_URL, WORKSPACE, PROJECT_STORE, GLOBAL_STORE, RESULT_FILE, ARTIFACTS_DIR.
 // Writes a JSON report (every observation, and the failing step if any) to RESULT_FILE.
 import { chromium } from 'playwright-core';
+import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync, mkdirSync, utimesSync } from 'node:fs';
 import { join } from 'node:path';
 
@@ -120,6 +121,25 @@ async function pickRow(text) {
   const row = page.locator('.quick-input-widget .quick-input-list .monaco-list-row', { hasText: text }).first();
   await row.waitFor({ state: 'visible', timeout: STEP_TIMEOUT });
   await row.click();
+}
+
+async function statusItems() {
+  return page.$$eval('.statusbar-item', (els) => els.map((el) => el.textContent ?? ''));
+}
+
+/** `memory-ls add --propose`, as an agent's MCP server with --review would queue it. */
+function proposeFromOutside(by, text) {
+  execFileSync(env('MEMORY_LS'), ['add', '--propose', '--by', by, '--project', workspace, text], {
+    env: process.env,
+    stdio: 'pipe',
+  });
+}
+
+async function waitForStore(text, what) {
+  return waitFor(async () => {
+    const current = read(projectStore);
+    return current.includes(text) ? current : null;
+  }, what);
 }
 
 async function editorText() {
@@ -350,6 +370,54 @@ async function main() {
         'a notification from Memory: Sync global store',
         60_000,
       );
+    });
+
+    report.review = await step('a proposal from outside is accepted from its notification', async () => {
+      await runCommand('Notifications: Clear All Notifications');
+      proposeFromOutside('claude-code', 'run make lint before pushing');
+      const status = await waitFor(
+        async () => (await statusItems()).find((text) => text.includes('1 to review')) ?? null,
+        'the status bar to count the proposal',
+      );
+      const toast = page
+        .locator('.notifications-toasts .notification-list-item', {
+          hasText: 'claude-code proposes to remember: run make lint before pushing',
+        })
+        .first();
+      await toast.waitFor({ state: 'visible', timeout: STEP_TIMEOUT });
+      const message = (await toast.textContent()) ?? '';
+      await screenshot('vscode-review-notification');
+      await toast.locator('.monaco-button', { hasText: 'Accept' }).first().click();
+      const fileAfter = await waitForStore('run make lint before pushing', 'the accepted note on disk');
+      await waitFor(
+        async () => !(await statusItems()).some((text) => text.includes('to review')),
+        'the review count to go to zero',
+      );
+      return { status, message, fileAfter };
+    });
+
+    report.reviewPick = await step('Memory: Review inbox accepts a proposal', async () => {
+      proposeFromOutside('codex', 'prefer small commits');
+      await waitFor(
+        async () => (await statusItems()).find((text) => text.includes('1 to review')) ?? null,
+        'the status bar to count the second proposal',
+      );
+      await runCommand('Notifications: Clear All Notifications');
+      await runCommand('Memory: Review inbox');
+      const rows = await waitFor(async () => {
+        const current = await quickInputRows();
+        return current.some((row) => row.includes('prefer small commits')) ? current : null;
+      }, 'the proposal in the review quick pick');
+      await page.waitForTimeout(300);
+      await screenshot('vscode-review');
+      await pickRow('prefer small commits');
+      await pickRow('run the change now');
+      const fileAfter = await waitForStore('prefer small commits', 'the note accepted from the quick pick on disk');
+      await waitFor(
+        async () => !(await statusItems()).some((text) => text.includes('to review')),
+        'the review count to go to zero again',
+      );
+      return { rows, fileAfter };
     });
   } catch (error) {
     if (page) {

@@ -43,6 +43,7 @@ def test_every_spec_code_and_default_severity() -> None:
         "not-the-store": "warning",
         "similar": "hint",
         "export-stale": "information",
+        "proposal": "information",
     }
 
 
@@ -171,3 +172,27 @@ def test_findings_are_in_reading_order() -> None:
     assert found == sorted(found)
     assert (2, "blank-note") in found
     assert (3, "duplicate") in found
+
+
+def test_proposal_findings_name_who_proposes_what() -> None:
+    from memory_ls.core.checks import proposal_findings
+    from memory_ls.core.notes import parse_bullet
+
+    bullets = [b for i, line in enumerate(["- a", "- b", "  * a"]) if (b := parse_bullet(line, i))]
+    forget = {"id": "0000000a", "action": "forget", "text": "a", "by": "codex", "at": "x"}
+    update = {"id": "0000000b", "action": "update", "text": "b", "to": "c", "by": "me", "at": "x"}
+    add = {"id": "0000000c", "action": "add", "text": "b", "by": "me", "at": "x"}
+    found = proposal_findings(bullets, [forget, update, add])  # type: ignore[list-item]
+    assert [(f.code, f.line, f.message) for f in found] == [
+        ("proposal", 0, "codex proposes to forget this note (waiting for review, 0000000a)"),
+        ("proposal", 1, "me proposes to update this note to: c (waiting for review, 0000000b)"),
+        ("proposal", 2, "codex proposes to forget this note (waiting for review, 0000000a)"),
+    ]
+    assert found[1].data == {
+        "note": "b",
+        "id": "0000000b",
+        "action": "update",
+        "by": "me",
+        "to": "c",
+    }
+    assert proposal_findings(bullets, [add]) == []  # type: ignore[list-item]

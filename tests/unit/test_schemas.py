@@ -32,6 +32,9 @@ RESULTS = (
     "sync-result",
     "import-result",
     "export-result",
+    "inbox-result",
+    "inbox-counts",
+    "review-result",
 )
 
 
@@ -102,6 +105,22 @@ def test_real_results_validate(workspace: Workspace) -> None:
     validate("sync-result", sync("global", rt.agent_dir, rt.paths["global"]))  # refused
     with pytest.raises(ValidationError):
         validate("memory-result", {"action": "add", "scope": "team"})
+
+
+def test_review_results_validate(workspace: Workspace) -> None:
+    from memory_ls.store.review import Review
+
+    workspace.write("project", "- a\n")
+    review = Review(workspace.runtime())
+    proposed, _ = review.propose("add", {"text": "x"}, "cli")
+    validate("memory-result", proposed)
+    validate("memory-result", review.propose("update", {"text": "a", "to": "b"}, "cli")[0])
+    validate("memory-result", review.propose("add", {"text": "x"}, "cli")[0])  # already proposed
+    validate("inbox-result", review.listing()[0])
+    validate("inbox-counts", review.counts())
+    validate("review-result", review.accept([proposed["proposal"]["id"]]))
+    validate("review-result", review.accept(["deadbeef"]))
+    validate("review-result", review.reject(None))
 
 
 def test_reload_result_after_an_on_disk_change_matches_the_schema(

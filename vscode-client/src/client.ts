@@ -8,7 +8,7 @@ import {
   type LanguageClientOptions,
   type ServerOptions,
 } from 'vscode-languageclient/node';
-import { type CommandResults, ServerCommand, type ServerCommandId } from './protocol';
+import { type CommandResults, INBOX_NOTIFICATION, type InboxCounts, ServerCommand, type ServerCommandId } from './protocol';
 import { SECTION, globalStorePath, serverLaunch, serverSettings } from './settings';
 
 export class MemoryClient implements vscode.Disposable {
@@ -17,6 +17,9 @@ export class MemoryClient implements vscode.Disposable {
   private readonly changed = new vscode.EventEmitter<void>();
   /** Fires after the server (re)started or after a command that may have changed a store. */
   readonly onDidChange = this.changed.event;
+  private readonly inbox = new vscode.EventEmitter<InboxCounts>();
+  /** Fires with the server's `memory/inbox` counts (a proposal arrived or was reviewed). */
+  readonly onInbox = this.inbox.event;
 
   constructor(private readonly output: vscode.OutputChannel) {}
 
@@ -60,7 +63,7 @@ export class MemoryClient implements vscode.Disposable {
       synchronize: {
         configurationSection: SECTION,
         fileEvents: [
-          vscode.workspace.createFileSystemWatcher('**/.pi/{memory.md,bytefly.json}'),
+          vscode.workspace.createFileSystemWatcher('**/.pi/{memory.md,bytefly.json,memory.inbox.jsonl}'),
         ],
       },
       middleware: {
@@ -81,6 +84,7 @@ export class MemoryClient implements vscode.Disposable {
     };
     const client = new LanguageClient('memoryLs', 'Memory', serverOptions, clientOptions);
     this.client = client;
+    client.onNotification(INBOX_NOTIFICATION, (counts: InboxCounts) => this.inbox.fire(counts));
     this.output.appendLine(`Starting ${[launch.command, ...launch.args].join(' ')}`);
     try {
       await client.start();
@@ -136,7 +140,7 @@ export class MemoryClient implements vscode.Disposable {
       command,
       arguments: [payload],
     })) as CommandResults[C];
-    if (command !== ServerCommand.list && command !== ServerCommand.path && command !== ServerCommand.inject && command !== ServerCommand.doctor) {
+    if (command !== ServerCommand.list && command !== ServerCommand.path && command !== ServerCommand.inject && command !== ServerCommand.doctor && command !== ServerCommand.inbox) {
       this.changed.fire();
     }
     return result;
@@ -145,6 +149,7 @@ export class MemoryClient implements vscode.Disposable {
   dispose(): void {
     void this.stop();
     this.changed.dispose();
+    this.inbox.dispose();
   }
 }
 

@@ -4,6 +4,7 @@ import * as vscode from 'vscode';
 import { browseNotes, pickAndForget } from './browse';
 import { MemoryClient } from './client';
 import { exportToFile, importNotes } from './bridges';
+import { InboxStatus, reviewInbox } from './inbox';
 import { addNote, clearScope } from './notes';
 import { type InjectResult, type ReloadResult, SCOPES, ServerCommand, type SyncResult } from './protocol';
 import { REPORT_SCHEME, ReportDocuments } from './reports';
@@ -18,11 +19,13 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   memoryClient = client;
   const reports = new ReportDocuments();
   const statusBar = new MemoryStatusBar(client);
+  const inboxStatus = new InboxStatus(client);
   context.subscriptions.push(
     output,
     client,
     reports,
     statusBar,
+    inboxStatus,
     vscode.workspace.registerTextDocumentContentProvider(REPORT_SCHEME, reports),
   );
 
@@ -63,6 +66,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   command('memoryLs.syncGlobal', () => syncGlobal(client, output));
   command('memoryLs.importNotes', () => importNotes(client, reports));
   command('memoryLs.exportAgents', () => exportToFile(client));
+  command('memoryLs.reviewInbox', () => reviewInbox(client));
   command('memoryLs.restart', async () => {
     await client.restart();
     void vscode.window.showInformationMessage('Memory: the memory-ls server was restarted.');

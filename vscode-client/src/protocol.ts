@@ -5,11 +5,13 @@ import type {
   DoctorResult,
   ExportResult,
   ImportResult,
+  InboxResult,
   InjectResult,
   MemoryResult,
   PathInfo,
   ReloadResult,
   SyncResult,
+  ReviewResult,
 } from './generated/schemas';
 
 export type {
@@ -17,6 +19,10 @@ export type {
   ExportResult,
   ImportRefusal,
   ImportResult,
+  InboxCounts,
+  InboxResult,
+  Proposal,
+  ReviewResult,
   InjectResult,
   MemoryResult,
   NoteChanges,
@@ -51,6 +57,10 @@ export const ServerCommand = {
   sync: 'memory.sync',
   import: 'memory.import',
   export: 'memory.export',
+  propose: 'memory.propose',
+  inbox: 'memory.inbox',
+  accept: 'memory.accept',
+  reject: 'memory.reject',
 } as const;
 
 export type ServerCommandId = (typeof ServerCommand)[keyof typeof ServerCommand];
@@ -71,7 +81,14 @@ export interface CommandResults {
   'memory.sync': SyncResult;
   'memory.import': ImportResult;
   'memory.export': ExportResult;
+  'memory.propose': MemoryResult;
+  'memory.inbox': InboxResult;
+  'memory.accept': ReviewResult;
+  'memory.reject': ReviewResult;
 }
+
+/** The server's `memory/inbox` notification: how many proposals wait in each inbox (SPEC §12). */
+export const INBOX_NOTIFICATION = 'memory/inbox';
 
 export function isMemoryResult(value: unknown): value is MemoryResult {
   return (

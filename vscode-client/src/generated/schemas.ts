@@ -10,10 +10,13 @@ export interface ServerShapes {
   'doctor-result': DoctorResult;
   'export-result': ExportResult;
   'import-result': ImportResult;
+  'inbox-counts': InboxCounts;
+  'inbox-result': InboxResult;
   'inject-result': InjectResult;
   'memory-result': MemoryResult;
   'path-info': PathInfo;
   'reload-result': ReloadResult;
+  'review-result': ReviewResult;
   settings: Settings;
   'sync-result': SyncResult;
 }
@@ -197,6 +200,43 @@ export interface ImportRefusal {
   error: string;
 }
 /**
+ * How many proposals wait in each inbox (also the ``memory/inbox`` notification).
+ *
+ * This interface was referenced by `ServerShapes`'s JSON-Schema
+ * via the `definition` "InboxCounts".
+ */
+export interface InboxCounts {
+  project: number;
+  global: number;
+}
+/**
+ * The ``memory.inbox`` object (``memory-ls inbox --json``): the waiting proposals of both scopes, in file order. An untrusted project's are counted, their text withheld.
+ *
+ * This interface was referenced by `ServerShapes`'s JSON-Schema
+ * via the `definition` "InboxResult".
+ */
+export interface InboxResult {
+  project: Proposal[];
+  global: Proposal[];
+}
+/**
+ * One waiting proposal, as stored on a line of an inbox file (SPEC §12).
+ *
+ * ``id`` is 8 lowercase hex characters, unique in its inbox; ``by`` says who
+ * proposed it; ``at`` is UTC, ``YYYY-MM-DDTHH:MM:SSZ``. ``to`` only for an update.
+ *
+ * This interface was referenced by `ServerShapes`'s JSON-Schema
+ * via the `definition` "Proposal".
+ */
+export interface Proposal {
+  id: string;
+  action: 'add' | 'update' | 'forget';
+  text: string;
+  to?: string;
+  by: string;
+  at: string;
+}
+/**
  * The ``memory.inject`` object: the recall body and its budget.
  *
  * This interface was referenced by `ServerShapes`'s JSON-Schema
@@ -211,7 +251,7 @@ export interface InjectResult {
   inject: boolean;
 }
 /**
- * The result of every memory action: the notes of both scopes after it, whether the store changed, and the error that refused it, if any.
+ * The result of every memory action: the notes of both scopes after it, whether the store changed, and the error that refused it, if any. With review (SPEC §12), ``proposal`` is the proposal queued, accepted or rejected, and ``waiting`` the number of proposals now in that scope's inbox.
  *
  * This interface was referenced by `ServerShapes`'s JSON-Schema
  * via the `definition` "MemoryResult".
@@ -226,6 +266,8 @@ export interface MemoryResult {
   to?: string;
   existing?: string;
   error?: string;
+  proposal?: Proposal;
+  waiting?: number;
 }
 /**
  * The ``memory.path`` object: both store paths and the trust decision.
@@ -258,6 +300,8 @@ export interface ReloadResult {
   to?: string;
   existing?: string;
   error?: string;
+  proposal?: Proposal;
+  waiting?: number;
   reloaded: ReloadChanges;
 }
 /**
@@ -279,6 +323,25 @@ export interface ReloadChanges {
 export interface NoteChanges {
   added: string[];
   removed: string[];
+}
+/**
+ * The result of ``memory.accept`` and ``memory.reject``: one result per proposal.
+ *
+ * Each of ``results`` is the :data:`MemoryResult` of one selected id: for an
+ * accepted proposal, what its action returned; for a rejected one, the notes
+ * with ``changed: false``; for an id that is not waiting, an error. ``text`` is
+ * the readable account (what the CLI prints), ``error`` every refusal joined.
+ *
+ * This interface was referenced by `ServerShapes`'s JSON-Schema
+ * via the `definition` "ReviewResult".
+ */
+export interface ReviewResult {
+  action: 'accept' | 'reject';
+  changed: boolean;
+  results: MemoryResult[];
+  waiting: InboxCounts;
+  text: string;
+  error?: string;
 }
 /**
  * Everything a client can configure.

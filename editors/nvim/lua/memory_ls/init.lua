@@ -5,6 +5,7 @@
 --   require('memory_ls').setup({ cmd = { '/path/to/memory-ls', 'serve' } })
 --
 -- Commands: :MemoryBrowse :MemoryAdd :MemoryForget :MemoryDoctor :MemoryRecall :MemoryReload
+--           :MemoryInbox (review what an agent proposed: accept, edit and accept, reject)
 -- Plain `vim.lsp` configuration works without this module (see editors/nvim/README.md).
 local M = {}
 
@@ -70,12 +71,32 @@ local function client_settings()
   return as_object(vim.tbl_extend('force', {}, M.config.settings))
 end
 
+local notify
+
+-- The server's `memory/inbox` notification: {project = n, global = m} proposals waiting.
+M.inbox_counts = { project = 0, global = 0 }
+
+local function on_inbox(_, result)
+  if type(result) ~= 'table' then
+    return
+  end
+  local before = (M.inbox_counts.project or 0) + (M.inbox_counts.global or 0)
+  M.inbox_counts = result
+  local total = (result.project or 0) + (result.global or 0)
+  if total > before then
+    vim.schedule(function()
+      notify(string.format('%d proposal(s) waiting for review (:MemoryInbox)', total))
+    end)
+  end
+end
+
 local function base_config()
   return {
     name = NAME,
     cmd = M.config.cmd,
     init_options = client_settings(),
     settings = { memoryLs = client_settings() },
+    handlers = { ['memory/inbox'] = on_inbox },
   }
 end
 
@@ -175,7 +196,7 @@ local function request(client, method, params, handler)
   return client.request(method, params, handler)
 end
 
-local function notify(message, level)
+notify = function(message, level)
   vim.notify('memory: ' .. message, level or vim.log.levels.INFO)
 end
 
@@ -367,6 +388,92 @@ function M.browse(opts)
   end)
 end
 
+local function proposal_label(p)
+  if p.action == 'update' then
+    return p.text .. ' → ' .. (p.to or '')
+  end
+  return p.text
+end
+
+local function review_command(command, argument)
+  M.execute(command, argument, function(err, result)
+    vim.schedule(function()
+      if err then
+        notify(err.message or vim.inspect(err), vim.log.levels.ERROR)
+        return
+      end
+      if result == nil then
+        return
+      end
+      local failed = result.error ~= nil and result.error ~= vim.NIL
+      notify(result.text or '', failed and vim.log.levels.WARN or vim.log.levels.INFO)
+      reload_buffers()
+    end)
+  end)
+end
+
+--- The review picker (SPEC §12): every proposal waiting in both inboxes, then accept,
+--- edit and accept, or reject it; or accept / reject them all.
+function M.review()
+  M.execute('memory.inbox', {}, function(err, result)
+    vim.schedule(function()
+      if err or result == nil then
+        notify(err and err.message or 'memory.inbox failed', vim.log.levels.ERROR)
+        return
+      end
+      local items = {}
+      for _, scope in ipairs({ 'project', 'global' }) do
+        for _, proposal in ipairs(result[scope] or {}) do
+          table.insert(items, { scope = scope, proposal = proposal })
+        end
+      end
+      if #items == 0 then
+        notify('no proposals are waiting for review')
+        return
+      end
+      local waiting = #items
+      table.insert(items, { all = 'accept' })
+      table.insert(items, { all = 'reject' })
+      vim.ui.select(items, {
+        prompt = 'Memory inbox · ' .. waiting .. ' waiting',
+        format_item = function(item)
+          if item.all ~= nil then
+            return item.all == 'accept' and 'Accept all' or 'Reject all'
+          end
+          local p = item.proposal
+          return '[' .. item.scope .. '] ' .. p.action .. ': ' .. proposal_label(p) .. ' (by ' .. p.by .. ', ' .. p.at .. ')'
+        end,
+      }, function(item)
+        if item == nil then
+          return
+        end
+        if item.all ~= nil then
+          review_command('memory.' .. item.all, { all = true })
+          return
+        end
+        local p = item.proposal
+        local choices = p.action == 'forget' and { 'accept', 'reject' } or { 'accept', 'edit and accept', 'reject' }
+        vim.ui.select(choices, { prompt = p.by .. ' proposes to ' .. p.action .. ': ' .. proposal_label(p) }, function(choice)
+          local argument = { id = p.id, scope = item.scope }
+          if choice == 'accept' then
+            review_command('memory.accept', argument)
+          elseif choice == 'reject' then
+            review_command('memory.reject', argument)
+          elseif choice == 'edit and accept' then
+            local field = p.action == 'update' and 'to' or 'text'
+            vim.ui.input({ prompt = 'Accept as: ', default = p[field] }, function(value)
+              if value ~= nil and value ~= '' then
+                argument[field] = value
+                review_command('memory.accept', argument)
+              end
+            end)
+          end
+        end)
+      end)
+    end)
+  end)
+end
+
 function M.add(text, scope)
   local function save(note_text)
     local function with_scope(chosen)
@@ -470,6 +577,7 @@ function M.create_commands()
   command('MemoryDoctor', M.doctor, { desc = 'Show the memory doctor report' })
   command('MemoryRecall', M.recall, { desc = 'Show the recall preview' })
   command('MemoryReload', M.reload, { desc = 'Re-read both memory stores' })
+  command('MemoryInbox', M.review, { desc = 'Review what an agent proposed to remember' })
 end
 
 M._uv = uv
