@@ -10,8 +10,10 @@ tests/artifacts/ (set MEMORY_LS_UPDATE_SCREENSHOT=1 to refresh docs/vscode-scree
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import functools
+import hashlib
 import json
 import os
 import re
@@ -108,6 +110,33 @@ def test_client_types_are_generated_from_the_published_schemas() -> None:
             )
 
 
+def bump_wheel(wheel: Path, out_dir: Path, version: str) -> Path:
+    """A copy of ``wheel`` that is version ``version``: what an upgraded extension ships."""
+    old = wheel.name.split("-")[1]
+    target = out_dir / wheel.name.replace(f"-{old}-", f"-{version}-")
+    records: list[str] = []
+    with zipfile.ZipFile(wheel) as src, zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as dst:
+        for info in src.infolist():
+            name = info.filename.replace(
+                f"memory_ls-{old}.dist-info/", f"memory_ls-{version}.dist-info/"
+            )
+            data = src.read(info)
+            if name.endswith("dist-info/RECORD"):
+                continue
+            if name == "memory_ls/__init__.py":
+                data = data.replace(
+                    f'__version__ = "{old}"'.encode(), f'__version__ = "{version}"'.encode()
+                )
+            elif name.endswith("dist-info/METADATA"):
+                data = data.replace(f"Version: {old}\n".encode(), f"Version: {version}\n".encode())
+            digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+            records.append(f"{name},sha256={digest},{len(data)}")
+            dst.writestr(name, data)
+        record = f"memory_ls-{version}.dist-info/RECORD"
+        dst.writestr(record, "\n".join([*records, f"{record},,"]) + "\n")
+    return target
+
+
 def wait_http(url: str, proc: subprocess.Popen[bytes], timeout: float = 90) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -164,6 +193,7 @@ def drive_code_server(
     settings: dict[str, object],
     scenario: str,
     trust: bool = False,
+    driver_extra: dict[str, str] | None = None,
 ) -> tuple[dict[str, Any], str, str]:
     """Install the .vsix into a fresh code-server profile, open the workspace, and run the
     driver's ``scenario``; returns its report, the driver's stderr and code-server's log.
@@ -229,6 +259,8 @@ def drive_code_server(
             CHROMIUM=str(CHROMIUM),
             SCENARIO=scenario,
             USER_DATA_DIR=str(user_data),
+            EXTENSIONS_DIR=str(extensions),
+            **(driver_extra or {}),
         )
         command = ["node", str(DRIVER)]
         if shutil.which("timeout"):
@@ -335,7 +367,8 @@ def test_vscode_extension_sets_up_its_own_server(
     storage with python3 (Debian's, >= 3.11), installs the wheel the .vsix carries (its
     dependencies from pip's configured index), and the diagnostics appear. The folder opens
     untrusted: adding a project note is refused; granting trust restarts the server, and the
-    same add reaches the disk."""
+    same add reaches the disk. Then the extension is upgraded in place (its wheel replaced by
+    a newer version's) and the window reloaded: it reinstalls the newer wheel by itself."""
     require_code_server()
     path = os.pathsep.join([str(TOOLS / "bin"), "/usr/bin", "/bin"])
     assert shutil.which("memory-ls", path=path) is None, "memory-ls must not be on PATH here"
@@ -359,18 +392,38 @@ def test_vscode_extension_sets_up_its_own_server(
             "security.workspace.trust.banner": "never",
         },
     )
-    report, _, _ = drive_code_server(workspace, env, tmp_path, settings, "setup", trust=True)
+    wheel_dir = tmp_path / "upgrade"
+    wheel_dir.mkdir()
+    with zipfile.ZipFile(vsix) as archive:
+        (wheel_dir / "bundled.whl").write_bytes(archive.read(wheels[0]))
+    bundled = wheel_dir / wheels[0].rsplit("/", 1)[1]
+    (wheel_dir / "bundled.whl").rename(bundled)
+    newer = bump_wheel(bundled, wheel_dir, "99.0.0")
+    report, _, _ = drive_code_server(
+        workspace,
+        env,
+        tmp_path,
+        settings,
+        "setup",
+        trust=True,
+        driver_extra={"UPGRADE_WHEEL": str(newer)},
+    )
 
     storage = tmp_path / "code-user-data" / "User" / "globalStorage" / "memory-ls.memory-ls"
     venv = storage / "server-venv"
     assert (venv / "bin" / "memory-ls").exists(), sorted(p.name for p in storage.glob("*"))
     assert "home = /usr/bin" in (venv / "pyvenv.cfg").read_text()
-    wheel_name = wheels[0].rsplit("/", 1)[1]
-    version = wheel_name.split("-")[1]
+    # The upgraded extension's wheel is what the private venv holds now.
     installed = subprocess.run(
         [str(venv / "bin" / "memory-ls"), "--version"], capture_output=True, text=True, check=False
     )
-    assert installed.stdout.strip() == f"memory-ls {version}"
+    assert installed.stdout.strip() == "memory-ls 99.0.0", installed.stdout + installed.stderr
+    output = "".join(
+        path.read_text(errors="replace")
+        for path in sorted((tmp_path / "code-user-data").glob("logs/**/*Memory*.log"))
+    )
+    assert f"has {bundled.name}: reinstalling" in output, output[-3000:]
+    assert any("duplicate" in row for row in report["upgraded"]["problems"])
 
     assert any("duplicate" in row for row in report["problems"]), report["problems"]
     assert any("too-long" in row for row in report["problems"]), report["problems"]

@@ -2,7 +2,7 @@
 // Environment: CODE_SERVER_URL, WORKSPACE, PROJECT_STORE, GLOBAL_STORE, RESULT_FILE, ARTIFACTS_DIR.
 // Writes a JSON report (every observation, and the failing step if any) to RESULT_FILE.
 import { chromium } from 'playwright-core';
-import { readFileSync, writeFileSync, mkdirSync, utimesSync } from 'node:fs';
+import { copyFileSync, readFileSync, readdirSync, rmSync, writeFileSync, mkdirSync, utimesSync } from 'node:fs';
 import { join } from 'node:path';
 
 const env = (name) => {
@@ -430,6 +430,22 @@ async function setupScenario() {
     await addProjectNote('added after trust');
     const project = await waitFor(async () => (read(projectStore).includes('- added after trust\n') ? read(projectStore) : null), 'the note on disk');
     return { projectAfter: project };
+  });
+
+  report.upgraded = await step('an upgraded extension reinstalls its newer wheel', async () => {
+    // Upgrade in place: the installed extension's wheel becomes the newer one, then reload.
+    const extensions = env('EXTENSIONS_DIR');
+    const folder = readdirSync(extensions).find((name) => name.startsWith('memory-ls.memory-ls-'));
+    const server = join(extensions, folder, 'dist', 'server');
+    for (const name of readdirSync(server)) rmSync(join(server, name));
+    const wheel = env('UPGRADE_WHEEL');
+    copyFileSync(wheel, join(server, wheel.split('/').pop()));
+    await runCommand('Developer: Reload Window');
+    await page.locator('.monaco-workbench').waitFor({ state: 'visible', timeout: 60_000 });
+    await page.waitForTimeout(3000);
+    await openMemoryFile();
+    const problems = await memoryProblems(400_000);
+    return { problems };
   });
 }
 

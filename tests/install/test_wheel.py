@@ -100,7 +100,10 @@ def test_wheel_holds_every_module_and_data_file(dist: Dist) -> None:
         metadata = wheel.read(f"memory_ls-{dist.version}.dist-info/METADATA").decode()
         entry_points = wheel.read(f"memory_ls-{dist.version}.dist-info/entry_points.txt").decode()
     modules = {path.relative_to(REPO).as_posix() for path in (REPO / "memory_ls").rglob("*.py")}
-    assert modules - names == set(), "modules missing from the wheel (pyproject's packages list)"
+    assert modules - names == set(), (
+        "modules missing from the wheel: add their package to [tool.setuptools] packages "
+        "in pyproject.toml"
+    )
     assert "memory_ls/py.typed" in names
     schemas = {f"memory_ls/schemas_json/{p.name}" for p in (REPO / "schemas").glob("*.json")}
     assert schemas and schemas <= names, sorted(schemas - names)

@@ -209,7 +209,7 @@ export class ServerSetup {
     const tried: string[] = [];
     for (const candidate of candidates) {
       const version = await pythonVersion(candidate);
-      this.output.appendLine(`Python candidate ${candidate}: ${version ?? 'not found'}`);
+      this.output.appendLine(`Python candidate ${candidate}: ${version === undefined ? 'not found' : version.join('.')}`);
       if (version !== undefined && compareVersion(version, MIN_PYTHON) >= 0) {
         return candidate;
       }
