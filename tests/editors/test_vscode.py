@@ -367,7 +367,9 @@ def test_vscode_extension_sets_up_its_own_server(
     storage with python3 (Debian's, >= 3.11), installs the wheel the .vsix carries (its
     dependencies from pip's configured index), and the diagnostics appear. The folder opens
     untrusted: adding a project note is refused; granting trust restarts the server, and the
-    same add reaches the disk. Then the extension is upgraded in place (its wheel replaced by
+    same add reaches the disk. Before that, a first install with pip pointed at no index
+    fails with a message that says what to do and opens the log; "Memory: Set up server"
+    then succeeds. Last the extension is upgraded in place (its wheel replaced by
     a newer version's) and the window reloaded: it reinstalls the newer wheel by itself."""
     require_code_server()
     path = os.pathsep.join([str(TOOLS / "bin"), "/usr/bin", "/bin"])
@@ -383,7 +385,12 @@ def test_vscode_extension_sets_up_its_own_server(
         ]
     assert len(wheels) == 1, "the .vsix carries the server's wheel"
 
-    env = dict(editor_env, PATH=path)
+    # pip first finds no index (the setup must fail and say so); the driver then empties
+    # this file and runs "Memory: Set up server", and pip uses its configured index again.
+    pip_config = tmp_path / "pip.conf"
+    pip_config.write_text("[global]\nno-index = true\nfind-links =\n")
+    env = {k: v for k, v in editor_env.items() if k != "PIP_FIND_LINKS"}
+    env.update(PATH=path, PIP_CONFIG_FILE=str(pip_config))
     settings = dict(
         BASE_SETTINGS,
         **{
@@ -425,6 +432,10 @@ def test_vscode_extension_sets_up_its_own_server(
     assert f"has {bundled.name}: reinstalling" in output, output[-3000:]
     assert any("duplicate" in row for row in report["upgraded"]["problems"])
 
+    failed = report["failedInstall"]
+    assert "pip could not install memory-ls" in failed["message"], failed
+    assert "Memory: Set up server" in failed["message"], failed
+    assert "Setting up memory-ls failed" in failed["log"]
     assert any("duplicate" in row for row in report["problems"]), report["problems"]
     assert any("too-long" in row for row in report["problems"]), report["problems"]
     assert "added before trust" not in report["untrusted"]["projectAfter"]

@@ -401,6 +401,31 @@ async function setupScenario() {
     await clickNotificationButton(message, 'Set Up Server', 60_000);
     return (await notifications()).join('\n');
   });
+  // pip is first pointed at no index at all (PIP_CONFIG_FILE), so the install fails.
+  report.failedInstall = await step('a failed install says what to do and opens the log', async () => {
+    const failure = 'setting up the server failed';
+    const message = await waitFor(
+      async () => (await notifications()).find((text) => text.includes(failure)) ?? null,
+      'the failure message',
+      180_000,
+    );
+    await clickNotificationButton(failure, 'Open Log');
+    const log = await waitFor(async () => {
+      const text = await page
+        .$$eval('.part.panel .monaco-editor .view-lines .view-line', (lines) =>
+          lines.map((line) => (line.textContent ?? '').replace(/\u00a0/g, ' ')).join('\n'),
+        )
+        .catch(() => '');
+      return text.includes('Setting up memory-ls failed') ? text : null;
+    }, 'the Memory output log in the panel');
+    return { message, log };
+  });
+  report.retry = await step('with pip fixed, Memory: Set up server installs it', async () => {
+    writeFileSync(env('PIP_CONFIG_FILE'), '[global]\n');
+    await runCommand('Notifications: Clear All Notifications');
+    await runCommand('Memory: Set up server');
+    return true;
+  });
   await openMemoryFile();
   report.problems = await step('the private server publishes diagnostics', () => memoryProblems(400_000));
   await screenshot('vscode-setup');
