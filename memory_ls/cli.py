@@ -70,9 +70,20 @@ OPTIONS: dict[str, Option] = {
         Option("--json", None, "print JSON (default: text)"),
         Option("--to", "NEW", "the new text (required; no default)"),
         Option("--yes", None, "clear without asking (default: ask on a terminal, else refuse)"),
+        Option(
+            "--check",
+            None,
+            "write nothing; exit 1 when the block is missing or out of date (default: write it)",
+        ),
         Option("--format", "text|json|sarif", "how to print findings (default: text)"),
         Option("--tcp", "HOST:PORT", "serve over TCP (default: stdio)"),
         Option("--ws", "HOST:PORT", "serve over WebSocket (default: stdio)"),
+        Option(
+            "--global-store",
+            None,
+            "set up the repository that holds the agent dir, for the global store "
+            "(default: the project's repository)",
+        ),
     )
 }
 
@@ -93,8 +104,13 @@ class Verb:
     """``(name, help)`` of each positional argument."""
     options: tuple[str, ...] = COMMON
     required: tuple[str, ...] = ()
-    helps: tuple[tuple[str, str], ...] = ()
-    """Option help that differs for this verb: ``(flag, help)``."""
+    overrides: tuple[Option, ...] = ()
+    """Options whose values, default or help differ for this verb (``import --format``,
+    ``export --to``, ``sync --scope``): the first of a ``|`` list is the default."""
+
+    def option(self, flag: str) -> Option:
+        """The option ``flag`` as this verb takes it."""
+        return next((o for o in self.overrides if o.flag == flag), OPTIONS[flag])
 
 
 VERBS: dict[str, Verb] = {
@@ -142,12 +158,42 @@ VERBS: dict[str, Verb] = {
             "Lint memory files like a linter (default: both stores of --project).",
             (("FILE", "a memory file to check"),),
             ("--format", *COMMON),
-            helps=(
-                ("--json", "the same as --format json (default: text)"),
-                (
+            overrides=(
+                Option("--json", None, "the same as --format json (default: text)"),
+                Option(
                     "--project",
+                    "DIR",
                     "the project whose stores are checked, or that a global store given as "
                     "FILE is checked against (default: the current directory)",
+                ),
+            ),
+        ),
+        Verb(
+            "import",
+            "Import notes from other agents' memory files into --scope (one write).",
+            (("FILE", "a memory file of another agent (Claude Code, Gemini CLI, Hermes, notes)"),),
+            ("--format", "--scope", *COMMON),
+            overrides=(
+                Option(
+                    "--format",
+                    "auto|markdown|claude|gemini|hermes",
+                    "how to read FILE: markdown/claude take every bullet outside code fences, "
+                    "gemini the bullets under '## Gemini Added Memories', hermes each "
+                    "entry between lines holding only § (default: auto, picked by content)",
+                ),
+            ),
+        ),
+        Verb(
+            "export",
+            "Keep a block in an instruction file (AGENTS.md, CLAUDE.md, ...) equal to the recall body.",
+            options=("--to", "--check", *COMMON),
+            required=("--to",),
+            overrides=(
+                Option(
+                    "--to",
+                    "FILE",
+                    "the instruction file to keep the block in, relative to the current "
+                    "directory (required; no default)",
                 ),
             ),
         ),
@@ -157,6 +203,43 @@ VERBS: dict[str, Verb] = {
             options=("--tcp", "--ws"),
         ),
         Verb("mcp", "Run the MCP server over stdio (see: memory-ls mcp --help).", options=()),
+        Verb(
+            "merge-file",
+            "Merge three versions of a memory file note by note, into CURRENT "
+            "(git's merge driver: %O %A %B).",
+            (
+                # argparse %-formats help: "%%O" prints as git's "%O".
+                ("BASE", "the common ancestor (git's %%O)"),
+                ("CURRENT", "this side, overwritten with the result (git's %%A)"),
+                ("OTHER", "the other side (git's %%B)"),
+            ),
+            options=(),
+        ),
+        Verb(
+            "git-setup",
+            "Set up git's note-wise merge of the store in its repository (idempotent).",
+            options=("--project", "--agent-dir", "--global-store"),
+            overrides=(
+                Option(
+                    "--agent-dir",
+                    "DIR",
+                    "with --global-store, the folder of the global store "
+                    "(default: $PI_CODING_AGENT_DIR, else ~/.pi/agent)",
+                ),
+            ),
+        ),
+        Verb(
+            "sync",
+            "Commit the store, pull with the merge driver and push, in its git repository.",
+            options=("--scope", "--project", "--agent-dir", "--trusted", "--untrusted", "--json"),
+            overrides=(
+                Option(
+                    "--scope",
+                    "global|project",
+                    "the store to sync (default: global; project only when asked)",
+                ),
+            ),
+        ),
     )
 }
 
@@ -206,14 +289,13 @@ def _verb_parser(verb: Verb) -> argparse.ArgumentParser:
         epilog="-- ends the options, so a note may begin with -." if verb.args else None,
         allow_abbrev=False,  # `--proj` would slip past _arrange's value joining
     )
-    helps = dict(verb.helps)
     for name, help_ in verb.args:
-        nargs = "*" if verb.name == "check" else None
+        nargs = {"check": "*", "import": "+"}.get(verb.name)
         parser.add_argument(name.lower(), metavar=name, nargs=nargs, help=help_)
     groups: dict[str, Any] = {}
     for flag in verb.options:
-        option = OPTIONS[flag]
-        help_ = helps.get(flag, option.help)
+        option = verb.option(flag)
+        help_ = option.help
         # --trusted/--untrusted and --tcp/--ws are either-or.
         pair = next((p for p in EXCLUSIVE if flag in p), None)
         target: Any = parser
@@ -252,7 +334,7 @@ def _arrange(tokens: Sequence[str], verb: Verb) -> list[str]:
     a ``--`` with nothing after it is dropped; any other ``--`` is kept once,
     before the arguments that follow it.
     """
-    takes_value = {f for f in verb.options if OPTIONS[f].metavar is not None}
+    takes_value = {f for f in verb.options if verb.option(f).metavar is not None}
     out: list[str] = []
     rest: list[str] = []
     i = 0
@@ -286,35 +368,58 @@ def _restore(args: argparse.Namespace) -> argparse.Namespace:
     return args
 
 
+def say(text: str = "", *, err: bool = False, end: str = "\n") -> None:
+    """Write ``text`` to standard output (``err``: standard error): the CLI's one way out.
+
+    A path from a folder whose name is not UTF-8 holds lone surrogates, which
+    cannot be written as UTF-8 (a crash under a strict locale, bytes that are
+    not UTF-8 under a lenient one); they are written as U+FFFD
+    (:func:`~memory_ls.core.text.without_lone_surrogates`).
+    """
+    from memory_ls.core.text import without_lone_surrogates
+
+    (sys.stderr if err else sys.stdout).write(without_lone_surrogates(text + end))
+
+
 def _usage_error(message: str) -> int:
-    print(f"usage: {PROG} VERB [options] [--] [args]", file=sys.stderr)
-    print(f"{PROG}: error: {message}", file=sys.stderr)
+    say(f"usage: {PROG} VERB [options] [--] [args]", err=True)
+    say(f"{PROG}: error: {message}", err=True)
     return EXIT_USAGE
 
 
 def _print_json(value: Any) -> None:
-    print(json.dumps(value, indent=2, ensure_ascii=False))
+    say(json.dumps(value, indent=2, ensure_ascii=False))
+
+
+MAX_PORT = 65535
 
 
 def _host_port(value: str, parser: argparse.ArgumentParser) -> tuple[str, int]:
     host, _, port = value.rpartition(":")
-    if not host or not port.isdigit():
+    # ASCII digits only: str.isdigit takes "²" (int() does not) and "٣" (another script).
+    if not host or not (port.isascii() and port.isdigit()):
         parser.error(f"expected HOST:PORT, got {value!r}")
-    return host, int(port)
+    # Compared as text first: int() refuses more than 4300 digits.
+    number = port.lstrip("0") or "0"
+    if len(number) > len(str(MAX_PORT)) or int(number) > MAX_PORT:
+        parser.error(
+            f"the port must be 0 to {MAX_PORT}, got {port[:20]}{'…' if len(port) > 20 else ''}"
+        )
+    return host, int(number)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code."""
     tokens = list(sys.argv[1:] if argv is None else argv)
     if not tokens:
-        print(_top_help(), file=sys.stderr, end="")
+        say(_top_help(), err=True, end="")
         return EXIT_USAGE
     first, rest = tokens[0], tokens[1:]
     if first in ("-h", "--help"):
-        print(_top_help(), end="")
+        say(_top_help(), end="")
         return EXIT_OK
     if first == "--version":
-        print(f"{PROG} {__version__}")
+        say(f"{PROG} {__version__}")
         return EXIT_OK
     if first.startswith("-"):
         return _usage_error(f"options go after the verb ({PROG} VERB {first} ...)")
@@ -327,6 +432,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return mcp_main(rest)
     parser = _verb_parser(verb)
     args = _restore(parser.parse_args(_arrange(rest, verb)))
+    if verb.name == "merge-file":
+        return _merge_file(args)
     if verb.name == "serve":
         from memory_ls.server.server import serve  # type: ignore[import-not-found,unused-ignore]
 
@@ -354,7 +461,7 @@ def _runtime(args: argparse.Namespace) -> Any:
     from memory_ls.store.runtime import MemoryRuntime
 
     start = Path(os.path.realpath(os.path.expanduser(args.project or os.getcwd())))
-    return MemoryRuntime(start, agent_dir=args.agent_dir, trusted=args.trusted)
+    return MemoryRuntime(start, agent_dir=args.agent_dir, trusted=getattr(args, "trusted", None))
 
 
 def _trust_line(runtime: Any) -> str:
@@ -367,10 +474,7 @@ def _trust_line(runtime: Any) -> str:
 def _say_if_untrusted(runtime: Any) -> None:
     """SPEC §8: name the rule that left the project's notes out, off standard output."""
     if not runtime.trust().trusted:
-        print(
-            f"Project memory is left out: the project is {_trust_line(runtime)}.",
-            file=sys.stderr,
-        )
+        say(f"Project memory is left out: the project is {_trust_line(runtime)}.", err=True)
 
 
 def _store_errors(runtime: Any) -> list[str]:
@@ -383,30 +487,38 @@ def _run(verb: str, args: argparse.Namespace) -> int:
     if verb == "check":
         return _check(args)
     runtime = _runtime(args)
+    if verb == "git-setup":
+        return _git_setup(runtime, args)
+    if verb == "sync":
+        return _sync(runtime, args)
+    if verb == "import":
+        return _import(runtime, args)
+    if verb == "export":
+        return _export(runtime, args)
     if verb in ("path", "inject"):
         if verb == "path":
             info = runtime.path_info()
             if args.json:
                 _print_json(info)
             else:
-                print(f"project: {info['project']}\nglobal: {info['global']}")
-                print(f"trust: {_trust_line(runtime)}")
+                say(f"project: {info['project']}\nglobal: {info['global']}")
+                say(f"trust: {_trust_line(runtime)}")
         else:
             _say_if_untrusted(runtime)
             result = runtime.inject()
             if args.json:
                 _print_json(result)
             elif result["body"] is not None:
-                print(result["body"])
+                say(result["body"])
         errors = _store_errors(runtime)
         for error in errors:
-            print(f"Error: {error}", file=sys.stderr)
+            say(f"Error: {error}", err=True)
         return EXIT_REFUSED if errors else EXIT_OK
     if verb == "doctor":
         if args.json:
             _print_json(runtime.doctor_report())
         else:
-            print(runtime.doctor_text(), end="")
+            say(runtime.doctor_text(), end="")
         return EXIT_OK
     if verb == "list":
         _say_if_untrusted(runtime)
@@ -431,13 +543,57 @@ def _print_result(verb: str, result: Any, args: argparse.Namespace) -> int:
     if args.json:
         _print_json(result)
     elif verb == "list":
-        print(result_text({k: v for k, v in result.items() if k != "error"}))  # type: ignore[arg-type]
+        say(result_text({k: v for k, v in result.items() if k != "error"}))  # type: ignore[arg-type]
         if "error" in result:
-            print(f"Error: {result['error']}", file=sys.stderr)
+            say(f"Error: {result['error']}", err=True)
     else:
-        stream = sys.stderr if "error" in result else sys.stdout
-        print(result_text(result), file=stream)
+        say(result_text(result), err="error" in result)
     return EXIT_REFUSED if "error" in result else EXIT_OK
+
+
+def _import(runtime: Any, args: argparse.Namespace) -> int:
+    """``import FILE…``: every file read first, then one write (SPEC §15)."""
+    from memory_ls.core.bridges import import_summary
+    from memory_ls.store.bridges import read_import_files
+
+    files = read_import_files([Path(os.path.expanduser(f)) for f in args.file], args.format)
+    if files.error is not None:
+        # Nothing is imported from a set of files that cannot all be read.
+        if args.json:
+            _print_json({"added": [], "skipped": [], "refused": [], "error": files.error})
+        print(f"Error: {files.error}", file=sys.stderr)
+        return EXIT_REFUSED
+    for path in files.empty:
+        print(f"No notes found in {path} (format {args.format}).", file=sys.stderr)
+    result = runtime.import_notes(files.candidates, args.scope)
+    if args.json:
+        _print_json(result)
+    else:
+        print(import_summary(result))
+    return EXIT_REFUSED if result["refused"] else EXIT_OK
+
+
+def _export(runtime: Any, args: argparse.Namespace) -> int:
+    """``export --to FILE [--check]``: the block written, or (``--check``) judged."""
+    from memory_ls.core.bridges import check_message
+
+    target = Path(os.path.abspath(os.path.expanduser(args.to)))
+    # The file a symlink leads to is the one to update (CLAUDE.md -> AGENTS.md stays a link).
+    target = Path(os.path.realpath(target))
+    _say_if_untrusted(runtime)  # the block leaves the project's notes out: say why
+    result = runtime.export_to(target, check=args.check)
+    if args.check and "error" not in result:
+        result["message"] = check_message(result["status"], args.to)
+    if args.json:
+        _print_json(result)
+    elif "error" in result:
+        print(f"Error: {result['error']}", file=sys.stderr)
+    else:
+        stream = sys.stderr if args.check and result["changed"] else sys.stdout
+        print(result["message"], file=stream)
+    if "error" in result:
+        return EXIT_REFUSED
+    return EXIT_REFUSED if args.check and result["changed"] else EXIT_OK
 
 
 CLEAR_NEEDS_YES = "clear needs --yes when not run on a terminal."
@@ -449,14 +605,14 @@ def _confirm_clear(runtime: Any, scope: str, as_json: bool = False) -> bool:
         if as_json:
             _print_json(runtime.result("clear", scope, error=CLEAR_NEEDS_YES))
         else:
-            print(f"Error: {CLEAR_NEEDS_YES}", file=sys.stderr)
+            say(f"Error: {CLEAR_NEEDS_YES}", err=True)
         return False
     count = len(runtime.notes(scope))
-    sys.stderr.write(f"Remove all {count} {scope} note(s) from {runtime.paths[scope]}? [y/N] ")
+    say(f"Remove all {count} {scope} note(s) from {runtime.paths[scope]}? [y/N] ", err=True, end="")
     sys.stderr.flush()
     answer = sys.stdin.readline().strip().lower()
     if answer not in ("y", "yes"):
-        print("Nothing was cleared.", file=sys.stderr)
+        say("Nothing was cleared.", err=True)
         return False
     return True
 
@@ -471,22 +627,79 @@ def _check(args: argparse.Namespace) -> int:
         reports = lint_stores(_runtime(args))
     output, failing = render_reports(reports, "json" if args.json else args.format)
     if output:
-        print(output)
+        say(output)
     errors = [r.error for r in reports if r.error]
     for error in errors:
-        print(f"Error: {error}", file=sys.stderr)
+        say(f"Error: {error}", err=True)
     counts = {"error": len(errors), "warning": 0, "other": 0}
     for finding in (f for r in reports for f in r.findings):
         kind = finding.severity if finding.severity in ("error", "warning") else "other"
         counts[kind] += 1
     # SPEC §8: one line on standard error, also when clean; a file that could
     # not be read counts as an error.
-    print(
+    say(
         f"{len(reports)} files checked: {counts['error']} errors, "
         f"{counts['warning']} warnings, {counts['other']} other",
-        file=sys.stderr,
+        err=True,
     )
     return EXIT_REFUSED if failing or errors else EXIT_OK
+
+
+def _merge_file(args: argparse.Namespace) -> int:
+    """git's merge driver: exit 0 when the merge is clean, 1 when git left conflict markers."""
+    from memory_ls.store.git import GitRefused, merge_file
+
+    try:
+        code, why = merge_file(Path(args.base), Path(args.current), Path(args.other))
+    except (GitRefused, OSError) as exc:
+        say(f"memory-ls merge-file: {exc}", err=True)
+        return EXIT_REFUSED
+    if why is not None:
+        say(f"memory-ls merge-file: {why}; left to git merge-file.", err=True)
+    return code
+
+
+def _git_setup(runtime: Any, args: argparse.Namespace) -> int:
+    from memory_ls.store.git import GitRefused, git_setup, repository_of
+
+    scope = "global" if args.global_store else "project"
+    folder = runtime.agent_dir if scope == "global" else runtime.project_root
+    try:
+        report = git_setup(repository_of(folder, runtime.paths[scope], "set up git"))
+    except (GitRefused, OSError) as exc:
+        say(f"Error: {exc}", err=True)
+        return EXIT_REFUSED
+    for change in report.changes:
+        say(change)
+    if not report.changes:
+        say(f"Already set up in {report.repo.root}: nothing changed.")
+    else:
+        # git does not version its own config: every clone needs this once.
+        say(f"Set up in {report.repo.root}; run it once in every other clone too.")
+    return EXIT_OK
+
+
+def _sync(runtime: Any, args: argparse.Namespace) -> int:
+    from memory_ls.core.render import sync_text
+    from memory_ls.store.git import failed_sync, sync
+
+    scope = args.scope
+    refused = runtime.refusal(scope)
+    if refused is not None:
+        result: Any = failed_sync(scope, refused)
+    else:
+        folder = runtime.agent_dir if scope == "global" else runtime.project_root
+        result = sync(
+            scope,
+            folder,
+            runtime.paths[scope],
+            check=lambda real: runtime.store_refusal(scope, real),
+        )
+    if args.json:
+        _print_json(result)
+    else:
+        say(sync_text(result), err="error" in result)
+    return EXIT_REFUSED if "error" in result else EXIT_OK
 
 
 if __name__ == "__main__":

@@ -40,6 +40,7 @@ from pydantic import PlainValidator, ValidationError, WithJsonSchema
 
 from memory_ls import __version__
 from memory_ls.core.actions import ACTION_MESSAGE, check_scope
+from memory_ls.core.config import finite_json_float
 from memory_ls.core.models import MemoryResult, Scope
 from memory_ls.core.render import result_text
 from memory_ls.core.text import without_lone_surrogates
@@ -97,7 +98,13 @@ ToolResult = Annotated[CallToolResult, MemoryResult]
 
 
 def tool_result(result: MemoryResult) -> CallToolResult:
-    """A ``CallToolResult`` whose structured content is ``result`` on every call."""
+    """A ``CallToolResult`` whose structured content is ``result`` on every call.
+
+    Like every answer of this server, it passes through
+    :func:`~memory_ls.core.text.without_lone_surrogates`: a path from a folder
+    whose name is not UTF-8 must not stop the SDK from writing it.
+    """
+    result = without_lone_surrogates(result)
     return CallToolResult(
         content=[TextContent(type="text", text=result_text(result))],
         structured_content=dict(result),
@@ -212,8 +219,17 @@ def build_server(runtime: MemoryRuntime) -> MCPServer[Any]:
     for name, description, read in resources:
         server.resource(
             f"memory://{name}", name=name, description=description, mime_type="text/plain"
-        )(read)
+        )(_written_as_utf8(read))
     return server
+
+
+def _written_as_utf8(read: Callable[[], str]) -> Callable[[], str]:
+    """``read``, its text passed through :func:`without_lone_surrogates` (see :func:`tool_result`)."""
+
+    def text() -> str:
+        return without_lone_surrogates(read())
+
+    return text
 
 
 def notes_text(runtime: MemoryRuntime, scope: Scope) -> str:
@@ -233,7 +249,10 @@ def read_line(line: str) -> tuple[str | None, JSONRPCError | None]:
 
     The SDK's stdio transport drops, without a word, a line it cannot parse or
     validate. Read here first: a lone surrogate escape (``"\\ud800"``) is read as
-    U+FFFD, as the language server does; a line that is not JSON gets a
+    U+FFFD, as the language server does; a number beyond a float's range
+    (``1e999``) as the largest float (:func:`finite_json_float`), so the line is
+    still JSON and ``{"text": 1e999}`` gets the tool's ``text is required.``
+    like any other number; a line that is not JSON gets a
     ``ParseError`` and a request that is not valid JSON-RPC an ``InvalidRequest``
     (``InvalidParams`` when only its params are wrong), with its id, or ``null``
     when the id itself is unusable (SPEC §11). A blank line, a bad notification
@@ -242,7 +261,8 @@ def read_line(line: str) -> tuple[str | None, JSONRPCError | None]:
     if not line.strip():
         return None, None
     try:
-        data = without_lone_surrogates(json.loads(line, parse_constant=_refuse_constant))
+        parsed = json.loads(line, parse_constant=_refuse_constant, parse_float=finite_json_float)
+        data = without_lone_surrogates(parsed)
         text = json.dumps(data, ensure_ascii=False, allow_nan=False)
     except (ValueError, RecursionError) as exc:
         return None, _error(None, PARSE_ERROR, f"Parse error: {exc}")

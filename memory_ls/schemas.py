@@ -19,10 +19,13 @@ from pydantic import TypeAdapter
 from memory_ls.core.models import (
     DoctorReport,
     DoctorResult,
+    ExportResult,
+    ImportResult,
     InjectResult,
     MemoryResult,
     PathInfo,
     ReloadResult,
+    SyncResult,
 )
 from memory_ls.server.settings import Settings
 
@@ -33,6 +36,9 @@ SCHEMAS: dict[str, Any] = {
     "reload-result": ReloadResult,
     "doctor-report": DoctorReport,
     "doctor-result": DoctorResult,
+    "sync-result": SyncResult,
+    "import-result": ImportResult,
+    "export-result": ExportResult,
     "settings": Settings,
 }
 """Every published shape by file name: the results and the ``memoryLs`` settings a client sends."""

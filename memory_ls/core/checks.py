@@ -51,6 +51,7 @@ CODES: dict[str, Severity] = {
     "invalid-utf8": "error",
     "not-the-store": "warning",
     "similar": "hint",
+    "export-stale": "information",
 }
 """Every diagnostic code and its default severity."""
 
@@ -134,6 +135,15 @@ class NotTheStoreData(TypedDict):
     store: str
 
 
+class ExportStaleData(TypedDict):
+    """``export-stale`` (on an instruction file): the block's last line, why it is stale
+    (``stale`` or ``edited``), and the block as it should read, in the file's line endings."""
+
+    lastLine: int
+    status: str
+    block: str
+
+
 class NoData(TypedDict):
     """The codes whose message says it all (``symlink``, ``untrusted``, ...)."""
 
@@ -149,6 +159,7 @@ FindingData = (
     | FileTooLargeData
     | InvalidUtf8Data
     | NotTheStoreData
+    | ExportStaleData
     | NoData
 )
 """The ``data`` of a finding: its code's own fields."""

@@ -9,10 +9,12 @@ skipped and reported in ``problems`` for the doctor.
 from __future__ import annotations
 
 import json
+import math
 import re
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from decimal import ROUND_FLOOR, Decimal
+from decimal import ROUND_FLOOR, Decimal, InvalidOperation
 from typing import Literal
 
 from memory_ls.core.text import display_path
@@ -28,6 +30,7 @@ SourceStatus = Literal["used", "missing", "ignored", "skipped-untrusted"]
 # A plain decimal number, as people write it: no hex, no underscores, no
 # "NaN"/"Infinity" (float() would take all of those).
 _NUMERIC_RE = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
+_NUMBER_PARTS_RE = re.compile(r"([+-]?)([\d.]*)(?:[eE]([+-]?)\d+)?")
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,13 +130,75 @@ def resolve_config(layers: Sequence[ConfigLayer]) -> EffectiveConfig:
             if number is not None:
                 max_bytes = number
             else:
+                why = "is out of range" if _numeric(value) else "is not a number"
                 problems.append(
                     f"ignored {CONFIG_SECTION}.maxInjectBytes in {display_path(path)}: "
-                    f"{describe_json_value(value)} is not a number"
+                    f"{describe_json_value(value)} {why}"
                 )
     return EffectiveConfig(
         inject=inject, max_inject_bytes=max_bytes, sources=sources, problems=problems
     )
+
+
+def exact_number(text: str) -> Decimal:
+    """A JSON number (or numeric string) exactly as written, however large or small.
+
+    ``float`` reads ``1e999`` as infinity and ``int`` refuses more than 4300
+    digits; ``Decimal`` keeps both as the numbers they are. Its exponent has a
+    limit too (about 10**18): past it, a number is ``±Infinity`` (a positive
+    exponent) or zero (a negative one), which is where it lies for every
+    comparison made here. ``text`` must be numeric (:data:`_NUMERIC_RE`).
+    """
+    try:
+        return Decimal(text)
+    except InvalidOperation:
+        match = _NUMBER_PARTS_RE.fullmatch(text)
+        sign, digits, exponent_sign = match.groups() if match else ("", "0", "")
+        if exponent_sign == "-" or not digits.strip("0."):
+            return Decimal(f"{sign}0")
+        return Decimal(f"{sign}Infinity")
+
+
+_FLOAT_LIMIT = Decimal(sys.float_info.max)
+
+
+def _numeric(value: object) -> bool:
+    """Whether a ``maxInjectBytes`` value that gave no bytes was a number all the same."""
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, int | float | Decimal) and value == value  # NaN is not one
+
+
+def finite_json_float(text: str) -> float:
+    """A JSON number with a fraction or exponent as a ``float``, never an infinity.
+
+    For readers that must hand the value on as JSON (``json.dumps`` refuses an
+    infinity): a number beyond the largest float becomes the largest float of
+    its sign, so it stays a number (and a wrong type wherever a string is
+    expected), and tiny ones become 0.0 as ``float`` makes them anyway.
+    """
+    value = float(text)
+    if math.isinf(value):
+        return math.copysign(sys.float_info.max, value)
+    return value
+
+
+def without_infinities(value: object) -> object:
+    """``value`` (decoded JSON) with every infinite or NaN float as ``null``.
+
+    A client's ``1e999`` reaches Python as ``inf``; written back as it is, it
+    would be ``Infinity``, which is not JSON (JavaScript's ``JSON.stringify``
+    writes ``null`` for it, as this does). Unchanged values are returned as they are.
+    """
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        cleaned = {k: without_infinities(v) for k, v in value.items()}
+        return value if all(cleaned[k] is value[k] for k in value) else cleaned
+    if isinstance(value, list):
+        items = [without_infinities(v) for v in value]
+        return value if all(a is b for a, b in zip(items, value, strict=True)) else items
+    return value
 
 
 def inject_bytes_from(value: object) -> int | None:
@@ -141,12 +206,20 @@ def inject_bytes_from(value: object) -> int | None:
 
     A number or a numeric string (whitespace around it ignored), rounded half
     up (1000.5 → 1001), clamped to 512..32768. Booleans, NaN and
-    infinities are not numbers.
+    infinities are not numbers, and neither is a JSON number beyond the range
+    of a float (``1e999``, an integer of 400 digits): a JSON reader (Pi's
+    JavaScript, Python's ``float``) makes it an infinity, so it keeps the layer
+    below and is reported as out of range. A numeric string is read exactly,
+    so ``"1e999999999"`` is a large number and clamps to 32768.
     """
     if isinstance(value, bool):
         return None  # JSON true is not 1
     if isinstance(value, int):
         number = Decimal(value)
+    elif isinstance(value, Decimal):
+        if value.is_nan():
+            return None
+        number = value
     elif isinstance(value, float):
         if value != value or value in (float("inf"), float("-inf")):
             return None
@@ -155,11 +228,12 @@ def inject_bytes_from(value: object) -> int | None:
         text = value.strip()
         if not _NUMERIC_RE.fullmatch(text):
             return None
-        number = Decimal(text)
+        number = exact_number(text)
     else:
         return None
-    # Clamp before rounding: the bounds are integers, so the result is the
-    # same, and Decimal arithmetic on "1e999999999" would overflow.
+    if not isinstance(value, str) and not _FLOAT_LIMIT.copy_negate() <= number <= _FLOAT_LIMIT:
+        return None
+    # Clamp before rounding: the bounds are integers, so the result is the same.
     if number <= MIN_INJECT_BYTES:
         return MIN_INJECT_BYTES
     if number >= MAX_INJECT_BYTES:
@@ -171,10 +245,18 @@ def parse_json(text: str) -> tuple[object, str | None]:
     """Parse strict JSON text: ``(data, None)`` or ``(None, "malformed JSON (…)")``.
 
     A leading byte order mark is allowed; ``NaN`` and ``Infinity`` are not
-    (they are not JSON, and Pi's parser rejects them).
+    (they are not JSON, and Pi's parser rejects them). Every number is read
+    exactly, as a ``Decimal`` (:func:`exact_number`): ``1e999`` and an integer
+    of 5000 digits are numbers, not an infinity or a malformed file.
     """
     try:
-        return json.loads(text.removeprefix("\ufeff"), parse_constant=_reject_constant), None
+        data = json.loads(
+            text.removeprefix("\ufeff"),
+            parse_constant=_reject_constant,
+            parse_float=exact_number,
+            parse_int=exact_number,
+        )
+        return data, None
     except json.JSONDecodeError as exc:
         return None, f"malformed JSON ({exc.msg}: line {exc.lineno} column {exc.colno})"
     except ValueError as exc:  # a NaN/Infinity constant, an over-long integer
@@ -189,7 +271,7 @@ def json_type_name(value: object) -> str:
         return "null"
     if isinstance(value, bool):
         return "a boolean"
-    if isinstance(value, int | float):
+    if isinstance(value, int | float | Decimal):
         return "a number"
     if isinstance(value, str):
         return "a string"
@@ -199,17 +281,32 @@ def json_type_name(value: object) -> str:
 
 
 def describe_json_value(value: object) -> str:
-    """Show a parsed JSON value briefly for a message: ``'abc'``, ``true``, ``an object``."""
+    """Show a parsed JSON value briefly for a message: ``'abc'``, ``true``, ``an object``.
+
+    A number of 10**400 is shown by its first digits, not all 401 of them; one
+    that overflowed (the language server's JSON reader makes ``1e999`` ``inf``)
+    is ``Infinity``, what JavaScript (and so Pi) reads it as.
+    """
     if isinstance(value, bool):
         return "true" if value else "false"
     if value is None:
         return "null"
     if isinstance(value, str):
-        shown = value if len(value) <= 40 else value[:39] + "…"
-        return repr(shown)
-    if isinstance(value, int | float):
-        return repr(value)
+        return repr(_clip(value))
+    if isinstance(value, float | Decimal) and not (value == value and abs(value) != math.inf):
+        return "NaN" if value != value else "Infinity" if value > 0 else "-Infinity"
+    if isinstance(value, int):
+        # str() of an int over 4300 digits raises; its size says enough.
+        if value.bit_length() > 4000:
+            return f"a number of about {int(value.bit_length() * 0.30103)} digits"
+        return _clip(str(value))
+    if isinstance(value, float | Decimal):
+        return _clip(str(value))
     return json_type_name(value)
+
+
+def _clip(text: str, width: int = 40) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def _memory_section(text: str) -> tuple[dict[str, object] | None, str | None]:

@@ -20,6 +20,7 @@ from memory_ls.core.models import (
     CrossScopePair,
     DoctorReport,
     DuplicatePair,
+    FileType,
     RecallReport,
     Scope,
     ScopeReport,
@@ -46,6 +47,8 @@ class StoreFacts:
     """Why the store cannot be read."""
     write_error: str | None = None
     """Why the store cannot be changed (e.g. invalid UTF-8)."""
+    file_type: FileType | None = None
+    """What is at the path when it is not a regular file (then it is never read)."""
 
 
 def _scope_report(facts: StoreFacts, withhold: bool) -> ScopeReport:
@@ -87,6 +90,8 @@ def _scope_report(facts: StoreFacts, withhold: bool) -> ScopeReport:
         report["error"] = facts.error
     if facts.write_error and not facts.error:
         report["readOnlyReason"] = facts.write_error
+    if facts.file_type is not None:
+        report["fileType"] = facts.file_type
     return report
 
 
@@ -155,12 +160,26 @@ def doctor_report(
     }
 
 
+FILE_TYPE_NAMES: dict[FileType, str] = {
+    "directory": "a directory",
+    "fifo": "a FIFO (named pipe)",
+    "socket": "a socket",
+    "character-device": "a character device",
+    "block-device": "a block device",
+    "symlink": "a symlink",
+    "other": "something",
+}
+"""How the doctor's text names what is at a store path instead of a regular file."""
+
+
 def _scope_lines(name: str, rep: ScopeReport) -> list[str]:
-    state = "exists" if rep["exists"] else "missing (reads as empty)"
-    lines = [
-        f"{name}: {display_path(rep['path'])}",
-        f"  {state}, {rep['bytes']} of {rep['cap']} bytes, {rep['notes']} note(s)",
-    ]
+    lines = [f"{name}: {display_path(rep['path'])}"]
+    if "fileType" in rep:
+        # Its size and note count would only confuse: nothing there is read.
+        lines.append(f"  {FILE_TYPE_NAMES[rep['fileType']]}, not a regular file: never read")
+    else:
+        state = "exists" if rep["exists"] else "missing (reads as empty)"
+        lines.append(f"  {state}, {rep['bytes']} of {rep['cap']} bytes, {rep['notes']} note(s)")
     if "error" in rep:
         lines.append(f"  ERROR: {rep['error']}")
     if "readOnlyReason" in rep:

@@ -14,6 +14,7 @@ fixes and what each reads.
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, Literal, TypeVar, cast, get_args, get_origin, get_type_hints
@@ -22,6 +23,7 @@ from memory_ls.core.checks import (
     CrossScopeData,
     DiagnosticData,
     DuplicateData,
+    ExportStaleData,
     HiddenUnicodeData,
     NoteData,
     PairData,
@@ -235,8 +237,14 @@ def _read_int(value: object) -> object:
 
 
 def _read_float(value: object) -> object:
+    # A client may send back 1e999 (read as inf) or an integer of 400 digits
+    # (too large for a float): neither is a score any diagnostic gave it.
     if isinstance(value, int | float) and not isinstance(value, bool):
-        return float(value)
+        try:
+            number = float(value)
+        except OverflowError:
+            return _MISSING
+        return number if math.isfinite(number) else _MISSING
     return _MISSING
 
 
@@ -327,6 +335,19 @@ def _hidden(lines: Sequence[str], line: int, _: HiddenUnicodeData) -> list[Fix]:
     return [Fix("Remove the hidden characters", remove_hidden_line(lines, line), True)]
 
 
+def _export_stale(lines: Sequence[str], line: int, data: ExportStaleData) -> list[Fix]:
+    """Rewrite an instruction file's memory-ls block as the data says it should read."""
+    from memory_ls.core.bridges import EXPORT_BEGIN, EXPORT_END
+
+    last = data["lastLine"]
+    if not (0 <= line < last < len(lines)):
+        return []  # stale data: the block moved since
+    if lines[line].strip() != EXPORT_BEGIN or lines[last].strip() != EXPORT_END:
+        return []
+    edit = Edit(line, 0, last, len(lines[last]), data["block"])
+    return [Fix("Rewrite the memory-ls block from memory.md", [edit], True)]
+
+
 QUICK_FIXES: dict[str, _QuickFixes[Any]] = {
     "duplicate": _QuickFixes(DuplicateData, _duplicate),
     "similar": _QuickFixes(SimilarData, _wordings),
@@ -334,6 +355,7 @@ QUICK_FIXES: dict[str, _QuickFixes[Any]] = {
     "blank-note": _QuickFixes(NoteData, _blank),
     "control-characters": _QuickFixes(NoteData, _controls),
     "hidden-unicode": _QuickFixes(HiddenUnicodeData, _hidden),
+    "export-stale": _QuickFixes(ExportStaleData, _export_stale),
 }
 """Every code that has quick fixes: the data it reads, and how it makes them."""
 

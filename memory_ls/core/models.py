@@ -94,6 +94,53 @@ class ReloadResult(MemoryResult):
     reloaded: ReloadChanges
 
 
+# -- bridges to other agents (SPEC §15) ---------------------------------------------
+
+
+class ImportRefusal(TypedDict):
+    """A note an import refused, and why (over-long, or the whole import was refused)."""
+
+    text: str
+    error: str
+
+
+class ImportResult(TypedDict):
+    """The result of ``memory-ls import`` / ``memory.import``: each note under its verdict.
+
+    ``added``: written to the store; ``skipped``: its near-duplicate key was
+    already stored or already imported; ``refused``: not written, with the
+    reason (an import that would pass the size cap, or that the scope refuses,
+    refuses every note it would have added). ``error`` is set only when the
+    import could not start (nothing was read, so nothing is listed).
+    """
+
+    added: list[str]
+    skipped: list[str]
+    refused: list[ImportRefusal]
+    error: NotRequired[str]
+    """Why the import could not start at all (a file that cannot be read, a bad field)."""
+
+
+ExportStatusName = Literal["current", "created", "added", "stale", "edited"]
+
+
+class ExportResult(TypedDict):
+    """The result of ``memory.export`` (and ``memory-ls export --json``).
+
+    ``status``: ``current`` (nothing written), ``created`` (the file was
+    missing), ``added`` (the block was missing), ``stale`` (an older recall
+    body was replaced), ``edited`` (a block edited by hand was replaced).
+    ``changed`` says whether the file was (or, with ``check``, would be)
+    written; ``error`` why nothing could be written.
+    """
+
+    path: str
+    status: ExportStatusName
+    changed: bool
+    message: str
+    error: NotRequired[str]
+
+
 # -- the doctor (SPEC §9) ---------------------------------------------------------
 
 
@@ -104,6 +151,12 @@ class DuplicatePair(TypedDict):
     second: str
     firstLine: int
     secondLine: int
+
+
+FileType = Literal[
+    "directory", "fifo", "socket", "character-device", "block-device", "symlink", "other"
+]
+"""What sits at a store path when it is not a regular file."""
 
 
 class ScopeReport(TypedDict):
@@ -121,6 +174,8 @@ class ScopeReport(TypedDict):
     duplicates: list[DuplicatePair]
     error: NotRequired[str]
     readOnlyReason: NotRequired[str]
+    fileType: NotRequired[FileType]
+    """Only when the path holds something other than a regular file (never read)."""
 
 
 CrossScopePair = TypedDict("CrossScopePair", {"project": str, "global": str})
@@ -186,6 +241,30 @@ class DoctorResult(DoctorReport):
     text: str
 
 
+# -- git (SPEC §14) ------------------------------------------------------------------
+
+
+class SyncResult(TypedDict):
+    """The ``memory-ls sync`` / ``memory.sync`` result: what was committed, arrived and left.
+
+    ``arrived`` and ``left`` are the notes the pull brought in and took away;
+    ``commit`` is the message of the commit of local changes, when one was made;
+    ``setup`` lists what the merge driver's set-up changed. On a refusal or a
+    failed pull or push, ``error`` says what happened and what to do; nothing
+    local is lost either way.
+    """
+
+    scope: Scope
+    repository: str
+    upstream: str
+    setup: list[str]
+    commit: NotRequired[str]
+    arrived: list[str]
+    left: list[str]
+    pushed: bool
+    error: NotRequired[str]
+
+
 def _closed(*shapes: Any) -> None:
     # pydantic reads ``__pydantic_config__`` from a TypedDict (what ``pydantic.with_config``
     # sets); set here so the core does not import pydantic.
@@ -195,6 +274,9 @@ def _closed(*shapes: Any) -> None:
 
 _closed(
     MemoryResult,
+    ImportRefusal,
+    ImportResult,
+    ExportResult,
     OmittedNote,
     InjectResult,
     PathInfo,
@@ -210,4 +292,5 @@ _closed(
     RecallReport,
     DoctorReport,
     DoctorResult,
+    SyncResult,
 )

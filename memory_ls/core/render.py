@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from memory_ls.core.models import MemoryResult
+from memory_ls.core.models import MemoryResult, SyncResult
 from memory_ls.core.trust import trust_summary as trust_summary  # every report's one rendering
 
 
@@ -54,3 +54,32 @@ def result_text(result: MemoryResult) -> str:
             return f"{scope.capitalize()} memory has no notes to clear."
         return f"Cleared {scope} memory.\n{count_line(result)}"
     return count_line(result)
+
+
+def _count(n: int, one: str) -> str:
+    return f"{n} {one}" if n == 1 else f"{n} {one}s"
+
+
+def sync_summary(result: SyncResult) -> str:
+    """One line for a notification: ``Synced global memory with origin/main: 2 notes arrived, 1 left.``"""
+    if "error" in result:
+        return f"Error: {result['error']}"
+    arrived, left = len(result["arrived"]), len(result["left"])
+    return (
+        f"Synced {result['scope']} memory with {result['upstream']}: "
+        f"{_count(arrived, 'note')} arrived, {left} left."
+    )
+
+
+def sync_text(result: SyncResult) -> str:
+    """What ``memory-ls sync`` prints: what it set up and committed, the notes that moved."""
+    lines = [*result["setup"]]
+    if "commit" in result:
+        lines.append(f"Committed: {result['commit']}")
+    lines += [f"+ {n}" for n in result["arrived"]]
+    lines += [f"- {n}" for n in result["left"]]
+    if "error" in result:
+        lines.append(f"Error: {result['error']}")
+    else:
+        lines.append(sync_summary(result))
+    return "\n".join(lines)

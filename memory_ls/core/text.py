@@ -10,6 +10,9 @@ import re
 import unicodedata
 from dataclasses import dataclass
 from pathlib import PurePath
+from typing import TypeVar, cast
+
+T = TypeVar("T")
 
 HEADER = "<!-- Pi memory: one note per bullet; written by the memory tool and /memory -->"
 """The first line of a store that memory-ls (or Pi) creates."""
@@ -57,20 +60,29 @@ def key_of_normalised(note: str) -> str:
     return note.lower().rstrip(_TRAILING_PUNCT).strip()
 
 
-def without_lone_surrogates(value: object) -> object:
-    """``value`` (decoded JSON) with every lone surrogate in its strings read as U+FFFD.
+def without_lone_surrogates(value: T) -> T:
+    """``value`` (text, or decoded JSON) with every lone surrogate in its strings as U+FFFD.
 
-    JSON may escape half a surrogate pair (``"\\ud800"``). Python's decoder keeps
-    it, but it cannot be written as UTF-8; both servers read it as U+FFFD (SPEC §11).
+    A lone surrogate cannot be written as UTF-8, and Python makes them in two
+    ways: JSON may escape half a surrogate pair (``"\\ud800"``), which both
+    servers read as U+FFFD (SPEC §11); and a path byte that is not UTF-8 (a
+    folder named ``b"caf\\xe9"``) becomes ``"\\udce9"`` in a ``str`` path. Every
+    CLI and MCP output passes through here, so such a path is printed as
+    ``caf\ufffd``: valid UTF-8 and valid JSON, never a crash. U+FFFD rather than
+    an escape because it is what a UTF-8 decoder shows for the same bytes (and
+    what JavaScript writes for a lone surrogate); messages that quote a path
+    already escape it with :func:`display_path`, which this leaves alone.
     """
     if isinstance(value, str):
         if value.isascii() or not _SURROGATE_RE.search(value):
             return value
-        return _SURROGATE_RE.sub("\ufffd", value)
+        return cast(T, _SURROGATE_RE.sub("\ufffd", value))
     if isinstance(value, dict):
-        return {without_lone_surrogates(k): without_lone_surrogates(v) for k, v in value.items()}
+        return cast(
+            T, {without_lone_surrogates(k): without_lone_surrogates(v) for k, v in value.items()}
+        )
     if isinstance(value, list):
-        return [without_lone_surrogates(v) for v in value]
+        return cast(T, [without_lone_surrogates(v) for v in value])
     return value
 
 

@@ -10,11 +10,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import attrs
 from lsprotocol import types as lsp
 
 from memory_ls.core import fixes
+from memory_ls.core.config import without_infinities
 from memory_ls.core.fixes import Fix
 from memory_ls.core.models import other_scope
+from memory_ls.server import instructions
 from memory_ls.server.documents import MemoryDocument
 from memory_ls.server.edits import text_edits
 from memory_ls.server.positions import from_client
@@ -46,9 +49,9 @@ def _wanted(kind: str, only: list[str] | None) -> bool:
 def code_action(ls: MemoryServer, params: lsp.CodeActionParams) -> list[lsp.CodeAction] | None:
     """Every action that applies to the range, filtered by ``context.only``."""
     found = ls.document(params.text_document.uri)
-    if found is None:
+    doc = found.doc if found is not None else ls.instructions.get(params.text_document.uri)
+    if doc is None:
         return None
-    doc = found.doc
     only = [str(k) for k in params.context.only] if params.context.only else None
     actions: list[lsp.CodeAction] = []
     if _wanted(QUICKFIX, only):
@@ -56,10 +59,15 @@ def code_action(ls: MemoryServer, params: lsp.CodeActionParams) -> list[lsp.Code
             if diag.source not in ("memory", None) or diag.code is None:
                 continue
             code = str(diag.code)
+            # The action names this diagnostic: it must go back as JSON.
+            if (data := without_infinities(diag.data)) is not diag.data:
+                diag = attrs.evolve(diag, data=data)
             quick = fixes.quick_fixes(doc.lines, code, diag.data)
             if quick is None:  # no data the fix can read: use the diagnostic as it is now
                 quick = fixes.quick_fixes(doc.lines, code, _data_for(ls, doc, diag)) or []
             actions.extend(_edit_action(ls, doc, fix, QUICKFIX, diag) for fix in quick)
+    if found is None:
+        return actions  # an instruction file: its export-stale fix, nothing else
     actions.extend(_note_actions(ls, doc, params.range, only))
     if _wanted(FIX_ALL, only) and (fix_all := fixes.fix_all_fix(doc.lines)) is not None:
         actions.append(_edit_action(ls, doc, fix_all, FIX_ALL))
@@ -88,10 +96,14 @@ def _data_for(ls: MemoryServer, doc: MemoryDocument, diag: lsp.Diagnostic) -> An
     """The ``data`` of a diagnostic the client sent back without it (clients that do
     not declare ``dataSupport`` may drop it): the current one with the same code and
     start line."""
-    if ls.document(doc.uri) is None:
+    if ls.document(doc.uri) is not None:
+        current = ls.analysis.items(doc)
+    elif ls.instructions.get(doc.uri) is doc:
+        current = instructions.items(ls, doc)
+    else:
         return None
     line = diag.range.start.line
-    for item in ls.analysis.items(doc):
+    for item in current:
         if item["code"] == diag.code and item["range"]["start"]["line"] == line:
             return item.get("data")
     return None

@@ -20,6 +20,7 @@ import asyncio
 import contextlib
 import functools
 import logging
+import os
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,13 +28,27 @@ from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types as lsp
 from pygls.exceptions import JsonRpcException, JsonRpcInternalError, JsonRpcInvalidParams
-from pygls.uris import to_fs_path
 
 from memory_ls.core.actions import Change, check_scope, read_request
-from memory_ls.core.models import MemoryResult, Scope
+from memory_ls.core.bridges import (
+    CHECK_MESSAGE,
+    TO_MESSAGE,
+    check_files,
+    check_format,
+    check_message,
+    plan_import,
+)
+from memory_ls.core.merge import merge_notes
+from memory_ls.core.models import ExportResult, ImportResult, MemoryResult, Scope, SyncResult
+from memory_ls.core.render import sync_summary
 from memory_ls.server import publishing
+from memory_ls.server.background import WorkProgress
 from memory_ls.server.documents import MemoryDocument
 from memory_ls.server.edits import replacing_edit
+from memory_ls.server.uris import path_of_uri
+from memory_ls.store.bridges import read_import_files
+from memory_ls.store.git import failed_sync
+from memory_ls.store.git import sync as git_sync
 from memory_ls.store.paths import canonical_path, refused_project_store
 from memory_ls.store.runtime import MemoryRuntime
 
@@ -54,6 +69,9 @@ COMMANDS = (
     "memory.reload",
     "memory.doctor",
     "memory.inject",
+    "memory.sync",
+    "memory.import",
+    "memory.export",
 )
 APPLY_TIMEOUT = 5.0
 """Seconds to wait for the client's answer to ``workspace/applyEdit``."""
@@ -99,7 +117,7 @@ def runtime_for(
     uri = arg.get("uri")
     path: Path | None = None
     if isinstance(uri, str) and uri:
-        fs = to_fs_path(uri) if "://" in uri else uri
+        fs = path_of_uri(uri) if "://" in uri else uri
         path = Path(fs) if fs else None
     if path is None or refused_project_store(path) is not None:
         return ls.projects.runtime_for_uri_path(path)
@@ -117,9 +135,20 @@ async def execute(ls: MemoryServer, command: str, args: tuple[Any, ...]) -> Any:
     """Run one ``memory.*`` command and return its result."""
     arg = argument(command, args)
     runtime = runtime_for(ls, command, arg)
-    if not isinstance(runtime, MemoryRuntime):
-        return runtime  # the uri names no project
     name = command.removeprefix("memory.")
+    if not isinstance(runtime, MemoryRuntime):  # the uri names no project
+        error = runtime.get("error", "")
+        if name == "import":
+            return {"added": [], "skipped": [], "refused": [], "error": error}
+        if name == "export":
+            return {
+                "path": "",
+                "status": "current",
+                "changed": False,
+                "message": error,
+                "error": error,
+            }
+        return runtime
     if name == "list":
         return runtime.list()
     if name == "path":
@@ -133,7 +162,136 @@ async def execute(ls: MemoryServer, command: str, args: tuple[Any, ...]) -> Any:
         ls.projects.invalidate()
         publishing.refresh_all(ls)
         return reloaded
+    if name == "sync":
+        return await _sync(ls, runtime, arg)
+    if name == "import":
+        return await _import(ls, runtime, arg)
+    if name == "export":
+        return _export(ls, runtime, arg)
     return await _mutate(ls, runtime, name, arg)
+
+
+async def _sync(ls: MemoryServer, runtime: MemoryRuntime, arg: dict[str, Any]) -> SyncResult:
+    """``memory.sync``: the store's git sync (SPEC §14), off the event loop, with progress.
+
+    The global store unless ``scope`` says ``project``. It holds the store's
+    turn, so commands on that store wait; an open buffer of it is brought up to
+    date like after any command (a buffer with unsaved edits gets the sync's
+    change merged into its own text, note by note).
+    """
+    scope, error = check_scope(arg.get("scope", "global"))
+    refusal = error or runtime.refusal(scope)
+    if refusal is not None:
+        result = failed_sync(scope, refusal)
+    else:
+        path = runtime.paths[scope]
+        folder = runtime.agent_dir if scope == "global" else runtime.project_root
+        shows = bool(ls.capability("window.work_done_progress"))
+        progress = WorkProgress(ls, f"Syncing the {scope} memory with git" if shows else None)
+        try:
+            async with ls.open_buffers.turn([path]):
+                before = runtime.view(scope).file.content
+                result = await asyncio.to_thread(
+                    git_sync,
+                    scope,
+                    folder,
+                    path,
+                    lambda real: runtime.store_refusal(scope, real),
+                )
+                ls.projects.invalidate()
+                after = runtime.view(scope).file.content
+                doc = ls.projects.open_store(runtime, scope)
+                if doc is not None and after != before:
+                    change = BufferChange(
+                        "sync",
+                        before,
+                        after,
+                        functools.partial(_merged_into, before, after),
+                        functools.partial(_file_text, runtime, scope),
+                    )
+                    await sync_buffer(ls, doc, change)
+        finally:
+            progress.finish()
+        publishing.refresh_all(ls)
+    kind = lsp.MessageType.Error if "error" in result else lsp.MessageType.Info
+    with contextlib.suppress(Exception):  # no transport: the result still says it
+        ls.window_show_message(
+            lsp.ShowMessageParams(type=kind, message=f"Memory: {sync_summary(result)}")
+        )
+    return result
+
+
+def _merged_into(before: str, after: str, buffer: str) -> Change:
+    """What a sync did to the file (``before`` -> ``after``), merged into a buffer's own text."""
+    merged = merge_notes(before, buffer, after)
+    if not merged.clean or merged.text is None:
+        return Change(buffer, False, error=merged.reason)
+    return Change(merged.text, merged.text != buffer)
+
+
+def _path_field(runtime: MemoryRuntime, value: str) -> Path:
+    """A path or ``file:`` URI from a command's field; a relative path is taken from the
+    project root (a server has no current directory of its own)."""
+    fs = path_of_uri(value) if "://" in value else os.path.expanduser(value)
+    path = Path(fs or value)
+    return path if path.is_absolute() else runtime.project_root / path
+
+
+async def _import(ls: MemoryServer, runtime: MemoryRuntime, arg: dict[str, Any]) -> ImportResult:
+    """``memory.import`` (SPEC §15): read every file, then one write, shown in an open buffer."""
+    names, error = check_files(arg.get("files", arg.get("file")))
+    fmt, format_error = check_format(arg.get("format"))
+    scope, scope_error = check_scope(arg.get("scope"))
+    error = error or format_error or scope_error
+    if error is None:
+        files = read_import_files([_path_field(runtime, n) for n in names], fmt)
+        error = files.error
+    if error is not None:
+        return {"added": [], "skipped": [], "refused": [], "error": error}
+    candidates = files.candidates
+
+    def replay(text: str) -> Change:  # the same import, on a buffer with unsaved edits
+        plan = plan_import(text, candidates)
+        return Change(plan.content, plan.changed and not plan.over_cap)
+
+    async with ls.open_buffers.turn([runtime.paths[scope]]):
+        before = runtime.view(scope).file.content
+        result = runtime.import_notes(candidates, scope)
+        ls.projects.invalidate()
+        after = runtime.view(scope).file.content
+        doc = ls.projects.open_store(runtime, scope)
+        if doc is not None and after != before:
+            change = BufferChange(
+                "import", before, after, replay, functools.partial(_file_text, runtime, scope)
+            )
+            await sync_buffer(ls, doc, change)
+    publishing.refresh_all(ls)
+    return result
+
+
+def _export(ls: MemoryServer, runtime: MemoryRuntime, arg: dict[str, Any]) -> ExportResult:
+    """``memory.export`` (SPEC §15): the block of ``to`` (default: the project's AGENTS.md)."""
+    to, check = arg.get("to"), arg.get("check", False)
+    error = None
+    if to is not None and (not isinstance(to, str) or not to.strip()):
+        error = TO_MESSAGE
+    elif not isinstance(check, bool):
+        error = CHECK_MESSAGE
+    target = runtime.project_root / "AGENTS.md" if not to else _path_field(runtime, str(to))
+    if error is not None:
+        return {
+            "path": str(target),
+            "status": "current",
+            "changed": False,
+            "message": error,
+            "error": error,
+        }
+    # The file a symlink leads to is the one to update (CLAUDE.md -> AGENTS.md stays a link).
+    result = runtime.export_to(Path(os.path.realpath(target)), check=check)
+    if check and "error" not in result:
+        result["message"] = check_message(result["status"], str(target))
+    publishing.refresh_all(ls)
+    return result
 
 
 async def _mutate(

@@ -12,8 +12,6 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from pygls.uris import from_fs_path
-
 from memory_ls.core.checks import (
     CODES,
     FileContext,
@@ -29,6 +27,7 @@ from memory_ls.core.similar import pair_finding, similar_pairs, similar_to
 from memory_ls.core.text import MAX_STORE_BYTES
 from memory_ls.server.documents import MemoryDocument
 from memory_ls.server.positions import to_client
+from memory_ls.server.uris import uri_of_path
 from memory_ls.server.workspace import DocumentInfo, Projects
 from memory_ls.store.facts import memory_file_facts
 
@@ -269,7 +268,7 @@ class Analysis:
 
 
 def _uri(path: str) -> str:
-    return from_fs_path(path) or path
+    return uri_of_path(path)
 
 
 def _line_range(line: int) -> Json:

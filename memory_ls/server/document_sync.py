@@ -19,12 +19,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from lsprotocol import types as lsp
-from pygls.uris import from_fs_path, to_fs_path
 
-from memory_ls.server import background, commands, publishing
+from memory_ls.server import background, commands, instructions, publishing
 from memory_ls.server.diagnostics import DocState, disk_facts
 from memory_ls.server.documents import MemoryDocument, Span
 from memory_ls.server.protocol import CLIENT_TIMEOUT
+from memory_ls.server.uris import path_of_uri, uri_of_path
 
 if TYPE_CHECKING:
     from memory_ls.server.server import MemoryServer
@@ -66,7 +66,7 @@ def folders_from(params: lsp.InitializeParams) -> list[Path]:
     uris = [f.uri for f in params.workspace_folders or []]
     if not uris and params.root_uri:
         uris = [params.root_uri]
-    paths = [to_fs_path(u) for u in uris]
+    paths = [path_of_uri(u) for u in uris]
     if not uris and params.root_path:
         paths = [params.root_path]
     return [Path(p) for p in paths if p]
@@ -85,7 +85,7 @@ async def register_watchers(ls: MemoryServer) -> None:
         watchers.append(
             lsp.FileSystemWatcher(
                 glob_pattern=lsp.RelativePattern(
-                    base_uri=from_fs_path(str(agent)) or str(agent),
+                    base_uri=uri_of_path(agent),
                     pattern="{memory.md,bytefly.json,trust.json}",
                 )
             )
@@ -110,7 +110,7 @@ async def register_watchers(ls: MemoryServer) -> None:
 def _path_of(uri: str) -> Path | None:
     if not uri.startswith("file:"):
         return None
-    fs = to_fs_path(uri)
+    fs = path_of_uri(uri)
     return Path(fs) if fs else None
 
 
@@ -123,13 +123,15 @@ def _refresh_others_soon(ls: MemoryServer, doc: MemoryDocument) -> None:
 
 @guarded
 def did_open(ls: MemoryServer, params: lsp.DidOpenTextDocumentParams) -> None:
-    """Track a memory document and check it; other documents get nothing."""
+    """Track a memory document and check it; an instruction file gets ``export-stale``
+    only, and other documents nothing."""
     item = params.text_document
     path = _path_of(item.uri)
     if path is None:
         return
     info = ls.projects.describe(path)
     if info is None:
+        instructions.did_open(ls, item, path)  # AGENTS.md & co. get export-stale only
         return
     doc = MemoryDocument(item.uri, path, item.text, item.version)
     ls.track(doc, DocState(info, disk_facts(doc)))
@@ -143,6 +145,7 @@ def did_change(ls: MemoryServer, params: lsp.DidChangeTextDocumentParams) -> Non
     """Apply the edit to the per-line state, then re-check what it touched."""
     found = ls.document(params.text_document.uri)
     if found is None:
+        instructions.did_change(ls, params)
         return
     doc = found.doc
     notes_before = doc.notes_version
@@ -167,6 +170,7 @@ def did_close(ls: MemoryServer, params: lsp.DidCloseTextDocumentParams) -> None:
     """Forget the document and clear its diagnostics."""
     doc = ls.untrack(params.text_document.uri)
     if doc is None:
+        instructions.did_close(ls, params.text_document.uri)
         return
     commands.buffer_closed(ls, doc.uri)
     publishing.clear(ls, doc.uri)
@@ -198,8 +202,8 @@ def did_change_watched_files(ls: MemoryServer, params: lsp.DidChangeWatchedFiles
 @guarded
 def did_change_folders(ls: MemoryServer, params: lsp.DidChangeWorkspaceFoldersParams) -> None:
     """Each workspace folder is its own project."""
-    removed = {to_fs_path(f.uri) for f in params.event.removed}
+    removed = {path_of_uri(f.uri) for f in params.event.removed}
     folders = [f for f in ls.projects.folders if str(f) not in removed]
-    folders += [Path(p) for f in params.event.added if (p := to_fs_path(f.uri))]
+    folders += [Path(p) for f in params.event.added if (p := path_of_uri(f.uri))]
     ls.projects.configure(ls.projects.settings, folders)
     publishing.refresh_all(ls, redescribe=True)

@@ -89,10 +89,18 @@ def _camel(path: str) -> str:
     return re.sub(r"_([a-z])", lambda m: m.group(1).upper(), path)
 
 
+_LONG_NUMBER_RE = re.compile(r"\d{40,}")
+
+
 def _describe(exc: BaseException, expected: type | None) -> str:
-    # lsprotocol's own checks (negative positions, out-of-range integers) say it best.
+    # A number too large for a float (1e999) is read as infinity, which no int holds.
+    if isinstance(exc, OverflowError):
+        return "a number out of range"
+    # lsprotocol's own checks (negative positions, out-of-range integers) say it best,
+    # with a number of 400 digits cut short.
     if isinstance(exc, ValueError) and expected is None:
-        return str(exc).rstrip(".")
+        text = str(exc).rstrip(".")
+        return _LONG_NUMBER_RE.sub(lambda m: m.group()[:12] + "…", text)
     return cattrs.v.format_exception(exc, expected)
 
 

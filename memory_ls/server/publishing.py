@@ -73,6 +73,11 @@ def publish(ls: MemoryServer, doc: MemoryDocument, always: bool = False) -> None
     _send(ls, {"uri": doc.uri, "version": doc.version, "diagnostics": items})
 
 
+def push(ls: MemoryServer, uri: str, version: int | None, items: list[Any]) -> None:
+    """Send one document's diagnostics (``textDocument/publishDiagnostics``)."""
+    _send(ls, {"uri": uri, "version": version, "diagnostics": items})
+
+
 def clear(ls: MemoryServer, uri: str) -> None:
     """Clear the diagnostics of a document that was closed (pull clients drop them themselves)."""
     if not ls.pull:
@@ -106,9 +111,14 @@ def request_refresh(ls: MemoryServer) -> None:
 def refresh_all(
     ls: MemoryServer, *, except_uri: str | None = None, redescribe: bool = False
 ) -> None:
-    """Recheck every open memory document (after a store, trust or settings change)."""
+    """Recheck every open memory document (after a store, trust or settings change),
+    and every open instruction file (its export block follows the stores)."""
+    from memory_ls.server import instructions  # it publishes through this module
+
     if ls.pull and except_uri is None:
         request_refresh(ls)
+    if not ls.pull:
+        instructions.refresh(ls)
     for doc, state in ls.open_documents():
         if doc.uri == except_uri:
             continue
@@ -130,7 +140,9 @@ def pull_diagnostics(ls: MemoryServer, params: lsp.DocumentDiagnosticParams) -> 
     """``textDocument/diagnostic``: the full report, or ``unchanged`` for the same result."""
     found = ls.document(params.text_document.uri)
     if found is None:
-        return {"kind": "full", "items": []}
+        from memory_ls.server import instructions
+
+        return instructions.pull(ls, params.text_document.uri)
     doc, state = found
     items = ls.analysis.items(doc)
     if items == state.sent and params.previous_result_id == str(state.result_id):

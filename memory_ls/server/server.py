@@ -36,6 +36,7 @@ from memory_ls.server import (
 from memory_ls.server.background import Timers
 from memory_ls.server.diagnostics import Analysis, DocState
 from memory_ls.server.documents import MemoryDocument
+from memory_ls.server.instructions import InstructionFiles
 from memory_ls.server.protocol import FramedStdin, MemoryProtocol
 from memory_ls.server.settings import Settings
 from memory_ls.server.workspace import Projects
@@ -78,6 +79,8 @@ class MemoryServer(LanguageServer):
         """The settings in ``initializationOptions``, under the client's later ones."""
         self.reported: set[str] = set()
         """Settings problems already reported (each is reported once)."""
+        self.instructions = InstructionFiles()
+        """Open AGENTS.md / CLAUDE.md / GEMINI.md files, for ``export-stale`` (``instructions.py``)."""
 
     # -- open documents --------------------------------------------------------------
 

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 
 from memory_ls.core.checks import CODES
+from memory_ls.core.config import describe_json_value
 from memory_ls.core.similar import DEFAULT_THRESHOLD
 
 SECTION = "memoryLs"
@@ -76,12 +77,20 @@ def parse_settings(raw: object, base: Settings | None = None) -> tuple[Settings,
         except ValidationError as exc:
             reason = exc.errors()[0].get("msg", "invalid")
             problems.append(
-                f"Invalid value {value!r} for memoryLs.{key} ({reason}); using the default."
+                f"Invalid value {_shown(value)} for memoryLs.{key} ({reason}); using the default."
             )
             values[name] = Settings.model_fields[name].get_default(call_default_factory=True)
             continue
         values[name] = getattr(checked, name)
     return Settings(**values), problems
+
+
+def _shown(value: object) -> str:
+    """A value for a message: a number briefly (``1e999`` arrives as ``inf``; 10**400
+    has 401 digits), anything else as Python writes it."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return describe_json_value(value)
+    return repr(value)
 
 
 def _severities(value: object, current: dict[str, str], problems: list[str]) -> dict[str, str]:
@@ -98,7 +107,7 @@ def _severities(value: object, current: dict[str, str], problems: list[str]) -> 
         elif level not in levels:
             out.pop(str(code), None)
             problems.append(
-                f"Invalid severity {level!r} for {code} (one of {', '.join(levels)}); "
+                f"Invalid severity {_shown(level)} for {code} (one of {', '.join(levels)}); "
                 "using the default."
             )
         else:

@@ -5,12 +5,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from lsprotocol import types as lsp
-from pygls.uris import from_fs_path
 
 from memory_ls.core.models import SCOPES
 from memory_ls.core.notes import Bullet
 from memory_ls.server.documents import MemoryDocument
 from memory_ls.server.edits import text_range
+from memory_ls.server.uris import uri_of_path
 
 if TYPE_CHECKING:
     from memory_ls.server.server import MemoryServer
@@ -95,9 +95,7 @@ def workspace_symbol(
                 view = runtime.view(scope)
                 if not view.readable:
                     continue
-                doc = MemoryDocument(
-                    from_fs_path(str(path)) or str(path), path, view.file.content, None
-                )
+                doc = MemoryDocument(uri_of_path(path), path, view.file.content, None)
             for b in doc.bullets:
                 if b is not None and b.note and _matches(b.note, words):
                     out.append(_information(doc, b, scope, enc))

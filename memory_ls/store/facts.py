@@ -15,9 +15,37 @@ import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
+from memory_ls.core.models import FileType
 from memory_ls.core.text import display_path
 from memory_ls.store.paths import project_folder_refusal, refused_project_store
+
+
+def file_type_of(mode: int) -> FileType | None:
+    """What an ``lstat`` mode says is at a path: ``None`` for a regular file."""
+    if stat.S_ISREG(mode):
+        return None
+    for test, name in (
+        (stat.S_ISDIR, "directory"),
+        (stat.S_ISFIFO, "fifo"),
+        (stat.S_ISSOCK, "socket"),
+        (stat.S_ISCHR, "character-device"),
+        (stat.S_ISBLK, "block-device"),
+        (stat.S_ISLNK, "symlink"),
+    ):
+        if test(mode):
+            return cast(FileType, name)
+    return "other"
+
+
+def file_type_at(path: Path) -> FileType | None:
+    """:func:`file_type_of` the path, without following a symlink; ``None`` when it is a
+    regular file, missing or cannot be looked at."""
+    try:
+        return file_type_of(os.lstat(path).st_mode)
+    except OSError:
+        return None
 
 
 def not_regular_message(path: Path) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,10 +21,13 @@ from memory_ls.core.actions import (
     no_match,
     read_request,
 )
+from memory_ls.core.bridges import ImportPlan, plan_import
 from memory_ls.core.config import EffectiveConfig
 from memory_ls.core.models import (
     DoctorReport,
     DoctorResult,
+    ExportResult,
+    ImportResult,
     InjectResult,
     MemoryResult,
     PathInfo,
@@ -37,10 +40,12 @@ from memory_ls.core.recall import RecallPlan, recall_plan
 from memory_ls.core.text import display_path
 from memory_ls.core.trust import TrustDecision
 from memory_ls.store.config import load_config
+from memory_ls.store.facts import file_type_at
 from memory_ls.store.files import (
     Stamp,
     StoreFile,
     StoreRefused,
+    oversize_message,
     read_store,
     stamp_of,
     store_lock,
@@ -477,6 +482,101 @@ class MemoryRuntime:
         """Remove every bullet of ``scope``; callers must have asked a human first."""
         return self._write(Request("clear", scope))
 
+    # -- bridges to other agents (SPEC §15) -------------------------------------
+
+    def import_notes(self, candidates: Sequence[str], scope: Scope = "project") -> ImportResult:
+        """Import another agent's notes into ``scope`` in one locked write.
+
+        Each candidate is normalised; an over-long one is refused, one whose key
+        the store or the import already holds is skipped. An import the scope
+        refuses (untrusted, read-only, an unreadable store) or that would pass
+        the size cap refuses every note it would have added, and writes nothing.
+        """
+        refusal = self.refusal(scope)
+        if refusal:
+            return plan_import("", candidates).refused_whole(refusal)
+        plans: list[ImportPlan] = []
+        path = self.paths[scope]
+
+        def transform(content: str) -> Change:
+            plan = plan_import(content, candidates)
+            plans.append(plan)
+            if plan.over_cap:
+                return Change(content, False, error=oversize_message(path, plan.size))
+            return Change(plan.content, plan.changed)
+
+        change = self._mutate(scope, transform)
+        plan = plans[-1] if plans else plan_import("", candidates)
+        if change.error:
+            return plan.refused_whole(change.error)
+        return plan.result()
+
+    def export_to(self, target: Path, *, check: bool = False) -> ExportResult:
+        """Keep the memory-ls block of ``target`` equal to the recall body (SPEC §15).
+
+        Only the block changes; nothing is written when it is current or with
+        ``check``. The recall body leaves an untrusted project's notes out. A
+        store that cannot be read refuses the export, so a block never loses
+        notes because a file was briefly unreadable.
+        """
+        from memory_ls.core.bridges import ExportError, export_message, plan_export
+        from memory_ls.store.bridges import read_export_target
+
+        shown = display_path(target)
+
+        def refused(error: str) -> ExportResult:
+            return {
+                "path": str(target),
+                "status": "current",
+                "changed": False,
+                "message": error,
+                "error": error,
+            }
+
+        scopes: tuple[Scope, ...] = ("project", "global") if self.trust().trusted else ("global",)
+        for scope in scopes:
+            error = self.view(scope).file.error
+            if error:
+                return refused(error)
+        if not target.parent.is_dir():
+            return refused(
+                f"No such directory for the export target: {display_path(target.parent)}"
+            )
+        body = self.plan().body
+        read = read_export_target(target)
+        if read.error:
+            return refused(read.error)
+        try:
+            plan = plan_export(read.text, body)
+        except ExportError as exc:
+            return refused(f"Cannot rewrite the memory-ls block in {shown}: {exc}")
+        result: ExportResult = {
+            "path": str(target),
+            "status": plan.status,
+            "changed": plan.changed,
+            "message": export_message(plan.status, shown),
+        }
+        if check or not plan.changed:
+            return result
+        try:
+            with store_lock(target) as folder:
+                # Under the lock: read again, so an edit made meanwhile is kept.
+                again = read_export_target(target)
+                if again.error:
+                    return refused(again.error)
+                plan = plan_export(again.text, body)
+                if plan.changed:
+                    write_store(target, plan.content, folder)
+        except ExportError as exc:
+            return refused(f"Cannot rewrite the memory-ls block in {shown}: {exc}")
+        except StoreRefused as exc:
+            return refused(str(exc))
+        except OSError as exc:
+            return refused(f"Cannot write {shown}: {exc.strerror or exc}")
+        result["status"], result["changed"] = plan.status, plan.changed
+        result["message"] = export_message(plan.status, shown)
+        return result
+
     # -- doctor -------------------------------------------------------------
 
     def doctor_report(self) -> DoctorReport:
@@ -491,7 +591,10 @@ class MemoryRuntime:
             file = view.file
             # A refused project store is not looked at, not even for its size.
             unread = self.store_refusal(scope) is not None
-            size = 0 if unread or (stamp := stamp_of(file.path)) is None else stamp.size
+            kind = None if unread else file_type_at(file.path)
+            # Only a regular file's size says anything about the store (a folder's does not).
+            unsized = unread or kind is not None
+            size = 0 if unsized or (stamp := stamp_of(file.path)) is None else stamp.size
             facts[scope] = StoreFacts(
                 path=str(file.path),
                 exists=file.exists,
@@ -499,6 +602,7 @@ class MemoryRuntime:
                 parsed=view.parsed,
                 error=file.error,
                 write_error=file.mutation_error,
+                file_type=kind,
             )
         plan = self.plan()
         return doctor_report(

@@ -9,10 +9,14 @@ import contextlib
 import json
 import os
 import re
+import shutil
+import socket
+import tempfile
 from pathlib import Path
 
 import pytest
 
+from memory_ls.core.models import Scope
 from memory_ls.core.text import HEADER
 from tests.conftest import Workspace
 
@@ -28,6 +32,8 @@ PROJECT_VERBS = [
     ["inject"],
     ["doctor"],
     ["check"],
+    ["import", "notes.md"],
+    ["export", "--to", "AGENTS.md"],
 ]
 """One call of every verb that takes ``--project``."""
 
@@ -86,6 +92,60 @@ def test_the_doctor_reports_a_fifo_store(workspace: Workspace, fifo_store: Path)
     r = workspace.cli("doctor", timeout=20)
     assert r.returncode == 0, r.stderr
     assert f"Memory file is not a regular file: {fifo_store}" in r.stdout
+
+
+def make_non_regular(path: Path, kind: str) -> None:
+    """Put a ``kind`` (fifo, directory, socket) where a store file should be."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if kind == "fifo":
+        if not hasattr(os, "mkfifo"):
+            pytest.skip("no FIFOs here")
+        os.mkfifo(path)
+    elif kind == "directory":
+        path.mkdir()
+    else:
+        if not hasattr(socket, "AF_UNIX"):
+            pytest.skip("no Unix sockets here")
+        # A socket's path is limited to ~100 bytes: bind a short one, then move it.
+        short = Path(tempfile.mkdtemp(prefix="mls")) / "s"
+        with socket.socket(socket.AF_UNIX) as sock:
+            sock.bind(str(short))  # the socket file stays after the socket is closed
+        try:
+            os.replace(short, path)
+        except OSError as exc:
+            pytest.skip(f"cannot move a socket into the workspace: {exc}")
+        finally:
+            shutil.rmtree(short.parent, ignore_errors=True)
+
+
+NOT_REGULAR_LINE = {
+    "fifo": "a FIFO (named pipe), not a regular file: never read",
+    "directory": "a directory, not a regular file: never read",
+    "socket": "a socket, not a regular file: never read",
+}
+
+
+@pytest.mark.parametrize("scope", ["project", "global"])
+@pytest.mark.parametrize("kind", ["fifo", "directory", "socket"])
+def test_the_doctor_names_what_is_there_instead_of_a_regular_file(
+    workspace: Workspace, kind: str, scope: Scope
+) -> None:
+    store = workspace.store(scope)
+    make_non_regular(store, kind)
+    text = workspace.cli("doctor", timeout=20)
+    assert text.returncode == 0, text.stderr
+    lines = text.stdout.splitlines()
+    at = lines.index(f"{scope}: {store}")
+    # Said plainly where the size and note count would be: no "exists, 4096 bytes".
+    assert lines[at + 1] == f"  {NOT_REGULAR_LINE[kind]}"
+    assert lines[at + 2] == f"  ERROR: Memory file is not a regular file: {store}"
+    report = json.loads(workspace.cli("doctor", "--json", timeout=20).stdout)
+    entry = report[scope]
+    assert entry["fileType"] == kind
+    assert (entry["exists"], entry["bytes"], entry["notes"]) == (True, 0, 0)
+    assert entry["error"] == f"Memory file is not a regular file: {store}"
+    other = report["global" if scope == "project" else "project"]
+    assert "fileType" not in other  # only what is not a regular file gets one
 
 
 def test_fifo_trust_and_config_files_are_refused(workspace: Workspace) -> None:
@@ -156,7 +216,7 @@ def test_a_note_may_be_a_double_dash_itself(workspace: Workspace) -> None:
 def test_top_level_help_lists_verbs_and_common_options_after_the_verb(workspace: Workspace) -> None:
     r = workspace.cli("--help")
     assert r.returncode == 0
-    for verb in ("list", "add", "update", "check", "serve", "mcp"):
+    for verb in ("list", "add", "update", "check", "import", "export", "serve", "mcp"):
         assert re.search(rf"^\s+{verb}\b", r.stdout, re.M), verb
     for option in ("--scope", *COMMON):
         assert option in r.stdout, option
@@ -185,7 +245,12 @@ def _options_in_help(text: str) -> set[str]:
         ("inject", set(COMMON)),
         ("doctor", set(COMMON)),
         ("check", {"--format", *COMMON}),
+        ("import", {"--format", "--scope", *COMMON}),
+        ("export", {"--to", "--check", *COMMON}),
         ("serve", {"--tcp", "--ws"}),
+        ("merge-file", set()),
+        ("git-setup", {"--project", "--agent-dir", "--global-store"}),
+        ("sync", {"--scope", *COMMON}),
     ],
 )
 def test_each_verb_offers_exactly_its_options_with_defaults(
@@ -203,7 +268,14 @@ def test_each_verb_offers_exactly_its_options_with_defaults(
 
 
 @pytest.mark.parametrize(
-    "args", [["serve", "--json"], ["check", "--scope", "project"], ["path", "--scope", "global"]]
+    "args",
+    [
+        ["serve", "--json"],
+        ["check", "--scope", "project"],
+        ["path", "--scope", "global"],
+        ["export", "--to", "AGENTS.md", "--scope", "global"],
+        ["import", "x.md", "--check"],
+    ],
 )
 def test_an_option_a_verb_ignores_is_a_usage_error(workspace: Workspace, args: list[str]) -> None:
     r = workspace.cli(*args, timeout=10)

@@ -18,10 +18,10 @@ from typing import Any
 
 import pytest_asyncio
 from lsprotocol import types as lsp
-from pygls.uris import from_fs_path
 from pytest_lsp import LanguageClient, client_capabilities, make_test_lsp_client
 
 from memory_ls.server.positions import from_client
+from memory_ls.server.uris import uri_of_path
 from tests.conftest import Workspace
 
 PRESETS = ["visual-studio-code", "neovim", "emacs"]
@@ -29,9 +29,8 @@ TIMEOUT = 10.0
 
 
 def uri_of(path: Path) -> str:
-    uri = from_fs_path(str(path))
-    assert uri is not None
-    return uri
+    """The URI an editor sends for ``path`` (a name that is not UTF-8 quoted byte for byte)."""
+    return uri_of_path(path)
 
 
 def apply_text_edits(text: str, edits: list[lsp.TextEdit], encoding: str) -> str:

@@ -351,6 +351,110 @@ def test_unreadable_params_get_invalid_params_naming_the_problem(client: RawClie
     assert_still_works(client, uri, 2)
 
 
+HUGE_INT = "1" + "0" * 400
+
+
+def raw_request(
+    client: RawClient, method: str, params: str, timeout: float = ANSWER_TIMEOUT
+) -> dict[str, Any]:
+    """A request whose params are written by hand (``1e999`` is not what json.dumps writes)."""
+    msg_id = client.new_id()
+    body = f'{{"jsonrpc": "2.0", "id": {msg_id}, "method": "{method}", "params": {params}}}'
+    client.frame(body.encode())
+    return client.response(msg_id, timeout, what=f"{method} {params:.100}")
+
+
+def test_numbers_no_float_holds_get_clear_answers(client: RawClient) -> None:
+    client.initialize()
+    uri = client.open(
+        client.root / ".pi" / "memory.md", HEADER + "\n\n- use pnpm\n- run make test\n"
+    )
+    doc = json.dumps({"uri": uri})
+
+    # A position: 1e999 is read as infinity, which no integer holds; 10**400 is out of range.
+    for line, said in [("1e999", "a number out of range at "), (HUGE_INT, "but was 100000000000…")]:
+        position = f'{{"textDocument": {doc}, "position": {{"line": {line}, "character": 0}}}}'
+        message = error_of(raw_request(client, "textDocument/hover", position), INVALID_PARAMS)
+        assert "position" in message and said in message and len(message) < 200, message
+
+    # A command's field: not a string, so the MemoryResult error of SPEC §3.
+    for text in ("1e999", "-1e999", HUGE_INT):
+        add = f'{{"command": "memory.add", "arguments": [{{"text": {text}}}]}}'
+        answer = raw_request(client, "workspace/executeCommand", add)
+        assert answer["result"]["error"] == "text is required.", answer
+
+    # Diagnostic data a client sends back with a score no float holds: not read as data.
+    for score in ("1e999", HUGE_INT):
+        data = (
+            f'{{"code": "similar", "line": 3, "note": "run make test", "first": "use pnpm",'
+            f' "firstLine": 2, "score": {score}}}'
+        )
+        params = (
+            f'{{"textDocument": {doc}, "range": {{"start": {{"line": 3, "character": 0}},'
+            f' "end": {{"line": 3, "character": 1}}}}, "context": {{"diagnostics": [{{"range":'
+            f' {{"start": {{"line": 3, "character": 2}}, "end": {{"line": 3, "character": 15}}}},'
+            f' "message": "similar", "code": "similar", "source": "memory", "data": {data}}}]}}}}'
+        )
+        answer = raw_request(client, "textDocument/codeAction", params)
+        assert "result" in answer, answer
+        assert [a["title"] for a in answer["result"]] == [
+            "Forget “run make test”",
+            "Move to global memory",
+        ]
+    assert_still_works(client, uri, 2)
+
+
+def test_settings_with_numbers_no_float_holds_are_reported_briefly(tmp_path: Path) -> None:
+    root = tmp_path / "project"
+    (root / ".git").mkdir(parents=True)
+    (tmp_path / "agent").mkdir()
+    (tmp_path / "home").mkdir()
+    client = RawClient(root, tmp_path / "agent", tmp_path / "home", tmp_path / "server.log")
+    try:
+        options = (
+            f'{{"similarThreshold": 1e999, "trusted": {HUGE_INT}, "readOnly": -1e999,'
+            f' "severity": {{"duplicate": {HUGE_INT}}}}}'
+        )
+        init = (
+            f'{{"processId": null, "rootUri": "{root.as_uri()}", "capabilities": {{}},'
+            f' "initializationOptions": {options}}}'
+        )
+        assert "result" in raw_request(client, "initialize", init, timeout=30)
+        client.notify("initialized", {})
+        listed = client.request(
+            "workspace/executeCommand", {"command": "memory.list", "arguments": [{}]}, timeout=5
+        )
+        assert listed["result"]["project"] == []  # the server runs, on its defaults
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            with client.lock:
+                logged = [
+                    n["params"]["message"]
+                    for n in client.notifications
+                    if n["method"] == "window/logMessage"
+                    and n["params"]["message"].startswith("memory-ls settings: ")
+                ]
+            if len(logged) == 4:
+                break
+            time.sleep(0.05)
+        assert len(logged) == 4, logged
+        shown = "100000000000000000000000000000000000000…"
+        assert logged[0].startswith(
+            "memory-ls settings: Invalid value Infinity for memoryLs.similarThreshold ("
+        )
+        assert logged[1].startswith(
+            f"memory-ls settings: Invalid value {shown} for memoryLs.trusted ("
+        )
+        assert logged[2].startswith(
+            "memory-ls settings: Invalid value -Infinity for memoryLs.readOnly ("
+        )
+        assert logged[3].startswith(f"memory-ls settings: Invalid severity {shown} for duplicate (")
+        assert all(m.endswith("using the default.") and len(m) < 200 for m in logged), logged
+        assert internal_errors(client) == []
+    finally:
+        client.close()
+
+
 def test_bad_notification_is_ignored_and_the_server_carries_on(client: RawClient) -> None:
     client.initialize()
     bad_open = {"textDocument": {"uri": 5, "languageId": "markdown", "version": "x", "text": 1}}

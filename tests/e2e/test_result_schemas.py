@@ -38,6 +38,7 @@ async def test_every_command_result_matches_its_schema(start, workspace):
         validate("memory-result", await s.command(command, arg))
     validate("path-info", await s.command("memory.path"))
     validate("inject-result", await s.command("memory.inject"))
+    validate("sync-result", await s.command("memory.sync"))  # refused: no repository
     doctor = await s.command("memory.doctor")
     validate("doctor-result", doctor)
     assert doctor["project"]["duplicates"] and doctor["text"].startswith("memory-ls doctor")

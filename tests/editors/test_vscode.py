@@ -151,6 +151,25 @@ def wait_http(url: str, proc: subprocess.Popen[bytes], timeout: float = 90) -> N
     raise AssertionError(f"code-server did not answer {url} within {timeout} s")
 
 
+def dotfiles_remote(workspace: Workspace, env: dict[str, str], tmp_path: Path) -> Path:
+    """Make the agent dir a git clone with an upstream (a bare remote), as for SPEC §14's sync."""
+    require(shutil.which("git") is not None, "git is not installed (.ci/run installs it)")
+    (workspace.home / ".gitconfig").write_text(
+        "[user]\n\tname = Test User\n\temail = test@example.com\n[init]\n\tdefaultBranch = main\n"
+    )
+    remote = tmp_path / "dotfiles.git"
+    for args, cwd in (
+        (["init", "-q", "--bare", str(remote)], tmp_path),
+        (["init", "-q"], workspace.agent_dir),
+        (["add", "-A"], workspace.agent_dir),
+        (["commit", "-qm", "dotfiles"], workspace.agent_dir),
+        (["remote", "add", "origin", str(remote)], workspace.agent_dir),
+        (["push", "-qu", "origin", "main"], workspace.agent_dir),
+    ):
+        subprocess.run(["git", *args], cwd=cwd, env=env, capture_output=True, check=True)
+    return remote
+
+
 BASE_SETTINGS: dict[str, object] = {
     "workbench.startupEditor": "none",
     "workbench.welcomePage.walkthroughs.openOnInstall": False,
@@ -307,13 +326,14 @@ def drive_code_server(
     return report, driver.stderr, server_log
 
 
-@pytest.mark.timeout(700)
+@pytest.mark.timeout(900)
 def test_vscode_extension_in_code_server(
     workspace: Workspace, editor_env: dict[str, str], tmp_path: Path
 ) -> None:
     require_code_server()
     memory_ls = require_server()
     settings = dict(BASE_SETTINGS, **{"memoryLs.serverCommand": [str(memory_ls), "serve"]})
+    remote = dotfiles_remote(workspace, editor_env, tmp_path)
     report, _, _ = drive_code_server(workspace, editor_env, tmp_path, settings, "main")
     artifacts = ARTIFACTS / "vscode"
 
@@ -339,6 +359,25 @@ def test_vscode_extension_in_code_server(
     assert "nothing changed" in report["reload"]["first"], report["reload"]
     assert "reloaded both stores: global +1 −1." in report["reload"]["message"], report["reload"]
     assert "WRITE COMMIT MESSAGES IN THE IMPERATIVE" in workspace.text("global")
+    # Memory: Sync global store committed the changes above and pushed them (SPEC §14).
+    assert report["sync"].startswith("Memory: Synced global memory with origin/main"), report[
+        "sync"
+    ]
+    pushed = subprocess.run(
+        ["git", "--git-dir", str(remote), "log", "-1", "--format=%s", "main"],
+        env=editor_env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert pushed.startswith("memory: +1 -2 on "), pushed
+
+    # SPEC §15: Memory: Export to AGENTS.md…, export-stale on it, Memory: Import notes….
+    assert "<!-- memory-ls:begin" in report["export"]["file"], report["export"]
+    assert "memory-ls block" in report["export"]["message"], report["export"]
+    assert any("export-stale" in row for row in report["exportStale"]), report["exportStale"]
+    assert "Imported 1, skipped 0, refused 0." in report["import"]["message"], report["import"]
+    assert "- imported from gemini" in workspace.text("project")
     # Browse notes' edit, move and merge, each checked on disk as the action left it.
     edited = "tests need DATABASE_URL and REDIS_URL"
     assert f"- {edited}\n" in report["edit"]["projectAfter"]
@@ -349,7 +388,6 @@ def test_vscode_extension_in_code_server(
     assert merged in report["merge"]["projectAfter"]
     assert "- 🎉 ship on fridays is fine\n" not in report["merge"]["projectAfter"]
     assert f"- {edited}\n" not in report["merge"]["projectAfter"]
-    assert workspace.text("project").count("\n- ") == 2, workspace.text("project")
 
     screenshot = artifacts / "vscode-screenshot.png"
     assert screenshot.exists()

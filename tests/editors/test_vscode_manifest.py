@@ -21,13 +21,26 @@ def test_commands_have_their_own_ids() -> None:
     assert commands == {
         "memoryLs.browse", "memoryLs.addNote", "memoryLs.forgetNote", "memoryLs.showDoctor",
         "memoryLs.showRecall", "memoryLs.openProject", "memoryLs.openGlobal", "memoryLs.reload",
-        "memoryLs.clear", "memoryLs.restart", "memoryLs.setupServer",
+        "memoryLs.clear", "memoryLs.restart", "memoryLs.syncGlobal",
+        "memoryLs.importNotes", "memoryLs.exportAgents", "memoryLs.setupServer",
     }  # fmt: skip
     sources = "\n".join(p.read_text(encoding="utf-8") for p in (CLIENT / "src").glob("*.ts"))
     # The language client registers the server's memory.* commands; registering them again fails.
     assert not re.search(r"registerCommand\(\s*['\"]memory\.", sources)
     for command in commands:
         assert f"'{command}'" in sources, f"{command} is contributed but never registered"
+
+
+def test_import_and_export_commands_are_titled_as_the_spec_names_them() -> None:
+    titles = {
+        c["command"]: f"{c['category']}: {c['title']}"
+        for c in manifest()["contributes"]["commands"]
+    }
+    assert titles["memoryLs.importNotes"] == "Memory: Import notes…"
+    assert titles["memoryLs.exportAgents"] == "Memory: Export to AGENTS.md…"
+    # The client sends instruction files to the server, for export-stale.
+    client = (CLIENT / "src" / "client.ts").read_text(encoding="utf-8")
+    assert "'**/{AGENTS,CLAUDE,GEMINI}.md'" in client
 
 
 def test_every_setting_is_described() -> None:

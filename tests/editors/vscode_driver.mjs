@@ -319,6 +319,67 @@ async function mainScenario() {
       return { first, message };
     });
 
+    // SPEC §15 in VS Code: export to AGENTS.md, export-stale on it, import a Gemini file.
+    const agents = join(workspace, 'AGENTS.md');
+    report.export = await step('Memory: Export to AGENTS.md… writes the block', async () => {
+      await runCommand('Notifications: Clear All Notifications');
+      await runCommand('Memory: Export to AGENTS.md…');
+      // The save dialog (code-server's simple dialog) offers the workspace's AGENTS.md.
+      const input = page.locator('.quick-input-widget .quick-input-box input');
+      await waitFor(async () => (await input.inputValue().catch(() => '')).endsWith('AGENTS.md'), 'the save dialog on AGENTS.md');
+      await page.keyboard.press('Enter');
+      const message = await waitFor(
+        async () => (await notifications()).find((text) => text.startsWith('Memory:')) ?? null,
+        'a notification from the export',
+      );
+      const file = await waitFor(async () => (read(agents).includes('<!-- memory-ls:end -->') ? read(agents) : null), 'the block on disk');
+      return { message, file };
+    });
+
+    report.exportStale = await step('export-stale on AGENTS.md once a note is added', async () => {
+      // The export's notification offers to open the file.
+      const open = page.locator('.notifications-toasts .monaco-button', { hasText: 'Open' });
+      await open.first().waitFor({ state: 'visible' });
+      await open.first().click();
+      await waitFor(async () => (await editorText()).includes('memory-ls:begin'), 'AGENTS.md in the editor', 45_000);
+      writeFileSync(projectStore, `${read(projectStore).trimEnd()}\n- a note added after the export\n`);
+      await runCommand('Problems: Focus on Problems View');
+      return waitFor(async () => {
+        const rows = await page.$$eval('.markers-panel .monaco-list-row', (els) => els.map((el) => el.textContent ?? ''));
+        return rows.some((row) => row.includes('export-stale')) ? rows : null;
+      }, 'an export-stale problem on AGENTS.md', 60_000);
+    });
+
+    report.import = await step('Memory: Import notes… imports a Gemini file', async () => {
+      const gemini = join(workspace, 'gemini-notes.md');
+      writeFileSync(gemini, '# Context\n\n## Gemini Added Memories\n- imported from gemini\n');
+      await runCommand('Notifications: Clear All Notifications');
+      await runCommand('Memory: Import notes…');
+      const input = page.locator('.quick-input-widget .quick-input-box input');
+      await input.waitFor({ state: 'visible' });
+      await input.fill(gemini);
+      await page.keyboard.press('Enter');
+      await pickRow('pick by content');
+      await pickRow('this repository');
+      const message = await waitFor(
+        async () => (await notifications()).find((text) => text.startsWith('Memory: Imported')) ?? null,
+        'the import summary',
+      );
+      return { message, store: read(projectStore) };
+    });
+
+    report.sync = await step('Memory: Sync global store', async () => {
+      // The agent dir is a clone with an upstream (test_vscode.py): the steps above changed the
+      // global store, so the sync commits, pulls and pushes, and the server says so.
+      await runCommand('Notifications: Clear All Notifications');
+      await runCommand('Memory: Sync global store');
+      return waitFor(
+        async () => (await notifications()).find((text) => text.startsWith('Memory: Synced') || text.includes('Error')) ?? null,
+        'a notification from Memory: Sync global store',
+        60_000,
+      );
+    });
+
     await browseActions();
 }
 

@@ -168,6 +168,38 @@ def test_lone_surrogate_is_read_as_replacement_character(mcp: RawMcp, workspace:
     )
 
 
+# -- numbers no float holds --------------------------------------------------------------
+
+
+def test_huge_numbers_get_the_tools_answer_with_their_id(mcp: RawMcp) -> None:
+    """``1e999`` is JSON (a number too large for a float), not a parse error with a null id."""
+    mcp.initialize()
+    big = "1" + "0" * 400
+    for msg_id, arguments in [
+        ("n1", '{"action": "add", "text": 1e999}'),
+        ("n2", '{"action": "add", "text": -1e999}'),
+        ("n3", f'{{"action": "add", "text": {big}}}'),
+        ("n4", '{"action": "update", "text": "x", "to": 1e999}'),
+    ]:
+        mcp.line(
+            b'{"jsonrpc": "2.0", "id": "%s", "method": "tools/call", "params": '
+            b'{"name": "memory", "arguments": %s}}' % (msg_id.encode(), arguments.encode())
+        )
+        answer = mcp.answer(msg_id)
+        assert answer["result"]["isError"] is True, answer
+        field = "to" if msg_id == "n4" else "text"
+        assert text_of(answer) == f"Error: {field} is required.", answer
+    mcp.line(
+        b'{"jsonrpc": "2.0", "id": "n5", "method": "tools/call", "params": {"name": "memory",'
+        b' "arguments": {"action": "add", "text": "x", "scope": 1e999}}}'
+    )
+    assert text_of(mcp.answer("n5")) == "Error: scope must be one of project, global."
+    # An id that is not a string or an integer: refused as a request, never a parse error.
+    mcp.line(b'{"jsonrpc": "2.0", "id": 1e999, "method": "tools/list"}')
+    assert "id" in error_of(mcp.answer(None), INVALID_REQUEST)
+    assert_still_works(mcp)
+
+
 # -- lines that are not JSON-RPC requests ----------------------------------------------
 
 

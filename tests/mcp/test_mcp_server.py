@@ -389,6 +389,29 @@ async def test_resources(memory: Any, workspace: Workspace) -> None:
             await within(m.session.read_resource("memory://nothing"))
 
 
+@pytest.mark.parametrize("kind", ["fifo", "directory"])
+async def test_the_doctor_resource_names_a_store_that_is_not_a_regular_file(
+    memory: Any, workspace: Workspace, kind: str
+) -> None:
+    store = workspace.project_store
+    store.parent.mkdir(parents=True)
+    if kind == "fifo":
+        if not hasattr(os, "mkfifo"):
+            pytest.skip("no FIFOs here")
+        os.mkfifo(store)
+    else:
+        store.mkdir()
+    async with memory() as m:
+        lines = (await m.read("memory://doctor")).text.splitlines()
+        listed = await m.call({"action": "list"})
+    at = lines.index(f"project: {store}")
+    shown = "a FIFO (named pipe)" if kind == "fifo" else "a directory"
+    assert lines[at + 1] == f"  {shown}, not a regular file: never read"
+    assert lines[at + 2] == f"  ERROR: Memory file is not a regular file: {store}"
+    assert listed.structured_content is not None
+    assert listed.structured_content["error"] == f"Memory file is not a regular file: {store}"
+
+
 # -- the process --------------------------------------------------------------------
 
 

@@ -6,6 +6,7 @@ handlers, then calls the code-action handler with lsprotocol params.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -264,6 +265,24 @@ async def test_quick_fix_for_similar_notes(serve: Any) -> None:
         "Merge into “run the tests before you push; run the tests before pushing”",
     ]
     assert _notes(s.applied(acts[1])) == ["run the tests before pushing"]
+
+
+@pytest.mark.parametrize("where", ["firstLine", "extra"])
+@pytest.mark.parametrize("number", [float("inf"), float("-inf")], ids=repr)
+async def test_diagnostic_data_holding_an_infinity_is_not_sent_back(
+    serve: Any, where: str, number: float
+) -> None:
+    # A client's JSON reader makes 1e999 an infinity, and pygls would write it back as
+    # `Infinity`, which is not JSON: the diagnostic a quick fix names must stay JSON,
+    # whether the data could still be read (an extra key) or not (a field).
+    s = serve(PROJECT, GLOBAL)
+    [exact] = [d for d in s.diagnostics("duplicate") if d.range.start.line == 3]
+    sent = {**exact.data, where: number}
+    acts = s.actions(3, diagnostics=[_diagnostic("duplicate", 3, sent)], only=["quickfix"])
+    assert _titles(acts) == [("Remove the duplicate note", "quickfix", True)]
+    named = get_converter().unstructure(acts[0].diagnostics)
+    json.dumps(named, allow_nan=False)
+    assert named[0]["data"] == {**exact.data, where: None}
 
 
 def _diagnostic(code: str, line: int, data: object) -> lsp.Diagnostic:

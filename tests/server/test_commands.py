@@ -214,3 +214,20 @@ async def test_a_buffer_the_client_will_not_update_is_behind_until_it_holds_the_
         ),
     )
     assert server.ls.analysis.states[uri].behind == []
+
+
+def test_a_sync_reaches_a_buffer_with_unsaved_edits_note_by_note() -> None:
+    """memory.sync's change, replayed on a dirty buffer: what arrived is merged into its text."""
+    before = store_text("a", "b")
+    after = store_text("a", "b", "arrived")  # what the pull wrote to the file
+    buffer = store_text("a", "b", "typed, not saved")
+    change = BufferChange(
+        "sync",
+        before,
+        after,
+        lambda text: commands._merged_into(before, after, text),
+        lambda: after,
+    )
+    assert change.target(before) == after
+    assert change.target(buffer) == store_text("a", "b", "typed, not saved", "arrived")
+    assert change.held_by(store_text("a", "b", "typed, not saved", "arrived"))

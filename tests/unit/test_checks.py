@@ -42,6 +42,7 @@ def test_every_spec_code_and_default_severity() -> None:
         "invalid-utf8": "error",
         "not-the-store": "warning",
         "similar": "hint",
+        "export-stale": "information",
     }
 
 

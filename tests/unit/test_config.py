@@ -13,9 +13,13 @@ from memory_ls.core.config import (
     MAX_INJECT_BYTES,
     MIN_INJECT_BYTES,
     EffectiveConfig,
+    describe_json_value,
+    finite_json_float,
     inject_bytes_from,
+    parse_json,
     resolve_config,
     skipped_layer,
+    without_infinities,
 )
 from memory_ls.store.config import load_config
 from tests.conftest import Workspace
@@ -245,3 +249,70 @@ def test_load_config_unreadable_file_is_a_problem(
     assert len(config.problems) == 1
     assert config.problems[0].startswith(f"ignored {path}: ")
     assert why in config.problems[0]
+
+
+# -- numbers beyond a float: 1e999, an integer of 400 digits ----------------------------
+
+HUGE_JSON_NUMBERS = ["1e999", "-1e999", "1" + "0" * 400, "1" + "0" * 5000, "1e99999999999999999999"]
+
+
+@pytest.mark.parametrize("literal", HUGE_JSON_NUMBERS, ids=lambda t: t[:12])
+def test_a_json_number_beyond_a_float_keeps_the_layer_below_and_says_so(literal: str) -> None:
+    config = resolve_config(
+        [
+            ("/g/bytefly.json", memory(maxInjectBytes=4096)),
+            (
+                "/p/bytefly.json",
+                f'{{"memory": {{"maxInjectBytes": {literal}, "inject": {literal}}}}}',
+            ),
+        ]
+    )
+    assert (config.max_inject_bytes, config.inject) == (4096, True)
+    assert [s.status for s in config.sources] == ["used", "used"]  # not "malformed JSON"
+    bytes_problem, inject_problem = sorted(config.problems, key=lambda p: "inject " in p)
+    assert bytes_problem.startswith("ignored memory.maxInjectBytes in /p/bytefly.json: ")
+    assert bytes_problem.endswith(" is out of range")
+    assert inject_problem.endswith(" is not a boolean")
+    # Shown briefly, as written where it can be: no 5000 digits, no Python "inf".
+    assert all(len(p) < 120 and "inf" not in p for p in config.problems), config.problems
+
+
+def test_a_huge_numeric_string_clamps_without_crashing() -> None:
+    # Decimal cannot hold an exponent this large: it is still a large (or tiny) number.
+    for text, expected in [
+        ("1e99999999999999999999", MAX_INJECT_BYTES),
+        ("-1e99999999999999999999", MIN_INJECT_BYTES),
+        ("1e-99999999999999999999", MIN_INJECT_BYTES),
+        ("0e99999999999999999999", MIN_INJECT_BYTES),
+    ]:
+        assert inject_bytes_from(text) == expected, text
+        config = resolve_config([("/g/bytefly.json", memory(maxInjectBytes=text))])
+        assert (config.max_inject_bytes, config.problems) == (expected, [])
+
+
+def test_numbers_are_parsed_exactly() -> None:
+    data, error = parse_json(f'{{"a": 1e999, "b": {"9" * 5000}, "c": 0.1}}')
+    assert error is None and isinstance(data, dict)
+    assert str(data["a"]) == "1E+999" and len(str(data["b"])) == 5000 and str(data["c"]) == "0.1"
+
+
+def test_describe_json_value_keeps_numbers_short() -> None:
+    assert describe_json_value(10**400) == "1" + "0" * 38 + "…"
+    assert describe_json_value(10**5000) == "a number of about 5000 digits"
+    assert describe_json_value(float("inf")) == "Infinity"
+    assert describe_json_value(float("-inf")) == "-Infinity"
+    assert describe_json_value(1.5) == "1.5"
+
+
+def test_finite_json_float_never_gives_an_infinity() -> None:
+    assert finite_json_float("1e999") == 1.7976931348623157e308
+    assert finite_json_float("-1e999") == -1.7976931348623157e308
+    assert finite_json_float("1e-999") == 0.0
+    assert finite_json_float("2.5") == 2.5
+
+
+def test_without_infinities_writes_them_as_null_and_keeps_the_rest() -> None:
+    data = {"a": [1.5, float("inf")], "b": {"c": float("-inf"), "d": float("nan")}, "e": "x"}
+    assert without_infinities(data) == {"a": [1.5, None], "b": {"c": None, "d": None}, "e": "x"}
+    clean = {"a": [1, 2.5], "b": None}
+    assert without_infinities(clean) is clean  # nothing to change: the very same object

@@ -18,6 +18,7 @@ from jsonschema.exceptions import ValidationError
 
 from memory_ls.schemas import SCHEMAS, render
 from memory_ls.server.settings import SECTION, Settings, parse_settings
+from memory_ls.store.git import sync
 from tests.conftest import Workspace
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -28,6 +29,9 @@ RESULTS = (
     "reload-result",
     "doctor-report",
     "doctor-result",
+    "sync-result",
+    "import-result",
+    "export-result",
 )
 
 
@@ -95,6 +99,7 @@ def test_real_results_validate(workspace: Workspace) -> None:
     validate("memory-result", rt.list())
     validate("inject-result", rt.inject())
     validate("path-info", rt.path_info())
+    validate("sync-result", sync("global", rt.agent_dir, rt.paths["global"]))  # refused
     with pytest.raises(ValidationError):
         validate("memory-result", {"action": "add", "scope": "team"})
 
@@ -143,6 +148,21 @@ def test_doctor_report_and_result_match_their_schemas(workspace: Workspace) -> N
     assert trusted_report["config"]["sources"]
     with pytest.raises(ValidationError):
         validate("doctor-result", trusted_report)  # the LSP command's result carries `text`
+
+
+def test_import_and_export_results_match_their_schemas(workspace: Workspace) -> None:
+    rt = workspace.runtime()
+    validate("import-result", rt.import_notes(["a", "A.", "x" * 501]))
+    validate("import-result", workspace.runtime(trusted=False).import_notes(["b"]))
+    target = workspace.root / "AGENTS.md"
+    validate("export-result", rt.export_to(target, check=True))
+    validate("export-result", rt.export_to(target))
+    target.write_text("<!-- memory-ls:end -->\n")
+    refused = rt.export_to(target)
+    assert "error" in refused
+    validate("export-result", refused)
+    with pytest.raises(ValidationError):
+        validate("import-result", {"added": [], "skipped": [], "refused": ["no reason"]})
 
 
 def test_settings_schema_matches_what_the_server_reads() -> None:

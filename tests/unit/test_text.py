@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from memory_ls.core.text import (
@@ -257,3 +259,13 @@ def test_render_protects_a_first_line_starting_with_u_feff() -> None:
     assert not split.bom
     assert split.render(split.lines[1:]) == BOM + "\ufeffy"
     assert split_text(split.render(split.lines[1:])).lines == ["\ufeffy"]
+
+
+def test_without_lone_surrogates_writes_a_non_utf8_path_byte_as_u_fffd() -> None:
+    path = os.fsdecode(b"/tmp/caf\xe9/.pi/memory.md")  # "\udce9", as Python reads the byte
+    assert without_lone_surrogates(path) == "/tmp/caf\ufffd/.pi/memory.md"
+    assert without_lone_surrogates({"project": path, "n": [path, 1]}) == {
+        "project": "/tmp/caf\ufffd/.pi/memory.md",
+        "n": ["/tmp/caf\ufffd/.pi/memory.md", 1],
+    }
+    assert without_lone_surrogates("caf\u00e9 \U0001f600") == "caf\u00e9 \U0001f600"

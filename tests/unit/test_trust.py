@@ -279,3 +279,14 @@ def test_resources_decision_is_pure() -> None:
         "problems": [],
         "consulted": (),
     }
+
+
+def test_a_huge_number_spoils_only_its_own_entry() -> None:
+    # An integer of 5000 digits was "malformed JSON" (Python's int limit): the whole file lost.
+    text = f'{{"/a": true, "/b": {"1" * 5000}, "/c": 1e999}}'
+    entries, problems = parse_trust_store(text, "/agent/trust.json")
+    assert entries == {"/a": True}
+    assert problems == [
+        "ignored entry '/b' in /agent/trust.json: expected true, false or null, found a number",
+        "ignored entry '/c' in /agent/trust.json: expected true, false or null, found a number",
+    ]

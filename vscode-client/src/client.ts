@@ -33,6 +33,8 @@ export class MemoryClient implements vscode.Disposable {
       { scheme: 'file', pattern: '**/.pi/memory.md' },
       { scheme: 'file', pattern: globalStorePath() },
       { scheme: 'untitled', pattern: '**/.pi/memory.md' },
+      // Instruction files get one diagnostic, export-stale, when they hold the export block (SPEC §15).
+      { scheme: 'file', pattern: '**/{AGENTS,CLAUDE,GEMINI}.md' },
     ];
   }
 

@@ -3,8 +3,9 @@ import * as fs from 'node:fs';
 import * as vscode from 'vscode';
 import { browseNotes, pickAndForget } from './browse';
 import { MemoryClient } from './client';
+import { exportToFile, importNotes } from './bridges';
 import { addNote, clearScope } from './notes';
-import { type InjectResult, type ReloadResult, SCOPES, ServerCommand } from './protocol';
+import { type InjectResult, type ReloadResult, SCOPES, ServerCommand, type SyncResult } from './protocol';
 import { REPORT_SCHEME, ReportDocuments } from './reports';
 import { ServerSetup } from './serverSetup';
 import { RESTART_KEYS, SECTION } from './settings';
@@ -61,6 +62,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     void vscode.window.showInformationMessage(`Memory: ${describeReload(result)}`);
   });
   command('memoryLs.clear', () => clearScope(client));
+  command('memoryLs.syncGlobal', () => syncGlobal(client, output));
+  command('memoryLs.importNotes', () => importNotes(client, reports));
+  command('memoryLs.exportAgents', () => exportToFile(client));
   command('memoryLs.setupServer', async () => {
     if (await setup.setUpFromCommand()) {
       await client.restart();
@@ -113,6 +117,30 @@ async function openStore(client: MemoryClient, scope: 'project' | 'global'): Pro
   const target = fs.existsSync(file) ? uri : uri.with({ scheme: 'untitled' });
   const document = await vscode.workspace.openTextDocument(target);
   await vscode.window.showTextDocument(document);
+}
+
+/**
+ * *Memory: Sync global store*: `memory.sync` under a progress notification. The server shows the
+ * summary (notes arrived and left, or what went wrong and what to do) itself, with
+ * `window/showMessage`; the output channel keeps the notes that moved.
+ */
+async function syncGlobal(client: MemoryClient, output: vscode.OutputChannel): Promise<void> {
+  const result = await vscode.window.withProgress(
+    { location: vscode.ProgressLocation.Notification, title: 'Memory: syncing the global store with git…' },
+    () => client.execute(ServerCommand.sync, { scope: 'global' }),
+  );
+  output.appendLine(describeSync(result));
+}
+
+function describeSync(result: SyncResult): string {
+  const lines = [`memory.sync (${result.scope}) in ${result.repository || '(no repository)'}:`];
+  lines.push(...result.setup);
+  if (result.commit !== undefined) {
+    lines.push(`committed: ${result.commit}`);
+  }
+  lines.push(...result.arrived.map((note) => `+ ${note}`), ...result.left.map((note) => `- ${note}`));
+  lines.push(result.error !== undefined ? `error: ${result.error}` : `pushed to ${result.upstream}`);
+  return lines.join('\n');
 }
 
 function renderRecall(recall: InjectResult): string {

@@ -3,14 +3,20 @@
 // `make schemas`): none is written by hand here, so the client cannot drift from the server.
 import type {
   DoctorResult,
+  ExportResult,
+  ImportResult,
   InjectResult,
   MemoryResult,
   PathInfo,
   ReloadResult,
+  SyncResult,
 } from './generated/schemas';
 
 export type {
   DoctorResult,
+  ExportResult,
+  ImportRefusal,
+  ImportResult,
   InjectResult,
   MemoryResult,
   NoteChanges,
@@ -18,6 +24,7 @@ export type {
   PathInfo,
   ReloadResult,
   Settings as ServerSettings,
+  SyncResult,
 } from './generated/schemas';
 
 export type Scope = MemoryResult['scope'];
@@ -41,6 +48,9 @@ export const ServerCommand = {
   reload: 'memory.reload',
   doctor: 'memory.doctor',
   inject: 'memory.inject',
+  sync: 'memory.sync',
+  import: 'memory.import',
+  export: 'memory.export',
 } as const;
 
 export type ServerCommandId = (typeof ServerCommand)[keyof typeof ServerCommand];
@@ -58,6 +68,9 @@ export interface CommandResults {
   'memory.reload': ReloadResult;
   'memory.doctor': DoctorResult;
   'memory.inject': InjectResult;
+  'memory.sync': SyncResult;
+  'memory.import': ImportResult;
+  'memory.export': ExportResult;
 }
 
 export function isMemoryResult(value: unknown): value is MemoryResult {

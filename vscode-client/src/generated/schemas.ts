@@ -8,11 +8,14 @@
 export interface ServerShapes {
   'doctor-report': DoctorReport;
   'doctor-result': DoctorResult;
+  'export-result': ExportResult;
+  'import-result': ImportResult;
   'inject-result': InjectResult;
   'memory-result': MemoryResult;
   'path-info': PathInfo;
   'reload-result': ReloadResult;
   settings: Settings;
+  'sync-result': SyncResult;
 }
 /**
  * The doctor's report (``memory-ls doctor --json``), also the source of its text.
@@ -48,6 +51,7 @@ export interface ScopeReport {
   duplicates: DuplicatePair[];
   error?: string;
   readOnlyReason?: string;
+  fileType?: 'directory' | 'fifo' | 'socket' | 'character-device' | 'block-device' | 'symlink' | 'other';
 }
 /**
  * Two notes with the same near-duplicate key.
@@ -144,6 +148,53 @@ export interface DoctorResult {
   recall: RecallReport;
   problems: string[];
   text: string;
+}
+/**
+ * The result of ``memory.export`` (and ``memory-ls export --json``).
+ *
+ * ``status``: ``current`` (nothing written), ``created`` (the file was
+ * missing), ``added`` (the block was missing), ``stale`` (an older recall
+ * body was replaced), ``edited`` (a block edited by hand was replaced).
+ * ``changed`` says whether the file was (or, with ``check``, would be)
+ * written; ``error`` why nothing could be written.
+ *
+ * This interface was referenced by `ServerShapes`'s JSON-Schema
+ * via the `definition` "ExportResult".
+ */
+export interface ExportResult {
+  path: string;
+  status: 'current' | 'created' | 'added' | 'stale' | 'edited';
+  changed: boolean;
+  message: string;
+  error?: string;
+}
+/**
+ * The result of ``memory-ls import`` / ``memory.import``: each note under its verdict.
+ *
+ * ``added``: written to the store; ``skipped``: its near-duplicate key was
+ * already stored or already imported; ``refused``: not written, with the
+ * reason (an import that would pass the size cap, or that the scope refuses,
+ * refuses every note it would have added). ``error`` is set only when the
+ * import could not start (nothing was read, so nothing is listed).
+ *
+ * This interface was referenced by `ServerShapes`'s JSON-Schema
+ * via the `definition` "ImportResult".
+ */
+export interface ImportResult {
+  added: string[];
+  skipped: string[];
+  refused: ImportRefusal[];
+  error?: string;
+}
+/**
+ * A note an import refused, and why (over-long, or the whole import was refused).
+ *
+ * This interface was referenced by `ServerShapes`'s JSON-Schema
+ * via the `definition` "ImportRefusal".
+ */
+export interface ImportRefusal {
+  text: string;
+  error: string;
 }
 /**
  * The ``memory.inject`` object: the recall body and its budget.
@@ -258,4 +309,27 @@ export interface Settings {
    * Score (0-100) for `similar` hints.
    */
   similarThreshold?: number;
+}
+/**
+ * The ``memory-ls sync`` / ``memory.sync`` result: what was committed, arrived and left.
+ *
+ * ``arrived`` and ``left`` are the notes the pull brought in and took away;
+ * ``commit`` is the message of the commit of local changes, when one was made;
+ * ``setup`` lists what the merge driver's set-up changed. On a refusal or a
+ * failed pull or push, ``error`` says what happened and what to do; nothing
+ * local is lost either way.
+ *
+ * This interface was referenced by `ServerShapes`'s JSON-Schema
+ * via the `definition` "SyncResult".
+ */
+export interface SyncResult {
+  scope: 'project' | 'global';
+  repository: string;
+  upstream: string;
+  setup: string[];
+  commit?: string;
+  arrived: string[];
+  left: string[];
+  pushed: boolean;
+  error?: string;
 }

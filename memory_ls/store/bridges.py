@@ -1,0 +1,114 @@
+"""The files of other agents (SPEC §15): reading what ``import`` takes, writing ``export``'s block.
+
+Neither is a store: an import file is only read, and an instruction file
+(``AGENTS.md``, …) only ever has its memory-ls block rewritten. Both are
+refused as a store would be when they are not regular files (a FIFO must not
+hang the command) or not UTF-8 (an instruction file is never rewritten from
+replacement characters). The block is written as a store is (SPEC §3 Writing):
+under the folder's lock, through :func:`memory_ls.store.files.write_store`'s
+temporary file, fsync and rename.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+from memory_ls.core.bridges import ImportFormat, import_candidates
+from memory_ls.core.text import MAX_STORE_BYTES, display_path, first_invalid_utf8
+from memory_ls.store.facts import not_regular_message
+
+MAX_IMPORT_BYTES = 8 * 1024 * 1024
+"""An import file larger than this is refused: its notes could never fit a store anyway."""
+
+
+@dataclass(frozen=True, slots=True)
+class ReadText:
+    """One read of a file that is not a store: its text, or why it cannot be used."""
+
+    text: str | None
+    """``None`` when the file does not exist (or could not be read: see ``error``)."""
+    error: str | None = None
+
+
+def read_text_file(path: Path, limit: int, what: str) -> ReadText:
+    """Read a regular UTF-8 file of at most ``limit`` bytes; a missing file is ``text=None``.
+
+    ``what`` names the file in refusals ("the import file", "the export target").
+    Symlinks are followed (the person named this file); a FIFO or device is
+    refused before it is opened for reading.
+    """
+    shown = display_path(path)
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return ReadText(None)
+    except OSError as exc:
+        return ReadText(None, f"Cannot read {what} {shown}: {exc.strerror or exc}")
+    if not stat.S_ISREG(st.st_mode):
+        return ReadText(None, not_regular_message(path))
+    if st.st_size > limit:
+        return ReadText(
+            None, f"{what[0].upper()}{what[1:]} is {st.st_size} bytes, larger than {limit}: {shown}"
+        )
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError as exc:
+        if exc.errno == errno.ENOENT:
+            return ReadText(None)
+        return ReadText(None, f"Cannot read {what} {shown}: {exc.strerror or exc}")
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):  # swapped since the stat
+            return ReadText(None, not_regular_message(path))
+        data = f.read(limit + 1)
+    if len(data) > limit:
+        return ReadText(None, f"{what[0].upper()}{what[1:]} is larger than {limit} bytes: {shown}")
+    try:
+        return ReadText(data.decode("utf-8"))
+    except UnicodeDecodeError:
+        bad = first_invalid_utf8(data)
+        return ReadText(
+            None,
+            f"{what[0].upper()}{what[1:]} is not valid UTF-8 (first bad byte at offset {bad}): {shown}",
+        )
+
+
+def read_import_file(path: Path) -> ReadText:
+    """An import file's text; a missing one is an error here (there is nothing to import)."""
+    read = read_text_file(path, MAX_IMPORT_BYTES, "the import file")
+    if read.error is None and read.text is None:
+        return ReadText(None, f"No such import file: {display_path(path)}")
+    return read
+
+
+def read_export_target(path: Path) -> ReadText:
+    """An instruction file's text (``None`` when missing); one over the store cap is refused."""
+    return read_text_file(path, MAX_STORE_BYTES, "the export target")
+
+
+@dataclass(frozen=True, slots=True)
+class ImportFiles:
+    """The candidate notes of every file of one import, or why the import cannot start."""
+
+    candidates: list[str]
+    error: str | None = None
+    empty: tuple[Path, ...] = ()
+    """Files that were read but hold no note in the format asked for."""
+
+
+def read_import_files(paths: list[Path], fmt: ImportFormat) -> ImportFiles:
+    """Read every file first: one that cannot be read stops the whole import (nothing is written)."""
+    candidates: list[str] = []
+    empty: list[Path] = []
+    for path in paths:
+        read = read_import_file(path)
+        if read.error is not None or read.text is None:
+            return ImportFiles([], read.error or f"Cannot read {display_path(path)}")
+        found = import_candidates(read.text, fmt)
+        if not found:
+            empty.append(path)
+        candidates.extend(found)
+    return ImportFiles(candidates, None, tuple(empty))

@@ -1,0 +1,150 @@
+"""Ctrl-C: every verb stops quietly with exit status 130 (``memory_ls.__main__.main``).
+
+Each test starts a real process, waits until it is really at work (an ``add``
+blocked on the store's lock, a server that answered ``initialize``), then sends
+it SIGINT as a terminal's Ctrl-C would.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import tomllib
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import Workspace
+
+REPO = Path(__file__).resolve().parents[2]
+WAIT = 30.0
+QUIET = "memory-ls: interrupted\n"
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="SIGINT and flock are POSIX")
+
+
+def start(workspace: Workspace, command: Sequence[str]) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        list(command),
+        cwd=workspace.root,
+        env=workspace.env(),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+
+
+def interrupt(proc: subprocess.Popen[bytes]) -> tuple[int, str]:
+    """Send Ctrl-C's signal; the exit status and everything written to stderr."""
+    proc.send_signal(signal.SIGINT)
+    try:
+        _, err = proc.communicate(timeout=WAIT)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        raise AssertionError("the process did not stop on SIGINT") from None
+    return proc.returncode, err.decode("utf-8", "replace")
+
+
+@contextmanager
+def held_lock(folder: Path) -> Iterator[None]:
+    """Hold the lock every writer of the store in ``folder`` takes (store/files.py: the folder)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def wait_blocked_on_lock(proc: subprocess.Popen[bytes]) -> None:
+    """Wait until ``proc`` waits for a flock (``/proc/locks`` marks a waiter with ``->``)."""
+    locks = Path("/proc/locks")
+    if not locks.exists():
+        pytest.skip("no /proc/locks to see the process wait")
+    deadline = time.monotonic() + WAIT
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, "the add did not wait for the lock"
+        for line in locks.read_text().splitlines():
+            fields = line.split()
+            if "->" in fields and str(proc.pid) in fields:
+                return
+        time.sleep(0.05)
+    raise AssertionError("the add never waited for the lock")
+
+
+def console_script() -> Path:
+    """The installed ``memory-ls`` script beside this Python (``pip install -e .``)."""
+    script = Path(sys.executable).parent / "memory-ls"
+    if not script.exists():
+        if os.environ.get("CI") == "true":
+            raise AssertionError(f"no memory-ls console script at {script}")
+        pytest.skip("memory-ls is not installed beside this Python")
+    return script
+
+
+def test_the_console_script_runs_the_interrupt_handling_main() -> None:
+    scripts = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["scripts"]
+    assert scripts["memory-ls"] == "memory_ls.__main__:main"
+
+
+@pytest.mark.parametrize("how", ["python -m", "console script"])
+def test_ctrl_c_while_add_waits_for_the_lock(workspace: Workspace, how: str) -> None:
+    workspace.write("project", ["kept"])
+    before = workspace.read("project")
+    program = [sys.executable, "-m", "memory_ls"] if how == "python -m" else [str(console_script())]
+    with held_lock(workspace.project_store.parent):
+        proc = start(workspace, [*program, "add", "never written"])
+        wait_blocked_on_lock(proc)
+        code, err = interrupt(proc)
+    assert (code, err) == (130, QUIET)
+    assert workspace.read("project") == before
+    assert sorted(p.name for p in workspace.project_store.parent.iterdir()) == ["memory.md"]
+
+
+def lsp_frame(message: dict[str, object]) -> bytes:
+    body = json.dumps(message).encode()
+    return b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+
+
+def test_ctrl_c_stops_serve_after_initialize(workspace: Workspace) -> None:
+    proc = start(workspace, [sys.executable, "-m", "memory_ls", "serve"])
+    assert proc.stdin is not None and proc.stdout is not None
+    initialize = {"processId": None, "rootUri": None, "capabilities": {}}
+    proc.stdin.write(
+        lsp_frame({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": initialize})
+    )
+    proc.stdin.flush()
+    headers = {}
+    while (line := proc.stdout.readline().strip()) != b"":
+        name, _, value = line.partition(b":")
+        headers[name.strip().lower()] = value.strip()
+    answer = json.loads(proc.stdout.read(int(headers[b"content-length"])))
+    assert answer["id"] == 1 and "capabilities" in answer["result"]
+    assert interrupt(proc) == (130, QUIET)
+
+
+def test_ctrl_c_stops_mcp_after_initialize(workspace: Workspace) -> None:
+    proc = start(
+        workspace, [sys.executable, "-m", "memory_ls", "mcp", "--project", str(workspace.root)]
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    initialize = {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "test", "version": "1"},
+    }
+    message = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": initialize}
+    proc.stdin.write(json.dumps(message).encode() + b"\n")
+    proc.stdin.flush()
+    answer = json.loads(proc.stdout.readline())
+    assert answer["id"] == 1 and "serverInfo" in answer["result"]
+    assert interrupt(proc) == (130, QUIET)
