@@ -357,7 +357,14 @@ async function mainScenario() {
       await runCommand('Memory: Import notes…');
       const input = page.locator('.quick-input-widget .quick-input-box input');
       await input.waitFor({ state: 'visible' });
-      await input.fill(gemini);
+      // The simple open dialog fills in the workspace folder once it is ready; typing before
+      // that is overwritten (seen under load), so wait for it, then type until it holds.
+      await waitFor(async () => (await input.inputValue().catch(() => '')).endsWith('/'), 'the open dialog on the folder');
+      await waitFor(async () => {
+        await input.fill(gemini);
+        await page.waitForTimeout(300);
+        return (await input.inputValue().catch(() => '')) === gemini;
+      }, 'the open dialog to hold the Gemini file');
       await page.keyboard.press('Enter');
       await pickRow('pick by content');
       await pickRow('this repository');
