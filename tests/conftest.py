@@ -69,15 +69,20 @@ def run_cli(
     stdin: str | None = None,
     timeout: float = CLI_TIMEOUT,
     python_flags: Sequence[str] = (),
+    program: Sequence[str] | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """Run ``python [python_flags] -m memory_ls ARGS`` as a real process.
 
-    Its output is captured as text; its stdin is never a terminal (``stdin``
+    ``program`` replaces ``python [python_flags] -m memory_ls``, e.g. the
+    ``memory-ls`` script of an installed wheel (``tests/install``). Its output is captured as text; its stdin is never a terminal (``stdin``
     is piped in, else it reads an empty file); after ``timeout`` seconds it is
     killed and ``subprocess.TimeoutExpired`` fails the test instead of hanging it.
     """
+    command = (
+        [*program] if program is not None else [sys.executable, *python_flags, "-m", "memory_ls"]
+    )
     return subprocess.run(
-        [sys.executable, *python_flags, "-m", "memory_ls", *args],
+        [*command, *args],
         cwd=cwd,
         env=env,
         input=stdin,
@@ -148,6 +153,7 @@ class Workspace:
         stdin: str | None = None,
         timeout: float = CLI_TIMEOUT,
         python_flags: Sequence[str] = (),
+        program: Sequence[str] | None = None,
     ) -> subprocess.CompletedProcess[str]:
         """``memory-ls ARGS`` run in the project (or ``cwd``): see :func:`run_cli`."""
         return run_cli(
@@ -157,6 +163,7 @@ class Workspace:
             stdin=stdin,
             timeout=timeout,
             python_flags=python_flags,
+            program=program,
         )
 
 

@@ -1,5 +1,6 @@
 -- Drives a real headless Neovim (0.7 or 0.11) against memory-ls; run by test_neovim.py.
--- Environment: MEMORY_FILE, RESULT_FILE, MODE (plain | helper | legacy), EDITORS_NVIM, TIMEOUT_MS.
+-- Environment: MEMORY_FILE, RESULT_FILE, MODE (plain | helper | legacy | packadd), EDITORS_NVIM,
+-- PACK_DIR (packadd: a packpath entry whose pack/memory-ls/opt/memory-ls is editors/nvim), TIMEOUT_MS.
 -- Writes a JSON report to RESULT_FILE and always quits (Neovim 0.7 hangs on an uncaught Lua error).
 local out = { errors = {}, steps = {} }
 local timeout = tonumber(vim.env.TIMEOUT_MS or '20000')
@@ -65,7 +66,15 @@ end
 
 local function main()
   vim.cmd('filetype on')
-  vim.opt.runtimepath:append(vim.env.EDITORS_NVIM)
+  if mode == 'packadd' then
+    -- editors/nvim as a plugin, the way the README installs it: :packadd, then setup().
+    vim.opt.packpath:prepend(vim.env.PACK_DIR)
+    vim.cmd('packadd memory-ls')
+    out.plugin_loaded = vim.g.loaded_memory_ls == true
+    out.module_path = vim.api.nvim_get_runtime_file('lua/memory_ls/init.lua', false)[1]
+  else
+    vim.opt.runtimepath:append(vim.env.EDITORS_NVIM)
+  end
   local memory = require('memory_ls')
   if mode == 'plain' or mode == 'legacy' then
     -- The documented plain configuration, exactly as in editors/nvim/README.md.

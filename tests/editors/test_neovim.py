@@ -71,6 +71,12 @@ def run_driver(
         EDITORS_NVIM=str(EDITORS / "nvim"),
         TIMEOUT_MS="20000",
     )
+    if mode == "packadd":
+        # A package as the README installs one: <packpath>/pack/memory-ls/opt/memory-ls.
+        pack = tmp_path / "site"
+        (pack / "pack" / "memory-ls" / "opt").mkdir(parents=True)
+        (pack / "pack" / "memory-ls" / "opt" / "memory-ls").symlink_to(EDITORS / "nvim")
+        env["PACK_DIR"] = str(pack)
     command = [
         str(binary),
         "--headless",
@@ -145,7 +151,7 @@ def check_report(report: dict[str, Any], workspace: Workspace) -> None:
 
 
 @pytest.mark.timeout(300)
-@pytest.mark.parametrize("mode", ["plain", "helper"])
+@pytest.mark.parametrize("mode", ["plain", "helper", "packadd"])
 def test_neovim_011(
     workspace: Workspace, editor_env: dict[str, str], tmp_path: Path, mode: str
 ) -> None:
@@ -157,7 +163,12 @@ def test_neovim_011(
     assert binary is not None
     require_server()
     assert nvim_version(binary).startswith("v0.11")
-    check_report(run_driver(binary, workspace, editor_env, mode, tmp_path), workspace)
+    report = run_driver(binary, workspace, editor_env, mode, tmp_path)
+    check_report(report, workspace)
+    if mode == "packadd":
+        # :packadd ran plugin/memory_ls.lua and put the package's lua/ on the runtimepath.
+        assert report["plugin_loaded"] is True
+        assert "/pack/memory-ls/opt/memory-ls/lua/memory_ls/init.lua" in report["module_path"]
 
 
 @pytest.mark.timeout(300)
@@ -174,6 +185,18 @@ def test_neovim_07(
     require_server()
     assert nvim_version(binary).startswith("v0.7")
     check_report(run_driver(binary, workspace, editor_env, mode, tmp_path), workspace)
+
+
+def test_nvim_folder_is_a_plugin() -> None:
+    """editors/nvim has a plugin manager's layout: lua/memory_ls with setup(), plugin/ guarded
+    against a second load, and a README that shows lazy.nvim and packadd."""
+    init = (EDITORS / "nvim" / "lua" / "memory_ls" / "init.lua").read_text(encoding="utf-8")
+    assert "function M.setup(" in init
+    plugin = (EDITORS / "nvim" / "plugin" / "memory_ls.lua").read_text(encoding="utf-8")
+    assert "vim.g.loaded_memory_ls" in plugin
+    readme = (EDITORS / "nvim" / "README.md").read_text(encoding="utf-8")
+    assert "packadd memory-ls" in readme
+    assert "lazy.nvim" in readme and "dir = " in readme
 
 
 def test_neovim_docs_match_snippets() -> None:

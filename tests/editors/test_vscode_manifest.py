@@ -24,6 +24,7 @@ def test_commands_have_their_own_ids() -> None:
         "memoryLs.clear", "memoryLs.restart", "memoryLs.syncGlobal",
         "memoryLs.importNotes", "memoryLs.exportAgents",
         "memoryLs.reviewInbox",
+        "memoryLs.setupServer",
     }  # fmt: skip
     sources = "\n".join(p.read_text(encoding="utf-8") for p in (CLIENT / "src").glob("*.ts"))
     # The language client registers the server's memory.* commands; registering them again fails.
@@ -80,3 +81,15 @@ def test_typescript_is_strict_5x() -> None:
     tsconfig = json.loads((CLIENT / "tsconfig.json").read_text(encoding="utf-8"))
     assert tsconfig["compilerOptions"]["strict"] is True
     assert manifest()["devDependencies"]["typescript"].lstrip("~^").startswith("5.")
+
+
+def test_vsix_carries_the_server_wheel() -> None:
+    """The package script bundles the wheel into dist/server/, and .vscodeignore lets it in;
+    the extension looks for it there (SPEC §16: the .vsix alone is enough)."""
+    scripts = manifest()["scripts"]
+    assert "bundle-wheel.mjs" in scripts["package"]
+    assert scripts["package"].index("bundle-wheel") < scripts["package"].index("vsce package")
+    assert "!dist/server/*.whl" in (CLIENT / ".vscodeignore").read_text(encoding="utf-8").split()
+    setup = (CLIENT / "src" / "serverSetup.ts").read_text(encoding="utf-8")
+    assert "'dist', 'server'" in setup
+    assert "onCommand:memoryLs.setupServer" in manifest()["activationEvents"]

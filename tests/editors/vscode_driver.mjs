@@ -3,7 +3,7 @@
 // Writes a JSON report (every observation, and the failing step if any) to RESULT_FILE.
 import { chromium } from 'playwright-core';
 import { execFileSync } from 'node:child_process';
-import { readFileSync, writeFileSync, mkdirSync, utimesSync } from 'node:fs';
+import { copyFileSync, readFileSync, readdirSync, rmSync, writeFileSync, mkdirSync, utimesSync } from 'node:fs';
 import { join } from 'node:path';
 
 const env = (name) => {
@@ -148,6 +148,8 @@ async function editorText() {
   );
 }
 
+const scenario = process.env.SCENARIO || 'main';
+
 async function main() {
   const browser = await chromium.launch({
     executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
@@ -168,14 +170,32 @@ async function main() {
     const context = await browser.newContext({ viewport: { width: 1400, height: 860 } });
     page = await context.newPage();
     page.setDefaultTimeout(STEP_TIMEOUT);
+    if (scenario === 'setup') {
+      await setupScenario();
+    } else {
+      await mainScenario();
+    }
+  } catch (error) {
+    if (page) {
+      await screenshot('vscode-failure').catch(() => undefined);
+      report.notifications = await notifications();
+    }
+    report.failed ??= { step: 'driver', error: String(error && error.stack ? error.stack : error) };
+  } finally {
+    await browser.close();
+  }
+}
 
-    await step('open workbench', async () => {
+async function openWorkbench() {
+  await step('open workbench', async () => {
       await page.goto(`${url}/?folder=${encodeURIComponent(workspace)}`, { waitUntil: 'domcontentloaded' });
       await page.locator('.monaco-workbench').waitFor({ state: 'visible', timeout: 60_000 });
       await page.locator('.statusbar').waitFor({ state: 'visible', timeout: 60_000 });
       await page.waitForTimeout(1500);
     });
+}
 
+async function openMemoryFile() {
     await step('open .pi/memory.md', async () => {
       await page.keyboard.press('Escape');
       await page.keyboard.press('F1');
@@ -185,14 +205,22 @@ async function main() {
       await pickRow('memory.md');
       await waitFor(async () => (await editorText()).includes('Pi memory'), 'the memory file in the editor', 45_000);
     });
+}
 
-    report.problems = await step('Problems panel lists the duplicate from source memory', async () => {
-      await runCommand('Problems: Focus on Problems View');
-      return waitFor(async () => {
-        const rows = await page.$$eval('.markers-panel .monaco-list-row', (els) => els.map((el) => el.textContent ?? ''));
-        return rows.some((row) => row.includes('duplicate')) && rows.some((row) => row.includes('too-long')) ? rows : null;
-      }, 'a duplicate and a too-long problem', 60_000);
-    });
+/** The Problems panel's rows once it lists a duplicate and a too-long note. */
+async function memoryProblems(timeout = 60_000) {
+  await runCommand('Problems: Focus on Problems View');
+  return waitFor(async () => {
+    const rows = await page.$$eval('.markers-panel .monaco-list-row', (els) => els.map((el) => el.textContent ?? ''));
+    return rows.some((row) => row.includes('duplicate')) && rows.some((row) => row.includes('too-long')) ? rows : null;
+  }, 'a duplicate and a too-long problem', timeout);
+}
+
+async function mainScenario() {
+    await openWorkbench();
+    await openMemoryFile();
+
+    report.problems = await step('Problems panel lists the duplicate from source memory', () => memoryProblems());
 
     report.statusBar = await step('status bar shows the counts', async () =>
       waitFor(async () => {
@@ -349,7 +377,14 @@ async function main() {
       await runCommand('Memory: Import notes…');
       const input = page.locator('.quick-input-widget .quick-input-box input');
       await input.waitFor({ state: 'visible' });
-      await input.fill(gemini);
+      // The simple open dialog fills in the workspace folder once it is ready; typing before
+      // that is overwritten (seen under load), so wait for it, then type until it holds.
+      await waitFor(async () => (await input.inputValue().catch(() => '')).endsWith('/'), 'the open dialog on the folder');
+      await waitFor(async () => {
+        await input.fill(gemini);
+        await page.waitForTimeout(300);
+        return (await input.inputValue().catch(() => '')) === gemini;
+      }, 'the open dialog to hold the Gemini file');
       await page.keyboard.press('Enter');
       await pickRow('pick by content');
       await pickRow('this repository');
@@ -419,15 +454,160 @@ async function main() {
       );
       return { rows, fileAfter };
     });
-  } catch (error) {
-    if (page) {
-      await screenshot('vscode-failure').catch(() => undefined);
-      report.notifications = await notifications();
-    }
-    report.failed ??= { step: 'driver', error: String(error && error.stack ? error.stack : error) };
-  } finally {
-    await browser.close();
-  }
+
+    await browseActions();
+}
+
+/** Browse notes: pick a note, then an action from its follow-up menu. */
+async function browseAndAct(note, action) {
+  await runCommand('Memory: Browse notes');
+  await waitFor(async () => (await quickInputRows()).some((row) => row.includes(note)), `"${note}" in the browser`);
+  await pickRow(note);
+  await waitFor(async () => (await page.textContent('.quick-input-widget .quick-input-title').catch(() => ''))?.includes(note), 'the note\'s action menu');
+  await pickRow(action);
+}
+
+/** After an action the browser opens again on the notes: wait for it, then close it. */
+async function closeReopenedBrowser() {
+  await waitFor(async () => {
+    const title = (await page.textContent('.quick-input-widget .quick-input-title').catch(() => '')) ?? '';
+    return title.includes(' project, ') && (await quickInputRows()).length > 0;
+  }, 'the browser to open again');
+  await page.keyboard.press('Escape');
+  await waitFor(async () => !(await quickInputVisible()), 'the browser to close');
+}
+
+/** Type into the quick input box once it holds `prefilled`, then accept. */
+async function answerInput(prefilled, text) {
+  const input = page.locator('.quick-input-widget .quick-input-box input');
+  await waitFor(async () => (await input.inputValue().catch(() => '')) === prefilled, `the input box pre-filled with "${prefilled}"`);
+  if (text !== undefined) await input.fill(text);
+  await page.keyboard.press('Enter');
+}
+
+/** Edit, move and merge from Browse notes, each checked on disk. */
+async function browseActions() {
+  const edited = 'tests need DATABASE_URL and REDIS_URL';
+  report.edit = await step('Browse notes: edit a project note', async () => {
+    await browseAndAct('tests need DATABASE_URL', 'Edit…');
+    await answerInput('tests need DATABASE_URL', edited);
+    const project = await waitFor(async () => (read(projectStore).includes(`- ${edited}\n`) ? read(projectStore) : null), 'the edited note on disk');
+    await closeReopenedBrowser();
+    return { projectAfter: project };
+  });
+
+  report.move = await step('Browse notes: move a project note to global', async () => {
+    await browseAndAct('use pnpm, not npm', 'Move to global');
+    await waitFor(async () => read(globalStore).includes('- use pnpm, not npm\n') && !read(projectStore).includes('use pnpm'), 'the note moved on disk');
+    await closeReopenedBrowser();
+    return { projectAfter: read(projectStore), globalAfter: read(globalStore) };
+  });
+
+  report.merge = await step('Browse notes: merge two project notes', async () => {
+    const first = '🎉 ship on fridays is fine';
+    await browseAndAct(first, 'Merge with…');
+    await waitFor(async () => (await page.textContent('.quick-input-widget .quick-input-title').catch(() => ''))?.includes('Merge'), 'the second-note picker');
+    await pickRow(edited);
+    await answerInput(`${first}; ${edited}`);
+    const project = await waitFor(async () => (read(projectStore).includes(`- ${first}; ${edited}\n`) ? read(projectStore) : null), 'the merged note on disk');
+    await closeReopenedBrowser();
+    return { projectAfter: project };
+  });
+}
+
+/** Click a button of the notification toast whose message contains `text`. */
+async function clickNotificationButton(text, button, timeout = STEP_TIMEOUT) {
+  const toast = page.locator('.notifications-toasts .notification-toast', { hasText: text }).first();
+  await toast.waitFor({ state: 'visible', timeout });
+  await toast.locator('.monaco-button', { hasText: button }).first().click();
+}
+
+/** Add a project note through "Memory: Add note…"; the project store's text afterwards. */
+async function addProjectNote(text) {
+  await runCommand('Memory: Add note…');
+  await answerInput('', text);
+  await pickRow('project');
+}
+
+/** The .vsix alone (no server configured or on PATH), in a workspace that starts untrusted. */
+async function setupScenario() {
+  await openWorkbench();
+  report.offer = await step('accept the offer to set up the server', async () => {
+    const message = 'memory-ls language server is not installed';
+    await clickNotificationButton(message, 'Set Up Server', 60_000);
+    return (await notifications()).join('\n');
+  });
+  // pip is first pointed at no index at all (PIP_CONFIG_FILE), so the install fails.
+  report.failedInstall = await step('a failed install says what to do and opens the log', async () => {
+    const failure = 'setting up the server failed';
+    const message = await waitFor(
+      async () => (await notifications()).find((text) => text.includes(failure)) ?? null,
+      'the failure message',
+      180_000,
+    );
+    await clickNotificationButton(failure, 'Open Log');
+    const log = await waitFor(async () => {
+      const text = await page
+        .$$eval('.part.panel .monaco-editor .view-lines .view-line', (lines) =>
+          lines.map((line) => (line.textContent ?? '').replace(/\u00a0/g, ' ')).join('\n'),
+        )
+        .catch(() => '');
+      return text.includes('Setting up memory-ls failed') ? text : null;
+    }, 'the Memory output log in the panel');
+    return { message, log };
+  });
+  report.retry = await step('with pip fixed, Memory: Set up server installs it', async () => {
+    writeFileSync(env('PIP_CONFIG_FILE'), '[global]\n');
+    await runCommand('Notifications: Clear All Notifications');
+    await runCommand('Memory: Set up server');
+    return true;
+  });
+  await openMemoryFile();
+  report.problems = await step('the private server publishes diagnostics', () => memoryProblems(400_000));
+  await screenshot('vscode-setup');
+
+  report.untrusted = await step('untrusted: adding a project note is refused', async () => {
+    await runCommand('Notifications: Clear All Notifications');
+    await addProjectNote('added before trust');
+    const message = await waitFor(async () => (await notifications()).find((text) => text.startsWith('Memory:')) ?? null, 'the refusal');
+    return { message, projectAfter: read(projectStore) };
+  });
+
+  report.trust = await step('grant workspace trust: the server restarts trusted', async () => {
+    await runCommand('Notifications: Clear All Notifications');
+    await runCommand('Workspaces: Manage Workspace Trust');
+    const trust = page.locator('.workspace-trust-editor .monaco-button', { hasText: /^Trust/ }).first();
+    await trust.waitFor({ state: 'visible' });
+    await trust.click();
+    const message = await waitFor(
+      async () => (await notifications()).find((text) => text.includes('workspace is now trusted')) ?? null,
+      'the restart notice',
+    );
+    await runCommand('View: Close Editor');
+    return { message };
+  });
+
+  report.trusted = await step('trusted: adding a project note is written to disk', async () => {
+    await addProjectNote('added after trust');
+    const project = await waitFor(async () => (read(projectStore).includes('- added after trust\n') ? read(projectStore) : null), 'the note on disk');
+    return { projectAfter: project };
+  });
+
+  report.upgraded = await step('an upgraded extension reinstalls its newer wheel', async () => {
+    // Upgrade in place: the installed extension's wheel becomes the newer one, then reload.
+    const extensions = env('EXTENSIONS_DIR');
+    const folder = readdirSync(extensions).find((name) => name.startsWith('memory-ls.memory-ls-'));
+    const server = join(extensions, folder, 'dist', 'server');
+    for (const name of readdirSync(server)) rmSync(join(server, name));
+    const wheel = env('UPGRADE_WHEEL');
+    copyFileSync(wheel, join(server, wheel.split('/').pop()));
+    await runCommand('Developer: Reload Window');
+    await page.locator('.monaco-workbench').waitFor({ state: 'visible', timeout: 60_000 });
+    await page.waitForTimeout(3000);
+    await openMemoryFile();
+    const problems = await memoryProblems(400_000);
+    return { problems };
+  });
 }
 
 await main();

@@ -9,7 +9,7 @@ import {
   type ServerOptions,
 } from 'vscode-languageclient/node';
 import { type CommandResults, INBOX_NOTIFICATION, type InboxCounts, ServerCommand, type ServerCommandId } from './protocol';
-import { SECTION, globalStorePath, serverLaunch, serverSettings } from './settings';
+import { SECTION, type ServerLaunch, globalStorePath, serverSettings } from './settings';
 
 export class MemoryClient implements vscode.Disposable {
   private client: LanguageClient | undefined;
@@ -21,7 +21,11 @@ export class MemoryClient implements vscode.Disposable {
   /** Fires with the server's `memory/inbox` counts (a proposal arrived or was reviewed). */
   readonly onInbox = this.inbox.event;
 
-  constructor(private readonly output: vscode.OutputChannel) {}
+  constructor(
+    private readonly output: vscode.OutputChannel,
+    /** The server to start (an existing memory-ls, or the private one); undefined: none is set up. */
+    private readonly resolveLaunch: () => Promise<ServerLaunch | undefined>,
+  ) {}
 
   get running(): boolean {
     return this.client?.state === State.Running;
@@ -51,7 +55,10 @@ export class MemoryClient implements vscode.Disposable {
     if (this.client !== undefined) {
       return;
     }
-    const launch = serverLaunch();
+    const launch = await this.resolveLaunch();
+    if (launch === undefined) {
+      return;
+    }
     const serverOptions: ServerOptions = {
       run: { command: launch.command, args: launch.args },
       debug: { command: launch.command, args: launch.args },
@@ -132,7 +139,7 @@ export class MemoryClient implements vscode.Disposable {
     }
     const client = this.client;
     if (client === undefined) {
-      throw new Error('The memory-ls server is not running.');
+      throw new Error('the memory-ls server is not set up: run "Memory: Set up server", or install memory-ls on PATH.');
     }
     const uri = projectUri();
     const payload = uri !== undefined && argument['uri'] === undefined ? { ...argument, uri } : argument;

@@ -8,6 +8,7 @@ import { InboxStatus, reviewInbox } from './inbox';
 import { addNote, clearScope } from './notes';
 import { type InjectResult, type ReloadResult, SCOPES, ServerCommand, type SyncResult } from './protocol';
 import { REPORT_SCHEME, ReportDocuments } from './reports';
+import { ServerSetup } from './serverSetup';
 import { RESTART_KEYS, SECTION } from './settings';
 import { MemoryStatusBar } from './statusBar';
 
@@ -15,7 +16,8 @@ let memoryClient: MemoryClient | undefined;
 
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
   const output = vscode.window.createOutputChannel('Memory');
-  const client = new MemoryClient(output);
+  const setup = new ServerSetup(context, output);
+  const client = new MemoryClient(output, () => setup.launch());
   memoryClient = client;
   const reports = new ReportDocuments();
   const statusBar = new MemoryStatusBar(client);
@@ -67,6 +69,11 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   command('memoryLs.importNotes', () => importNotes(client, reports));
   command('memoryLs.exportAgents', () => exportToFile(client));
   command('memoryLs.reviewInbox', () => reviewInbox(client));
+  command('memoryLs.setupServer', async () => {
+    if (await setup.setUpFromCommand()) {
+      await client.restart();
+    }
+  });
   command('memoryLs.restart', async () => {
     await client.restart();
     void vscode.window.showInformationMessage('Memory: the memory-ls server was restarted.');
@@ -87,10 +94,13 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     }),
   );
 
-  await client.start().catch((error: unknown) => {
-    output.appendLine(`memory-ls did not start: ${error instanceof Error ? error.message : String(error)}`);
-  });
-  statusBar.schedule(0);
+  // Not awaited: without a server, starting waits for the user's answer to the setup offer.
+  void client
+    .start()
+    .catch((error: unknown) => {
+      output.appendLine(`memory-ls did not start: ${error instanceof Error ? error.message : String(error)}`);
+    })
+    .finally(() => statusBar.schedule(0));
 }
 
 export async function deactivate(): Promise<void> {

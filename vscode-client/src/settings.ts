@@ -50,17 +50,24 @@ export function serverSettings(): ServerSettings {
   return { ...(settings as ServerSettings), trusted: vscode.workspace.isTrusted };
 }
 
-export function serverLaunch(): ServerLaunch {
-  const python = config().get<string>('pythonPath', '').trim();
-  if (python !== '') {
-    return { command: expandHome(python), args: ['-m', 'memory_ls', 'serve'] };
-  }
-  const configured = config().get<unknown>('serverCommand');
+/** `memoryLs.pythonPath`, when set: a Python with memory-ls, or the one to set up the server with. */
+export function configuredPython(): string | undefined {
+  const python = (config().get<string>('pythonPath', '') ?? '').trim();
+  return python === '' ? undefined : expandHome(python);
+}
+
+/** `memoryLs.serverCommand`, only when the user set it (its default means "memory-ls on PATH"). */
+export function explicitServerCommand(): ServerLaunch | undefined {
+  const inspected = config().inspect<unknown>('serverCommand');
+  // In an untrusted workspace only the user's own value counts (a restricted setting).
+  const configured = vscode.workspace.isTrusted
+    ? (inspected?.workspaceFolderValue ?? inspected?.workspaceValue ?? inspected?.globalValue)
+    : inspected?.globalValue;
   const parts = Array.isArray(configured)
     ? configured.filter((part): part is string => typeof part === 'string' && part !== '')
     : [];
-  const [command, ...args] = parts.length > 0 ? parts : ['memory-ls', 'serve'];
-  return { command: expandHome(command ?? 'memory-ls'), args };
+  const [command, ...args] = parts;
+  return command === undefined ? undefined : { command: expandHome(command), args };
 }
 
 export function expandHome(value: string): string {
