@@ -446,8 +446,12 @@ class Analysis:
 
     @staticmethod
     def all_pairs(keys: list[str], threshold: float) -> dict[Pair, float]:
-        """Every close pair among ``keys`` (run in a worker thread)."""
-        pairs = similar_pairs(keys, threshold, limit=SIMILAR_LIMIT)
+        """Every close pair among ``keys`` (run in a worker thread).
+
+        Without numpy: its ~16 MB would stay in the server for good, to speed up
+        a pass that runs off the edit path anyway.
+        """
+        pairs = similar_pairs(keys, threshold, limit=SIMILAR_LIMIT, matrix=False)
         return _dedupe_pairs({(keys[i], keys[j]): score for i, j, score in pairs})
 
     def similar_incremental(self, doc: MemoryDocument) -> None:
