@@ -9,6 +9,7 @@ so read-only CLI verbs that never ask for hints do not pay for it.
 from __future__ import annotations
 
 import bisect
+import time
 from collections.abc import Sequence
 
 from memory_ls.core.checks import Finding, Related, SimilarData
@@ -19,6 +20,8 @@ DEFAULT_THRESHOLD = 85.0
 
 BLOCK = 256
 """Rows scored at once by the matrix pass: bounds the score matrix to BLOCK x n bytes."""
+YIELD_EVERY = 8
+"""Rows scored one key at a time between two offers of the GIL to other threads."""
 MATRIX_FROM = 6000
 """Stores with at least this many distinct keys are scored as a matrix (numpy) by default."""
 
@@ -81,6 +84,10 @@ def _row_pairs(
     extract, ratio = process.extract, fuzz.ratio
     out: list[tuple[int, int, float]] = []
     for r, key in enumerate(ranked):
+        if r % YIELD_EVERY == 0:
+            # extract holds the GIL: let a waiting thread in (the server's event loop,
+            # while this runs in its worker) instead of making it wait a switch interval.
+            time.sleep(0)
         stop = _reach(lengths, lengths[r], cutoff, r + 1)
         if stop <= r + 1:
             continue
