@@ -210,6 +210,7 @@ class Analysis:
             doc.dirty_lines = set()
             doc.dirty_keys = set()
             state.similar_changed = set()
+            doc.moved_from = None
             dirty.update(doc.found)
             for key in doc.dup_keys:
                 self._dup(doc, pub, key, dirty)
@@ -218,14 +219,23 @@ class Analysis:
             self._not_injected(doc, state, pub, set(), dirty)
             self._similar_all(doc, state, pub, dirty)
         else:
+            moved, doc.moved_from = doc.moved_from, None
             touched, doc.dirty_lines = doc.dirty_lines, set()
             keys, doc.dirty_keys = doc.dirty_keys, set()
+            if moved is not None:
+                # Lines were added or removed: what lies from `moved` on has new numbers.
+                # Every finding there sits on a bullet of one of these keys.
+                keys.update(b.key for b in doc.bullets[moved:] if b is not None and b.key)
+                self._drop_from(pub, moved)
+                dirty.update(line for line in doc.found if line >= moved)
             dirty |= touched
             for key in keys:
                 self._dup(doc, pub, key, dirty)
             dirty.update(self._file(doc, state, pub))
             self._cross_all(doc, state, pub, dirty, keys)
             self._not_injected(doc, state, pub, touched, dirty)
+            if moved is not None:
+                dirty.update(line for line in (*pub.ni_at, *pub.file_at) if line >= moved)
             if state.similar_version != pub.sim_version:
                 self._similar_all(doc, state, pub, dirty)
             else:
@@ -237,6 +247,19 @@ class Analysis:
         for line in dirty:
             self._bucket(doc, pub, line)
         return pub
+
+    @staticmethod
+    def _drop_from(pub: Published, moved: int) -> None:
+        """Forget the encoded lines from ``moved`` on (their numbers changed).
+
+        The findings themselves are found again by key; a finding left behind at an
+        old line number is removed by identity when its key is.
+        """
+        at = bisect.bisect_left(pub.lines, moved)
+        for line in pub.lines[at:]:
+            del pub.buckets[line]
+        del pub.lines[at:]
+        pub.joined = None
 
     def _file(self, doc: MemoryDocument, state: DocState, pub: Published) -> set[int]:
         """File-wide findings (a handful, recomputed every time): the lines they changed."""
@@ -275,7 +298,9 @@ class Analysis:
     def _dup(doc: MemoryDocument, pub: Published, key: str, dirty: set[int]) -> None:
         """The ``duplicate`` findings of one key, again."""
         for f in pub.dup.pop(key, ()):
-            pub.dup_at.pop(f.line, None)
+            # By identity: after lines moved, the line may hold another key's finding.
+            if pub.dup_at.get(f.line) is f:
+                del pub.dup_at[f.line]
             dirty.add(f.line)
         if key in doc.dup_keys:
             found = duplicate_findings(doc.bullets_for((key,)))
@@ -307,7 +332,8 @@ class Analysis:
         other_path = str(runtime.paths["global" if scope == "project" else "project"])
         for key in keys:
             for f in pub.cross.pop(key, ()):
-                pub.cross_at.pop(f.line, None)
+                if pub.cross_at.get(f.line) is f:
+                    del pub.cross_at[f.line]
                 dirty.add(f.line)
             if key in other and key in doc.key_lines:
                 found = cross_scope_findings(doc.bullets_for((key,)), scope, other, other_path)
@@ -378,10 +404,11 @@ class Analysis:
         """One ``similar`` pair's finding again (gone when either note is)."""
         old = pub.sim.pop(pair, None)
         if old is not None:
-            at = pub.sim_at[old.line]
-            del at[pair]
-            if not at:
-                del pub.sim_at[old.line]
+            at = pub.sim_at.get(old.line)
+            if at is not None and at.get(pair) is old:
+                del at[pair]
+                if not at:
+                    del pub.sim_at[old.line]
             dirty.add(old.line)
         score = state.similar.get(pair)
         if score is None or not self._enabled("similar"):

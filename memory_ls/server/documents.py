@@ -56,6 +56,9 @@ class MemoryDocument:
         """Lines edited in place since the diagnostics last looked (consumed by them)."""
         self.dirty_keys: set[str] = set()
         """Keys whose lines or notes changed since the diagnostics last looked (consumed)."""
+        self.moved_from: int | None = None
+        """The first line whose number or text may have changed when lines were added or
+        removed since the diagnostics last looked (consumed by them); ``None``: none."""
         self._notes: list[str] | None = None
         """The notes in file order, kept while no note appears, disappears or moves."""
         self._note_lines: list[int] = []
@@ -76,6 +79,10 @@ class MemoryDocument:
         ]
         self._reindex()
         self.touched_keys = set(self.key_lines)
+        self.epoch += 1
+        self.dirty_lines = set()
+        self.dirty_keys = set()
+        self.moved_from = None
 
     def text(self) -> str:
         """The document's text as the editor holds it."""
@@ -98,9 +105,6 @@ class MemoryDocument:
         self.dup_keys = {k for k, v in self.key_lines.items() if len(v) > 1}
         self.layout += 1
         self.notes_version += 1
-        self.epoch += 1
-        self.dirty_lines = set()
-        self.dirty_keys = set()
         self._notes = None
 
     # -- incremental ------------------------------------------------------------
@@ -185,6 +189,7 @@ class MemoryDocument:
             None if b is None else b._replace(line=b.line + shift)
             for b in self.bullets[last_old + 1 :]
         ]
+        removed = self.bullets[first : last_old + 1]
         self.bullets[first : last_old + 1] = fresh
         found: dict[int, list[Finding]] = {}
         for i, old_found in self.found.items():
@@ -201,6 +206,12 @@ class MemoryDocument:
         for b in fresh:
             if b is not None and b.key:
                 self.touched_keys.add(b.key)
+        # Everything from the first changed line on has new numbers or text; a line
+        # edited in place before it was numbered as it still is.
+        earlier = min(self.dirty_lines, default=first)
+        self.moved_from = min(first, earlier, first if self.moved_from is None else self.moved_from)
+        self.dirty_lines = set()
+        self.dirty_keys.update(b.key for b in (*removed, *fresh) if b is not None and b.key)
 
     def _drop_key(self, key: str, line: int) -> None:
         at = self.key_lines.get(key)
