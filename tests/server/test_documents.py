@@ -229,3 +229,25 @@ def test_typing_in_a_left_out_note_moves_the_end_of_its_run(workspace: Workspace
     analysis.encoded(doc)
     analysis.similar_incremental(doc)
     assert_as_fresh(workspace, analysis, doc)
+
+
+def test_lines_added_and_removed_between_publishes_equal_a_fresh_analysis(
+    workspace: Workspace,
+) -> None:
+    """The edits of the e2e test ``test_incremental_edits_match_a_fresh_open``, in process,
+    with a publish after each and the similar pass catching up at the end."""
+    notes = [f"- note {i} about 日本 😀 things" for i in range(30)] + [
+        "- note 3 about 日本 😀 things"
+    ]
+    analysis, doc = open_analysed(workspace, "\n".join(notes) + "\n")
+    for span, text in [
+        (Span(5, 2, 5, 8), "note 9"),
+        (Span(7, 0, 7, 0), "- new\n-  \n"),
+        (Span(12, 0, 15, 0), ""),
+        (Span(2, 0, 2, 0), "- tab\there\n"),
+        (Span(20, 3, 20, 3), "x"),
+    ]:
+        doc.apply_change(span, text, "utf-16")
+        analysis.encoded(doc)
+    analysis.similar_incremental(doc)
+    assert_as_fresh(workspace, analysis, doc)
