@@ -22,8 +22,9 @@ BLOCK = 256
 """Rows scored at once by the matrix pass: bounds the score matrix to BLOCK x n bytes."""
 YIELD_EVERY = 8
 """Rows scored one key at a time between two offers of the GIL to other threads."""
-MATRIX_FROM = 6000
-"""Stores with at least this many distinct keys are scored as a matrix (numpy) by default."""
+MATRIX_FROM = 3000
+"""From this many distinct keys on, the matrix pass saves more than numpy's import costs
+(measured: 4,365 keys, 467 ms one key at a time against 251 ms as a matrix; numpy ~0.1-0.2 s)."""
 
 
 def similar_pairs(
