@@ -373,10 +373,10 @@ class Analysis:
                 f = pub.ni_at.get(first)
                 if f is None:
                     continue
-                moved = self._rerange(doc, f)
-                if moved != f:
-                    pub.ni_at[first] = moved
-                    dirty.add(first)
+                pub.ni_at[first] = self._rerange(doc, f)
+                # Encoded again even with the same str columns: its client columns
+                # depend on the edited text (a character that became an emoji).
+                dirty.add(first)
 
     @staticmethod
     def _rerange(doc: MemoryDocument, f: Finding) -> Finding:

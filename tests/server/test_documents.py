@@ -251,3 +251,19 @@ def test_lines_added_and_removed_between_publishes_equal_a_fresh_analysis(
         analysis.encoded(doc)
     analysis.similar_incremental(doc)
     assert_as_fresh(workspace, analysis, doc)
+
+
+def test_a_run_ending_on_a_line_whose_character_became_an_emoji_is_encoded_again(
+    workspace: Workspace,
+) -> None:
+    """Same ``str`` length, one more UTF-16 unit: the run's end column moves on the wire."""
+    notes = ["- " + "y" * 120 + str(i) for i in range(6)]
+    analysis, doc = open_analysed(workspace, "\n".join(notes))
+    before = [d for d in analysis.items(doc) if d["code"] == "not-injected"][-1]
+    assert before["range"]["end"]["line"] == 5
+    end = before["range"]["end"]["character"]
+    doc.apply_change(Span(5, end - 1, 5, end), "😀", "utf-16")
+    after = [d for d in analysis.items(doc) if d["code"] == "not-injected"][-1]
+    assert after["range"]["end"]["character"] == end + 1
+    analysis.similar_incremental(doc)
+    assert_as_fresh(workspace, analysis, doc)
