@@ -17,6 +17,9 @@ from typing import Any
 from bench.servers import PEERS, VENV_BIN, python_for_pygls
 from bench.workload import Workspace
 
+IMPORT_FLOOR = "pygls + lsprotocol import (floor)"
+"""What any pygls server pays before it can answer ``initialize``."""
+
 
 @dataclass
 class CliResult:
@@ -51,6 +54,11 @@ def commands(ws: Workspace) -> list[tuple[str, list[str], bool]]:
         ("memory-ls list --json", [exe, "list", "--json", *common], True),
         ("memory-ls check", [exe, "check", *common], True),
         ("python -c pass (floor)", [python_for_pygls(), "-c", "pass"], False),
+        (
+            IMPORT_FLOOR,
+            [python_for_pygls(), "-c", "import lsprotocol.types, pygls.lsp.server"],
+            False,
+        ),
     ]
     rumdl = PEERS / "venv" / "bin" / "rumdl"
     if rumdl.exists():

@@ -53,7 +53,11 @@ class SessionResult:
     open_diagnostics: float | None = None
     open_diagnostic_count: int | None = None
     similar: float | None = None
+    similar_count: int | None = None
+    """``similar`` hints in the first publish that held any."""
     edits: list[float] = field(default_factory=list)
+    edit_counts: list[int] = field(default_factory=list)
+    """Diagnostics in the publish (or report) each timed edit waited for."""
     edit_timeouts: int = 0
     unpublished_edits: int = 0
     last_edit_diagnostic_count: int | None = None
@@ -223,6 +227,7 @@ async def _drive(
         try:
             found = await asyncio.wait_for(similar_waiter, params.similar_timeout)
             result.similar = found.received - opened
+            result.similar_count = sum(1 for d in found.diagnostics if d.get("code") == "similar")
         except TimeoutError:
             result.similar = None
     similar_waiter.cancel()
@@ -270,6 +275,8 @@ async def _drive(
                 raise
             continue
         result.edits.append(elapsed)
+        if count is not None:
+            result.edit_counts.append(count)
         result.last_edit_diagnostic_count = count
 
     # memory.add round trips (memory-ls only), with the store closed in the editor

@@ -123,7 +123,7 @@ def start_similar(ls: MemoryServer, doc: MemoryDocument) -> None:
         progress.finish()
         if pairs is None or not ls.is_open(doc):
             return
-        state.similar = pairs
+        state.set_similar(pairs)
         state.similar_ready = True
         ls.analysis.similar_incremental(doc)
         publishing.publish(ls, doc)

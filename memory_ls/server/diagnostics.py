@@ -8,7 +8,9 @@ objects for every diagnostic costs more than the analysis itself).
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -62,22 +64,89 @@ def disk_facts(doc: MemoryDocument) -> DiskFacts:
     return DiskFacts(symlink=facts.symlink, invalid_utf8_at=facts.invalid_utf8_at)
 
 
+Pair = tuple[str, str]
+"""A ``similar`` pair: two keys, the smaller first."""
+
+
+@dataclasses.dataclass(slots=True)
+class Published:
+    """A document's diagnostics kept per line, each line's already JSON-encoded.
+
+    Each source of findings keeps what it found by key or line, so a change
+    recomputes only the keys and lines it touched; a line whose findings changed
+    is encoded again, and a publish joins the encoded lines (:meth:`Analysis.encoded`).
+    """
+
+    context: object = None
+    """What everything here depends on beyond the text (a change rebuilds it all)."""
+    buckets: dict[int, bytes] = dataclasses.field(default_factory=dict)
+    """Line -> its diagnostics' JSON, comma-separated, in order."""
+    lines: list[int] = dataclasses.field(default_factory=list)
+    """The lines that have diagnostics, in order."""
+    joined: bytes | None = None
+    """Every bucket joined, until one changes."""
+    file: list[Finding] = dataclasses.field(default_factory=list)
+    file_at: dict[int, list[Finding]] = dataclasses.field(default_factory=dict)
+    dup: dict[str, list[Finding]] = dataclasses.field(default_factory=dict)
+    dup_at: dict[int, Finding] = dataclasses.field(default_factory=dict)
+    cross: dict[str, list[Finding]] = dataclasses.field(default_factory=dict)
+    cross_at: dict[int, Finding] = dataclasses.field(default_factory=dict)
+    cross_source: object = None
+    """The other store's key index the cross-scope findings were made from."""
+    ni_key: object = None
+    ni_at: dict[int, Finding] = dataclasses.field(default_factory=dict)
+    """``not-injected`` findings by their first line."""
+    ni_ends: dict[int, int] = dataclasses.field(default_factory=dict)
+    """Last line of a ``not-injected`` run -> its first line."""
+    sim: dict[Pair, Finding] = dataclasses.field(default_factory=dict)
+    sim_at: dict[int, dict[Pair, Finding]] = dataclasses.field(default_factory=dict)
+    sim_version: int = -1
+
+
 @dataclasses.dataclass(slots=True)
 class DocState:
     """Per-document diagnostics state: disk facts, caches and what was last sent."""
 
     info: DocumentInfo
     disk: DiskFacts = dataclasses.field(default_factory=DiskFacts)
-    similar: dict[tuple[str, str], float] = dataclasses.field(default_factory=dict)
+    similar: dict[Pair, float] = dataclasses.field(default_factory=dict)
+    """Every ``similar`` pair of the document's keys and its score."""
+    similar_by_key: dict[str, set[Pair]] = dataclasses.field(default_factory=dict)
     similar_ready: bool = False
-    not_injected: tuple[object, list[Finding]] | None = None
-    sent: list[Json] | None = None
-    """The diagnostics last pushed or pulled."""
-    built: dict[tuple[object, ...], Json] = dataclasses.field(default_factory=dict)
-    """LSP form of the last findings, by value: most survive a keystroke unchanged."""
+    similar_version: int = 0
+    """Bumped when :attr:`similar` is replaced as a whole."""
+    similar_changed: set[Pair] = dataclasses.field(default_factory=set)
+    """Pairs added or dropped since the diagnostics last looked."""
+    published: Published = dataclasses.field(default_factory=Published)
+    sent: bytes | None = None
+    """The diagnostics last pushed or pulled, as encoded."""
     result_id: int = 0
     behind: list[str] = dataclasses.field(default_factory=list)
     """``buffer-behind-file`` messages: changes commands wrote that the buffer lacks."""
+
+    def set_similar(self, pairs: dict[Pair, float]) -> None:
+        """Replace every ``similar`` pair (after a full pass)."""
+        self.similar = {}
+        self.similar_by_key = {}
+        for pair, score in pairs.items():
+            self._add_pair(pair, score)
+        self.similar_version += 1
+        self.similar_changed = set()
+
+    def _add_pair(self, pair: Pair, score: float) -> None:
+        self.similar[pair] = score
+        for key in pair:
+            self.similar_by_key.setdefault(key, set()).add(pair)
+
+    def _drop_pair(self, pair: Pair) -> None:
+        if self.similar.pop(pair, None) is None:
+            return
+        for key in pair:
+            pairs = self.similar_by_key.get(key)
+            if pairs is not None:
+                pairs.discard(pair)
+                if not pairs:
+                    del self.similar_by_key[key]
 
 
 class Analysis:
@@ -89,11 +158,111 @@ class Analysis:
         self.encoding = "utf-16"
         self.related = True
 
-    # -- findings ------------------------------------------------------------------
+    # -- publishing ----------------------------------------------------------------
+
+    def encoded(self, doc: MemoryDocument) -> bytes:
+        """The document's diagnostics as the JSON inside a ``diagnostics`` array.
+
+        Only what an edit touched is recomputed and re-encoded; the rest is the
+        bytes built for an earlier publish.
+        """
+        state = self.states[doc.uri]
+        pub = self._update(doc, state, state.published)
+        if pub.joined is None:
+            pub.joined = b", ".join(map(pub.buckets.__getitem__, pub.lines))
+        return pub.joined
 
     def findings(self, doc: MemoryDocument) -> list[Finding]:
-        """Every finding of ``doc`` as it is now (cached parts reused)."""
+        """Every finding of ``doc`` as it is now, in reading order (severity ``off`` too)."""
         state = self.states[doc.uri]
+        pub = self._update(doc, state, state.published)
+        found: list[Finding] = [*pub.file]
+        for line_found in doc.found.values():
+            found.extend(line_found)
+        for by_line in (pub.dup_at, pub.cross_at, pub.ni_at):
+            found.extend(by_line.values())
+        found.extend(pub.sim.values())
+        return sort_findings(found)
+
+    def items(self, doc: MemoryDocument) -> list[Json]:
+        """The document's diagnostics as LSP JSON (decoded from :meth:`encoded`)."""
+        return list(json.loads(b"[" + self.encoded(doc) + b"]"))
+
+    # -- keeping the findings up to date -------------------------------------------
+
+    def _context(self, doc: MemoryDocument, state: DocState) -> tuple[object, ...]:
+        info = state.info
+        scope = info.scope
+        outside = info.runtime.store_refusal(scope) if scope is not None else None
+        settings = self.projects.settings
+        # The objects themselves, not their ids: an id can be reused once one is freed.
+        return (doc.epoch, info, scope, outside, settings, self.encoding, self.related)
+
+    def _update(self, doc: MemoryDocument, state: DocState, pub: Published) -> Published:
+        """Bring ``pub`` up to the document's text and everything it depends on (or
+        replace it, when what it was built on changed)."""
+        context = self._context(doc, state)
+        dirty: set[int] = set()
+        if context != pub.context:
+            # The whole text, the settings or what the file is changed: start afresh.
+            fresh = Published(context=context)
+            state.published = pub = fresh
+            doc.dirty_lines = set()
+            doc.dirty_keys = set()
+            state.similar_changed = set()
+            doc.moved_from = None
+            dirty.update(doc.found)
+            for key in doc.dup_keys:
+                self._dup(doc, pub, key, dirty)
+            dirty.update(self._file(doc, state, pub))
+            self._cross_all(doc, state, pub, dirty)
+            self._not_injected(doc, state, pub, set(), dirty)
+            self._similar_all(doc, state, pub, dirty)
+        else:
+            moved, doc.moved_from = doc.moved_from, None
+            touched, doc.dirty_lines = doc.dirty_lines, set()
+            keys, doc.dirty_keys = doc.dirty_keys, set()
+            if moved is not None:
+                # Lines were added or removed: what lies from `moved` on has new numbers.
+                # Every finding there sits on a bullet of one of these keys.
+                keys.update(b.key for b in doc.bullets[moved:] if b is not None and b.key)
+                self._drop_from(pub, moved)
+                dirty.update(line for line in doc.found if line >= moved)
+            dirty |= touched
+            for key in keys:
+                self._dup(doc, pub, key, dirty)
+            dirty.update(self._file(doc, state, pub))
+            self._cross_all(doc, state, pub, dirty, keys)
+            self._not_injected(doc, state, pub, touched, dirty)
+            if moved is not None:
+                dirty.update(line for line in (*pub.ni_at, *pub.file_at) if line >= moved)
+            if state.similar_version != pub.sim_version:
+                self._similar_all(doc, state, pub, dirty)
+            else:
+                changed, state.similar_changed = state.similar_changed, set()
+                for key in keys:
+                    changed |= state.similar_by_key.get(key, set())
+                for pair in changed:
+                    self._pair(doc, state, pub, pair, dirty)
+        for line in dirty:
+            self._bucket(doc, pub, line)
+        return pub
+
+    @staticmethod
+    def _drop_from(pub: Published, moved: int) -> None:
+        """Forget the encoded lines from ``moved`` on (their numbers changed).
+
+        The findings themselves are found again by key; a finding left behind at an
+        old line number is removed by identity when its key is.
+        """
+        at = bisect.bisect_left(pub.lines, moved)
+        for line in pub.lines[at:]:
+            del pub.buckets[line]
+        del pub.lines[at:]
+        pub.joined = None
+
+    def _file(self, doc: MemoryDocument, state: DocState, pub: Published) -> set[int]:
+        """File-wide findings (a handful, recomputed every time): the lines they changed."""
         info = state.info
         runtime = info.runtime
         scope = info.scope
@@ -111,38 +280,106 @@ class Analysis:
             real_store=info.real_store,
             outside_project=outside,
         )
-        out = file_findings(doc.lines, ctx)
-        out.extend(
+        found = file_findings(doc.lines, ctx)
+        found.extend(
             Finding("buffer-behind-file", 0, 0, 0, len(doc.lines[0]), message)
             for message in state.behind
         )
-        for found in doc.found.values():
-            out.extend(found)
-        if doc.dup_keys:
-            out.extend(duplicate_findings(doc.bullets_for(doc.dup_keys)))
         if scope is not None and outside is None:
-            other = self.projects.other_keys(runtime, scope)
-            common = doc.key_lines.keys() & other.keys()
-            if common:
-                other_path = str(runtime.paths["global" if scope == "project" else "project"])
-                out.extend(cross_scope_findings(doc.bullets_for(common), scope, other, other_path))
-            # The plan holds no note of an untrusted project: nothing to flag there.
-            out.extend(self._not_injected(doc, state))
-            out.extend(review.findings(doc, runtime, scope))  # `proposal` (SPEC §12)
-        if state.similar and self._enabled("similar"):
-            out.extend(self._similar(doc, state))
-        return sort_findings(out)
+            # `proposal` (SPEC §12): a few per store, read from the inbox's cached view.
+            found.extend(review.findings(doc, runtime, scope))
+        if found == pub.file:
+            return set()
+        lines = {f.line for f in pub.file} | {f.line for f in found}
+        pub.file = found
+        pub.file_at = {}
+        for f in found:
+            pub.file_at.setdefault(f.line, []).append(f)
+        return lines
 
-    def _not_injected(self, doc: MemoryDocument, state: DocState) -> list[Finding]:
-        scope = state.info.scope
-        assert scope is not None
-        plan, decisions = self.projects.plan(state.info.runtime)
+    @staticmethod
+    def _dup(doc: MemoryDocument, pub: Published, key: str, dirty: set[int]) -> None:
+        """The ``duplicate`` findings of one key, again."""
+        for f in pub.dup.pop(key, ()):
+            # By identity: after lines moved, the line may hold another key's finding.
+            if pub.dup_at.get(f.line) is f:
+                del pub.dup_at[f.line]
+            dirty.add(f.line)
+        if key in doc.dup_keys:
+            found = duplicate_findings(doc.bullets_for((key,)))
+            pub.dup[key] = found
+            for f in found:
+                pub.dup_at[f.line] = f
+                dirty.add(f.line)
+
+    def _cross_all(
+        self,
+        doc: MemoryDocument,
+        state: DocState,
+        pub: Published,
+        dirty: set[int],
+        keys: set[str] | None = None,
+    ) -> None:
+        """``cross-scope-duplicate`` findings: of ``keys``, or all when the other store changed."""
+        info = state.info
+        scope = info.scope
+        if scope is None or info.runtime.store_refusal(scope) is not None:
+            return
+        runtime = info.runtime
+        other = self.projects.other_keys(runtime, scope)
+        if other is not pub.cross_source or keys is None:
+            pub.cross_source = other
+            keys = set(pub.cross) | (doc.key_lines.keys() & other.keys())
+        if not keys:
+            return
+        other_path = str(runtime.paths["global" if scope == "project" else "project"])
+        for key in keys:
+            for f in pub.cross.pop(key, ()):
+                if pub.cross_at.get(f.line) is f:
+                    del pub.cross_at[f.line]
+                dirty.add(f.line)
+            if key in other and key in doc.key_lines:
+                found = cross_scope_findings(doc.bullets_for((key,)), scope, other, other_path)
+                pub.cross[key] = found
+                for f in found:
+                    pub.cross_at[f.line] = f
+                    dirty.add(f.line)
+
+    def _not_injected(
+        self,
+        doc: MemoryDocument,
+        state: DocState,
+        pub: Published,
+        touched: set[int],
+        dirty: set[int],
+    ) -> None:
+        """``not-injected`` runs: all again when the plan's decisions may have changed,
+        else only the ranges of runs that begin or end on an edited line."""
+        info = state.info
+        scope = info.scope
+        if scope is None or info.runtime.store_refusal(scope) is not None:
+            return
+        # The plan holds no note of an untrusted project: nothing to flag there.
+        plan, decisions = self.projects.plan(info.runtime)
         key = (decisions, doc.layout, plan.used)
-        if state.not_injected is not None and state.not_injected[0] == key:
-            return [self._rerange(doc, f) for f in state.not_injected[1]]
-        found = not_injected_findings(doc.note_bullets(), scope, plan)
-        state.not_injected = (key, found)
-        return found
+        if key != pub.ni_key:
+            pub.ni_key = key
+            found = {f.line: f for f in not_injected_findings(doc.note_bullets(), scope, plan)}
+            for line in pub.ni_at.keys() | found.keys():
+                if pub.ni_at.get(line) != found.get(line):
+                    dirty.add(line)
+            pub.ni_at = found
+            pub.ni_ends = {f.end_line: f.line for f in found.values()}
+            return
+        for line in touched:
+            for first in {line, pub.ni_ends.get(line, line)}:
+                f = pub.ni_at.get(first)
+                if f is None:
+                    continue
+                pub.ni_at[first] = self._rerange(doc, f)
+                # Encoded again even with the same str columns: its client columns
+                # depend on the edited text (a character that became an emoji).
+                dirty.add(first)
 
     @staticmethod
     def _rerange(doc: MemoryDocument, f: Finding) -> Finding:
@@ -151,16 +388,79 @@ class Analysis:
             return f
         return dataclasses.replace(f, start=first.start, end=last.end)
 
-    def _similar(self, doc: MemoryDocument, state: DocState) -> list[Finding]:
-        out = []
-        for (a, b), score in state.similar.items():
-            first, later = doc.first_of(a), doc.first_of(b)
-            if first is None or later is None:
+    def _similar_all(
+        self, doc: MemoryDocument, state: DocState, pub: Published, dirty: set[int]
+    ) -> None:
+        """Every ``similar`` finding again (the pairs were replaced as a whole)."""
+        for line in pub.sim_at:
+            dirty.add(line)
+        pub.sim = {}
+        pub.sim_at = {}
+        pub.sim_version = state.similar_version
+        state.similar_changed = set()
+        for pair in state.similar:
+            self._pair(doc, state, pub, pair, dirty)
+
+    def _pair(
+        self, doc: MemoryDocument, state: DocState, pub: Published, pair: Pair, dirty: set[int]
+    ) -> None:
+        """One ``similar`` pair's finding again (gone when either note is)."""
+        old = pub.sim.pop(pair, None)
+        if old is not None:
+            at = pub.sim_at.get(old.line)
+            if at is not None and at.get(pair) is old:
+                del at[pair]
+                if not at:
+                    del pub.sim_at[old.line]
+            dirty.add(old.line)
+        score = state.similar.get(pair)
+        if score is None or not self._enabled("similar"):
+            return
+        first, later = doc.first_of(pair[0]), doc.first_of(pair[1])
+        if first is None or later is None:
+            return
+        if later.line < first.line:
+            first, later = later, first
+        f = pair_finding(first, later, score)
+        pub.sim[pair] = f
+        pub.sim_at.setdefault(f.line, {})[pair] = f
+        dirty.add(f.line)
+
+    def _bucket(self, doc: MemoryDocument, pub: Published, line: int) -> None:
+        """Encode the diagnostics on ``line`` again (its findings or its text changed)."""
+        found: list[Finding] = []
+        found.extend(pub.file_at.get(line, ()))
+        found.extend(doc.found.get(line, ()))
+        for source in (pub.dup_at, pub.cross_at, pub.ni_at):
+            f = source.get(line)
+            if f is not None:
+                found.append(f)
+        sim = pub.sim_at.get(line)
+        if sim:
+            found.extend(sim.values())
+        overrides: Mapping[str, str] = self.projects.settings.severity
+        encoded: list[tuple[int, str, bytes]] = []
+        for f in found:
+            level = overrides.get(f.code) or CODES[f.code]
+            if level == "off":
                 continue
-            if later.line < first.line:
-                first, later = later, first
-            out.append(pair_finding(first, later, score))
-        return out
+            item = self.diagnostic(doc, f, SEVERITY_NUMBER[level])
+            encoded.append((f.start, f.code, json.dumps(item).encode()))
+        had = line in pub.buckets
+        if encoded:
+            encoded.sort()
+            body = b", ".join(e[2] for e in encoded)
+            if pub.buckets.get(line) == body:
+                return
+            pub.buckets[line] = body
+            if not had:
+                bisect.insort(pub.lines, line)
+        elif had:
+            del pub.buckets[line]
+            del pub.lines[bisect.bisect_left(pub.lines, line)]
+        else:
+            return
+        pub.joined = None
 
     # -- similar hints (off the edit path) -----------------------------------------
 
@@ -175,61 +475,50 @@ class Analysis:
         return self.projects.settings.similar_threshold
 
     @staticmethod
-    def all_pairs(keys: list[str], threshold: float) -> dict[tuple[str, str], float]:
-        """Every close pair among ``keys`` (run in a worker thread)."""
-        pairs = similar_pairs(keys, threshold, limit=SIMILAR_LIMIT)
+    def all_pairs(keys: list[str], threshold: float) -> dict[Pair, float]:
+        """Every close pair among ``keys`` (run in a worker thread).
+
+        Without numpy: its ~16 MB would stay in the server for good, to speed up
+        a pass that runs off the edit path anyway.
+        """
+        pairs = similar_pairs(keys, threshold, limit=SIMILAR_LIMIT, matrix=False)
         return _dedupe_pairs({(keys[i], keys[j]): score for i, j, score in pairs})
 
     def similar_incremental(self, doc: MemoryDocument) -> None:
-        """Compare only the notes edited since the last pass against the rest."""
+        """Compare only the notes added (or gone) since the last pass against the rest.
+
+        A pair's score depends on its two keys alone, so only the pairs of a key
+        that came or went can change; the diagnostics re-encode just those.
+        """
         state = self.states.get(doc.uri)
         if state is None or not state.similar_ready:
             return
-        touched = [k for k in doc.touched_keys if k in doc.key_lines]
-        doc.touched_keys = set()
-        pairs = {
-            p: s
-            for p, s in state.similar.items()
-            if p[0] in doc.key_lines and p[1] in doc.key_lines
-        }
-        if touched and len(doc.key_lines) > 1 and doc.size <= MAX_STORE_BYTES:
+        touched, doc.touched_keys = doc.touched_keys, set()
+        if not touched:
+            return
+        changed = state.similar_changed
+        for key in touched:
+            for pair in list(state.similar_by_key.get(key, ())):
+                state._drop_pair(pair)
+                changed.add(pair)
+        present = [k for k in touched if k in doc.key_lines]
+        if present and len(doc.key_lines) > 1 and doc.size <= MAX_STORE_BYTES:
             keys = list(doc.key_lines)
             threshold = self.similar_threshold()
-            for key in touched:
+            for key in present:
                 for idx, score in similar_to(key, keys, threshold):
-                    if len(pairs) >= SIMILAR_LIMIT:
+                    if len(state.similar) >= SIMILAR_LIMIT:
                         break
-                    pairs[(key, keys[idx])] = score
-        state.similar = _dedupe_pairs(pairs)
+                    other = keys[idx]
+                    pair = (key, other) if key < other else (other, key)
+                    if pair not in state.similar:
+                        state._add_pair(pair, score)
+                        changed.add(pair)
 
     def _enabled(self, code: str) -> bool:
         return self.projects.settings.severity.get(code) != "off"
 
     # -- LSP form ------------------------------------------------------------------
-
-    def items(self, doc: MemoryDocument) -> list[Json]:
-        """The document's diagnostics as LSP JSON."""
-        overrides: Mapping[str, str] = self.projects.settings.severity
-        state = self.states.get(doc.uri)
-        previous = state.built if state is not None else {}
-        built: dict[tuple[object, ...], Json] = {}
-        out: list[Json] = []
-        lines = doc.lines
-        for f in self.findings(doc):
-            level = overrides.get(f.code) or CODES[f.code]
-            if level == "off":
-                continue
-            severity = SEVERITY_NUMBER[level]
-            key = _value_key(f, severity, lines)
-            item = previous.get(key) if key is not None else None
-            if item is None:
-                item = self.diagnostic(doc, f, severity)
-            if key is not None:
-                built[key] = item
-            out.append(item)
-        if state is not None:
-            state.built = built
-        return out
 
     def diagnostic(self, doc: MemoryDocument, f: Finding, severity: int) -> Json:
         """One finding as an LSP ``Diagnostic``."""
@@ -277,38 +566,9 @@ def _line_range(line: int) -> Json:
     return {"start": {"line": line, "character": 0}, "end": {"line": line, "character": 0}}
 
 
-def _dedupe_pairs(pairs: dict[tuple[str, str], float]) -> dict[tuple[str, str], float]:
-    out: dict[tuple[str, str], float] = {}
+def _dedupe_pairs(pairs: dict[Pair, float]) -> dict[Pair, float]:
+    out: dict[Pair, float] = {}
     for (a, b), score in pairs.items():
         if a != b:
             out[(a, b) if a < b else (b, a)] = score
     return out
-
-
-def _value_key(f: Finding, severity: int, lines: list[str]) -> tuple[object, ...] | None:
-    """Everything a finding's LSP form depends on, or ``None`` when it cannot be keyed.
-
-    The texts of the lines its ranges touch are part of the key, since a column's
-    UTF-16 (or UTF-8) value depends on the characters before it.
-    """
-
-    def text(line: int) -> str | None:
-        return lines[line] if 0 <= line < len(lines) else None
-
-    try:
-        return (
-            f.code,
-            f.line,
-            f.start,
-            f.end_line,
-            f.end,
-            f.message,
-            severity,
-            text(f.line),
-            text(f.end_line),
-            tuple(sorted(f.data.items())),
-            tuple((r.line, r.start, r.end, r.message, r.path, text(r.line)) for r in f.related),
-            hash(tuple(f.data.values())),
-        )
-    except TypeError:  # an unhashable value in data
-        return None

@@ -195,7 +195,6 @@ def did_change_watched_files(ls: MemoryServer, params: lsp.DidChangeWatchedFiles
     """A store, ``bytefly.json`` or ``trust.json`` changed on disk: recheck everything."""
     for doc, state in ls.open_documents():
         state.disk = disk_facts(doc)
-        state.not_injected = None
     ls.projects.invalidate()
     publishing.refresh_all(ls, redescribe=True)
     review.check_inboxes(ls)  # a proposal from another process (SPEC §12)

@@ -4,12 +4,18 @@ An edit re-parses only the lines it touched. What depends on one line alone
 (its bullet and its line findings) is cached per line; the key index maps each
 near-duplicate key to the lines holding it, so duplicate and cross-scope checks
 look only at the keys that can have findings.
+
+The document also says what changed since its diagnostics last looked: the lines
+edited in place (:attr:`MemoryDocument.dirty_lines`), the keys whose notes changed
+(:attr:`MemoryDocument.dirty_keys`), and an :attr:`MemoryDocument.epoch` that moves
+when lines moved (then everything after the edit has new line numbers).
 """
 
 from __future__ import annotations
 
 import bisect
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,7 +49,20 @@ class MemoryDocument:
         self.notes_version = 0
         """Bumped whenever any note's text changes."""
         self.touched_keys: set[str] = set()
-        """Keys added since the ``similar`` hints last looked (consumed by them)."""
+        """Keys added or removed since the ``similar`` hints last looked (consumed by them)."""
+        self.epoch = 0
+        """Bumped when the whole text is replaced or lines move: line-keyed state is stale."""
+        self.dirty_lines: set[int] = set()
+        """Lines edited in place since the diagnostics last looked (consumed by them)."""
+        self.dirty_keys: set[str] = set()
+        """Keys whose lines or notes changed since the diagnostics last looked (consumed)."""
+        self.moved_from: int | None = None
+        """The first line whose number or text may have changed when lines were added or
+        removed since the diagnostics last looked (consumed by them); ``None``: none."""
+        self._notes: list[str] | None = None
+        """The notes in file order, kept while no note appears, disappears or moves."""
+        self._note_lines: list[int] = []
+        """The line of each note in :attr:`_notes`."""
         self.set_text(text)
 
     # -- whole-text ---------------------------------------------------------------
@@ -60,6 +79,10 @@ class MemoryDocument:
         ]
         self._reindex()
         self.touched_keys = set(self.key_lines)
+        self.epoch += 1
+        self.dirty_lines = set()
+        self.dirty_keys = set()
+        self.moved_from = None
 
     def text(self) -> str:
         """The document's text as the editor holds it."""
@@ -82,6 +105,7 @@ class MemoryDocument:
         self.dup_keys = {k for k, v in self.key_lines.items() if len(v) > 1}
         self.layout += 1
         self.notes_version += 1
+        self._notes = None
 
     # -- incremental ------------------------------------------------------------
 
@@ -125,6 +149,8 @@ class MemoryDocument:
         """Lines replaced one for one: update only their entries."""
         for offset, line in enumerate(pieces):
             i = first + offset
+            # Any edited line: a column's client units depend on the text before it.
+            self.dirty_lines.add(i)
             before = self.bullets[i]
             after = parse_bullet(line, i)
             if before == after:
@@ -134,12 +160,20 @@ class MemoryDocument:
                 before is not None and after is not None and before.blank != after.blank
             ):
                 self.layout += 1
-            if before is not None and before.key and (after is None or after.key != before.key):
-                self._drop_key(before.key, i)
-            if after is not None and after.key and (before is None or before.key != after.key):
-                self._add_key(after.key, i)
+                self._notes = None
+            if before is not None and before.key:
+                self.dirty_keys.add(before.key)
+                if after is None or after.key != before.key:
+                    self._drop_key(before.key, i)
+            if after is not None and after.key:
+                self.dirty_keys.add(after.key)
+                if before is None or before.key != after.key:
+                    self._add_key(after.key, i)
             if (before.note if before else None) != (after.note if after else None):
                 self.notes_version += 1
+                if self._notes is not None and after is not None and after.note:
+                    at = bisect.bisect_left(self._note_lines, i)
+                    self._notes[at] = after.note
             found = line_findings(after) if after is not None else []
             if found:
                 self.found[i] = found
@@ -155,6 +189,7 @@ class MemoryDocument:
             None if b is None else b._replace(line=b.line + shift)
             for b in self.bullets[last_old + 1 :]
         ]
+        removed = self.bullets[first : last_old + 1]
         self.bullets[first : last_old + 1] = fresh
         found: dict[int, list[Finding]] = {}
         for i, old_found in self.found.items():
@@ -167,10 +202,16 @@ class MemoryDocument:
                 found[b.line] = line_found
         keys_before = set(self.key_lines)
         self._reindex(found)
-        self.touched_keys |= set(self.key_lines) - keys_before
+        self.touched_keys |= set(self.key_lines) ^ keys_before  # added or gone
         for b in fresh:
             if b is not None and b.key:
                 self.touched_keys.add(b.key)
+        # Everything from the first changed line on has new numbers or text; a line
+        # edited in place before it was numbered as it still is.
+        earlier = min(self.dirty_lines, default=first)
+        self.moved_from = min(first, earlier, first if self.moved_from is None else self.moved_from)
+        self.dirty_lines = set()
+        self.dirty_keys.update(b.key for b in (*removed, *fresh) if b is not None and b.key)
 
     def _drop_key(self, key: str, line: int) -> None:
         at = self.key_lines.get(key)
@@ -181,6 +222,7 @@ class MemoryDocument:
             at.pop(idx)
         if not at:
             del self.key_lines[key]
+            self.touched_keys.add(key)
         if len(at) < 2:
             self.dup_keys.discard(key)
 
@@ -194,14 +236,22 @@ class MemoryDocument:
     # -- queries ----------------------------------------------------------------
 
     def notes(self) -> list[str]:
-        """The notes in file order (blank bullets dropped)."""
-        return [b.note for b in self.bullets if b is not None and b.note]
+        """The notes in file order (blank bullets dropped).
+
+        Kept between calls while only notes' texts change, so a keystroke does not
+        list every line (the recall plan asks on every publish).
+        """
+        if self._notes is None:
+            found = [b for b in self.bullets if b is not None and b.note]
+            self._notes = [b.note for b in found]
+            self._note_lines = [b.line for b in found]
+        return list(self._notes)
 
     def note_bullets(self) -> list[Bullet]:
         """Every bullet, blank ones included, in file order."""
         return [b for b in self.bullets if b is not None]
 
-    def bullets_for(self, keys: set[str] | list[str]) -> list[Bullet]:
+    def bullets_for(self, keys: Iterable[str]) -> list[Bullet]:
         """The bullets holding any of ``keys``, in file order."""
         lines = sorted(i for k in keys for i in self.key_lines.get(k, ()))
         return [b for i in lines if (b := self.bullets[i]) is not None]

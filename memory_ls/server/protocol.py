@@ -7,6 +7,8 @@ lies; :class:`MemoryProtocol` answers every request, however bad; and
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import json
 import logging
 import re
@@ -20,6 +22,7 @@ from cattrs import Converter
 from lsprotocol import types as lsp
 from pygls.exceptions import (
     JsonRpcException,
+    JsonRpcInternalError,
     JsonRpcInvalidParams,
     JsonRpcInvalidRequest,
     JsonRpcParseError,
@@ -279,3 +282,39 @@ def send_json(protocol: JsonRPCProtocol, message: dict[str, Any]) -> None:
     fails if pygls changes it.
     """
     protocol._send_data(message)
+
+
+_writes: set[asyncio.Future[Any]] = set()
+"""Writes of an asynchronous transport still under way (a task must be referenced)."""
+
+
+def send_encoded(protocol: JsonRPCProtocol, body: bytes) -> None:
+    """Write ``body``, one JSON-RPC message already encoded as JSON, to the client.
+
+    Framed as pygls frames what it sends (``_send_data``: the ``Content-Length``
+    header unless the transport has none, then the body), for a message whose JSON
+    was joined from cached pieces (a publish of diagnostics that mostly did not
+    change). ``body`` must be ASCII-only JSON, as :func:`json.dumps` writes it.
+    """
+    writer = protocol.writer
+    if writer is None:
+        log.error("Unable to send data, no available transport!")
+        return
+    if protocol._include_headers:
+        header = (
+            f"Content-Length: {len(body)}\r\n"
+            f"Content-Type: {protocol.CONTENT_TYPE}; charset={protocol.CHARSET}\r\n\r\n"
+        )
+        body = header.encode("ascii") + body
+    try:
+        res = writer.write(body)
+        if inspect.isawaitable(res):  # the WebSocket writer: kept until it is done
+            task = asyncio.ensure_future(res)
+            _writes.add(task)
+            task.add_done_callback(_writes.discard)
+    except BrokenPipeError:
+        log.exception("Error sending data. BrokenPipeError")
+        raise
+    except Exception as error:
+        log.exception("Error sending data")
+        protocol._server._report_server_error(error, JsonRpcInternalError)

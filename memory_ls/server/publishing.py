@@ -8,13 +8,14 @@ both. What the diagnostics are is :mod:`memory_ls.server.diagnostics`' answer.
 
 from __future__ import annotations
 
+import json
 import logging
 from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types as lsp
 
 from memory_ls.server.documents import MemoryDocument
-from memory_ls.server.protocol import send_json
+from memory_ls.server.protocol import send_encoded, send_json
 
 if TYPE_CHECKING:
     from memory_ls.server.server import MemoryServer
@@ -66,11 +67,25 @@ def publish(ls: MemoryServer, doc: MemoryDocument, always: bool = False) -> None
     if ls.pull:
         request_refresh(ls)
         return
-    items = ls.analysis.items(doc)
-    if items == state.sent and not always:
+    body = ls.analysis.encoded(doc)
+    if body == state.sent and not always:
         return
-    state.sent = items
-    _send(ls, {"uri": doc.uri, "version": doc.version, "diagnostics": items})
+    state.sent = body
+    send_encoded(ls.protocol, publish_message(doc.uri, doc.version, body))
+
+
+def publish_message(uri: str, version: int | None, diagnostics: bytes) -> bytes:
+    """A ``publishDiagnostics`` notification around already encoded diagnostics.
+
+    The same JSON pygls would write for the message built as objects (the separators
+    of :func:`json.dumps`, ASCII only), made by joining bytes: encoding the whole list
+    again on every keystroke was most of a publish's cost.
+    """
+    head = json.dumps(
+        {"jsonrpc": "2.0", "method": lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS, "params": None}
+    )[: -len("null}")]
+    params = f'{{"uri": {json.dumps(uri)}, "version": {json.dumps(version)}, "diagnostics": ['
+    return b"".join((head.encode(), params.encode(), diagnostics, b"]}}"))
 
 
 def push(ls: MemoryServer, uri: str, version: int | None, items: list[Any]) -> None:
@@ -127,7 +142,6 @@ def refresh_all(
             if info is None:
                 continue
             state.info = info
-            state.not_injected = None
         if ls.pull:
             continue
         try:
@@ -144,10 +158,11 @@ def pull_diagnostics(ls: MemoryServer, params: lsp.DocumentDiagnosticParams) -> 
 
         return instructions.pull(ls, params.text_document.uri)
     doc, state = found
-    items = ls.analysis.items(doc)
-    if items == state.sent and params.previous_result_id == str(state.result_id):
+    body = ls.analysis.encoded(doc)
+    if body == state.sent and params.previous_result_id == str(state.result_id):
         return {"kind": "unchanged", "resultId": str(state.result_id)}
-    if items != state.sent:
+    if body != state.sent:
         state.result_id += 1
-        state.sent = items
+        state.sent = body
+    items = json.loads(b"[" + body + b"]")
     return {"kind": "full", "resultId": str(state.result_id), "items": items}

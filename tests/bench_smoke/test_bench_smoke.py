@@ -87,3 +87,27 @@ async def test_memory_ls(tiny: workload.Workspace) -> None:
         pytest.skip(spec.missing)
     summary = await _one_session(spec, tiny)
     assert summary.add_p50 is not None and summary.add_errors == 0
+
+
+def test_the_paraphrase_store_is_paraphrase_heavy() -> None:
+    """Issue 11's store: 4,500 notes, >= 1,000 variants of templates, >= 700 similar pairs."""
+    from memory_ls.core.notes import parse
+    from memory_ls.core.similar import similar_pairs
+
+    text = workload.store_text("paraphrase")
+    assert workload.store_text("paraphrase") == text
+    assert len(text.encode()) <= workload.BIG_STORE_TARGET_BYTES
+    parsed = parse(text)
+    assert len(parsed.notes) == 4500
+    assert workload.PARAPHRASE_VARIANTS >= 1000
+    keys = list(dict.fromkeys(b.key for b in parsed.bullets if b.key))
+    pairs = similar_pairs(keys, 85.0)
+    assert 700 <= len(pairs) <= 2000  # published in full: under the server's SIMILAR_LIMIT
+
+
+def test_the_short_note_store_holds_ten_thousand_notes_under_the_cap() -> None:
+    text = workload.store_text("10000")
+    notes = [line[2:] for line in text.split("\n") if line.startswith("- ")]
+    assert len(notes) == 10_000
+    assert len(text.encode()) <= workload.BIG_STORE_TARGET_BYTES
+    assert all(12 <= len(n) <= 33 for n in notes)  # 30, plus a near-duplicate's "..."

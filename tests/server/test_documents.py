@@ -1,4 +1,5 @@
-"""The editor's incremental document state always equals a fresh parse of its text.
+"""The editor's incremental document state always equals a fresh parse of its text,
+and its incremental findings, similar pairs and encoded diagnostics a fresh analysis.
 
 A lone CR is left out of the alphabet: a buffer whose line ends in CR, followed by
 the document's LF, reads differently after a fresh split (CRLF); see docs/lsp.md.
@@ -8,11 +9,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from memory_ls.server.diagnostics import Analysis, DocState
 from memory_ls.server.documents import MemoryDocument, Span
 from memory_ls.server.positions import to_client
+from memory_ls.server.settings import Settings
+from memory_ls.server.workspace import Projects
+from tests.conftest import Workspace
 
 PIECES = st.sampled_from(
     [
@@ -81,3 +86,184 @@ def test_incremental_edits_equal_a_fresh_parse(
         doc.apply_change(span, new_text, encoding)
         doc.version = step + 2
         assert state_of(doc) == fresh_state(doc)
+
+
+# -- findings, similar pairs and their encoded form ----------------------------------------
+
+NOTES = st.sampled_from(
+    [
+        "alpha beta gamma delta",
+        "Alpha beta gamma delta!",
+        "alpha beta gamma deltas",
+        "alpha beta gamma delt",
+        "epsilon zeta eta theta",
+        "epsilon zeta eta thetas",
+        "shared with global",
+        "y" * 120,
+        "note 😀 here",
+        "zero\u200bwidth",
+        "bell\x07",
+        "",
+        " ",
+    ]
+)
+LINE = st.tuples(st.sampled_from(["- ", "* ", "-  ", "  - ", "", "# "]), NOTES).map("".join)
+NOTES_TEXT = st.lists(LINE, max_size=12).map("\n".join)
+"""Whole lines of notes that repeat, paraphrase each other and the global store."""
+TYPED = st.lists(
+    st.sampled_from(["a", "s", "!", ".", " ", "😀", "xxxxx", "- ", "\x07"]), max_size=3
+)
+INLINE_TEXT = TYPED.map("".join)
+"""What a keystroke or a paste within a line inserts."""
+GLOBAL_NOTES = ["Shared with global.", "something else entirely"]
+
+
+def analysed(projects: Projects, doc: MemoryDocument) -> tuple[Analysis, DocState]:
+    """An analysis of ``doc`` with its similar pairs computed in full, as on open."""
+    projects.open(doc)
+    analysis = Analysis(projects)
+    info = projects.describe(doc.path)
+    assert info is not None
+    state = DocState(info)
+    analysis.states[doc.uri] = state
+    state.set_similar(analysis.all_pairs(analysis.similar_snapshot(doc), 85.0))
+    state.similar_ready = True
+    return analysis, state
+
+
+@settings(
+    max_examples=150,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(data=st.data(), start=NOTES_TEXT, encoding=st.sampled_from(["utf-8", "utf-16"]))
+def test_incremental_findings_and_similar_pairs_equal_a_fresh_analysis(
+    workspace: Workspace, data: st.DataObject, start: str, encoding: str
+) -> None:
+    """After random edits (publishing or not between them, the similar pass catching
+    up or not), the diagnostics and the similar pairs are what a fresh analysis of the
+    same text finds: speed never costs correctness (issue 11)."""
+    (workspace.agent_dir / "bytefly.json").write_text('{"memory": {"maxInjectBytes": 512}}')
+    workspace.write("global", GLOBAL_NOTES)
+    path = workspace.write("project", "")
+    settings_ = Settings(agent_dir=str(workspace.agent_dir), trusted=True)
+    projects = Projects()
+    projects.configure(settings_, [workspace.root])
+    doc = MemoryDocument(path.as_uri(), path, start, 1)
+    analysis, _ = analysed(projects, doc)
+    analysis.encoding = encoding
+    analysis.encoded(doc)
+    for step in range(data.draw(st.integers(1, 8))):
+        lines = doc.lines
+        line = data.draw(st.integers(0, len(lines) - 1))
+        in_line = data.draw(st.booleans())
+        end_line = line if in_line else data.draw(st.integers(line, min(len(lines) - 1, line + 2)))
+        char = data.draw(st.integers(0, len(lines[line])))
+        end_char = data.draw(st.integers(0, len(lines[end_line])))
+        if end_line == line and end_char < char:
+            char, end_char = end_char, char
+        new_text = data.draw(INLINE_TEXT if in_line else NOTES_TEXT)
+        span = Span(
+            line,
+            to_client(lines[line], char, encoding),
+            end_line,
+            to_client(lines[end_line], end_char, encoding),
+        )
+        doc.apply_change(span, new_text, encoding)
+        doc.version = step + 2
+        if data.draw(st.booleans()):
+            analysis.encoded(doc)  # a publish between edits
+        if data.draw(st.booleans()):
+            analysis.similar_incremental(doc)  # the similar pass after a pause
+    analysis.similar_incremental(doc)
+    assert_as_fresh(workspace, analysis, doc)
+
+
+def assert_as_fresh(workspace: Workspace, analysis: Analysis, doc: MemoryDocument) -> None:
+    """``analysis`` of ``doc`` (after edits) equals a fresh analysis of its text."""
+    state = analysis.states[doc.uri]
+    again = Projects()
+    again.configure(analysis.projects.settings, [workspace.root])
+    fresh_doc = MemoryDocument(doc.uri, doc.path, doc.text(), doc.version)
+    fresh, fresh_state = analysed(again, fresh_doc)
+    fresh.encoding = analysis.encoding
+    assert state.similar == fresh_state.similar
+    # Hints on one note may come in any order; the encoded list's order is compared below.
+    assert sorted(map(repr, analysis.findings(doc))) == sorted(map(repr, fresh.findings(fresh_doc)))
+    assert analysis.encoded(doc) == fresh.encoded(fresh_doc)
+    assert analysis.items(doc) == fresh.items(fresh_doc)
+
+
+def open_analysed(workspace: Workspace, text: str) -> tuple[Analysis, MemoryDocument]:
+    """The project store holding ``text``, open and analysed (global notes: GLOBAL_NOTES)."""
+    (workspace.agent_dir / "bytefly.json").write_text('{"memory": {"maxInjectBytes": 512}}')
+    workspace.write("global", GLOBAL_NOTES)
+    path = workspace.write("project", "")
+    projects = Projects()
+    projects.configure(Settings(agent_dir=str(workspace.agent_dir), trusted=True), [workspace.root])
+    doc = MemoryDocument(path.as_uri(), path, text, 1)
+    analysis, _ = analysed(projects, doc)
+    analysis.encoded(doc)
+    return analysis, doc
+
+
+def type_at(doc: MemoryDocument, line: int, column: int, text: str) -> None:
+    doc.apply_change(Span(line, column, line, column), text, "utf-16")
+
+
+def test_a_note_that_keeps_its_key_updates_the_hints_that_quote_it(workspace: Workspace) -> None:
+    analysis, doc = open_analysed(workspace, "- alpha beta gamma delta\n- alpha beta gamma deltas")
+    assert any(f.code == "similar" for f in analysis.findings(doc))
+    type_at(doc, 0, 1, " ")  # the note moves one column right; its key is the same
+    type_at(doc, 0, len(doc.lines[0]), "!")  # and its text changes, its key does not
+    analysis.similar_incremental(doc)
+    assert_as_fresh(workspace, analysis, doc)
+
+
+def test_typing_in_a_left_out_note_moves_the_end_of_its_run(workspace: Workspace) -> None:
+    notes = ["- " + "y" * 120 + str(i) for i in range(6)]
+    analysis, doc = open_analysed(workspace, "\n".join(notes))
+    runs = [f for f in analysis.findings(doc) if f.code == "not-injected"]
+    assert runs and runs[-1].end_line == 5
+    type_at(doc, 5, len(doc.lines[5]), "z")
+    analysis.encoded(doc)
+    analysis.similar_incremental(doc)
+    assert_as_fresh(workspace, analysis, doc)
+
+
+def test_lines_added_and_removed_between_publishes_equal_a_fresh_analysis(
+    workspace: Workspace,
+) -> None:
+    """The edits of the e2e test ``test_incremental_edits_match_a_fresh_open``, in process,
+    with a publish after each and the similar pass catching up at the end."""
+    notes = [f"- note {i} about 日本 😀 things" for i in range(30)] + [
+        "- note 3 about 日本 😀 things"
+    ]
+    analysis, doc = open_analysed(workspace, "\n".join(notes) + "\n")
+    for span, text in [
+        (Span(5, 2, 5, 8), "note 9"),
+        (Span(7, 0, 7, 0), "- new\n-  \n"),
+        (Span(12, 0, 15, 0), ""),
+        (Span(2, 0, 2, 0), "- tab\there\n"),
+        (Span(20, 3, 20, 3), "x"),
+    ]:
+        doc.apply_change(span, text, "utf-16")
+        analysis.encoded(doc)
+    analysis.similar_incremental(doc)
+    assert_as_fresh(workspace, analysis, doc)
+
+
+def test_a_run_ending_on_a_line_whose_character_became_an_emoji_is_encoded_again(
+    workspace: Workspace,
+) -> None:
+    """Same ``str`` length, one more UTF-16 unit: the run's end column moves on the wire."""
+    notes = ["- " + "y" * 120 + str(i) for i in range(6)]
+    analysis, doc = open_analysed(workspace, "\n".join(notes))
+    before = [d for d in analysis.items(doc) if d["code"] == "not-injected"][-1]
+    assert before["range"]["end"]["line"] == 5
+    end = before["range"]["end"]["character"]
+    doc.apply_change(Span(5, end - 1, 5, end), "😀", "utf-16")
+    after = [d for d in analysis.items(doc) if d["code"] == "not-injected"][-1]
+    assert after["range"]["end"]["character"] == end + 1
+    analysis.similar_incremental(doc)
+    assert_as_fresh(workspace, analysis, doc)

@@ -1,0 +1,115 @@
+"""Publishing joins pre-encoded diagnostics: the bytes must be what pygls would write.
+
+A publish is built from JSON encoded once per line (``Analysis.encoded``) and
+framed by ``protocol.send_encoded``; these tests hold it to pygls' own
+serialisation of the same diagnostics as lsprotocol objects, and check that a
+pull client is told ``unchanged`` when nothing changed.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from lsprotocol import types as lsp
+from lsprotocol.converters import get_converter
+
+from memory_ls.server import publishing
+from memory_ls.server.documents import Span
+from tests.server.conftest import InProcess
+
+CONVERTER = get_converter()
+
+NOTES = [
+    "run pytest before every push",
+    "Run pytest before every push!",  # duplicate
+    "run pytest before every pushes",  # similar
+    "naïve “quotes” and an emoji 😀 in the note",
+    "zero\u200bwidth",
+    "shared with the global store",  # cross-scope
+]
+
+
+class Capture:
+    """A pygls writer that keeps the raw bytes it is given."""
+
+    def __init__(self) -> None:
+        self.data: list[bytes] = []
+
+    def write(self, data: bytes) -> None:
+        self.data.append(data)
+
+    def close(self) -> None:
+        return None
+
+
+def framed(data: bytes) -> Any:
+    """The JSON body of one framed message, after checking its ``Content-Length``."""
+    header, _, body = data.partition(b"\r\n\r\n")
+    fields = dict(line.split(": ", 1) for line in header.decode("ascii").split("\r\n"))
+    assert int(fields["Content-Length"]) == len(body)
+    assert body.isascii()
+    return json.loads(body)
+
+
+async def test_a_publish_is_what_pygls_would_write_for_the_same_diagnostics(
+    server: InProcess,
+) -> None:
+    server.workspace.write("project", NOTES)
+    server.workspace.write("global", ["Shared with the global store."])
+    await server.initialize()
+    uri = server.open(server.workspace.project_store)
+    found = server.ls.document(uri)
+    assert found is not None
+    doc, state = found
+    state.set_similar(server.ls.analysis.all_pairs(server.ls.analysis.similar_snapshot(doc), 85))
+    state.similar_ready = True
+
+    capture = Capture()
+    server.ls.protocol.set_writer(capture, include_headers=True)
+    publishing.publish(server.ls, doc, always=True)
+    ours = framed(capture.data[-1])
+    diagnostics = ours["params"]["diagnostics"]
+    codes = {d["code"] for d in diagnostics}
+    assert {"duplicate", "similar", "cross-scope-duplicate", "hidden-unicode"} <= codes
+
+    # The same diagnostics as lsprotocol objects, sent the way pygls sends anything.
+    objects = [CONVERTER.structure(d, lsp.Diagnostic) for d in diagnostics]
+    server.ls.protocol._send_data(
+        lsp.PublishDiagnosticsNotification(
+            params=lsp.PublishDiagnosticsParams(uri=uri, version=doc.version, diagnostics=objects)
+        )
+    )
+    theirs = framed(capture.data[-1])
+    assert ours == theirs
+
+
+async def test_a_pull_client_hears_unchanged_until_something_changes(server: InProcess) -> None:
+    server.workspace.write("project", NOTES)
+    await server.initialize()
+    uri = server.open(server.workspace.project_store)
+    found = server.ls.document(uri)
+    assert found is not None
+    doc = found.doc
+
+    def pull(previous: str | None) -> Any:
+        params = lsp.DocumentDiagnosticParams(
+            text_document=lsp.TextDocumentIdentifier(uri=uri), previous_result_id=previous
+        )
+        return publishing.pull_diagnostics(server.ls, params)
+
+    first = pull(None)
+    assert first["kind"] == "full" and first["items"]
+    again = pull(first["resultId"])
+    assert again == {"kind": "unchanged", "resultId": first["resultId"]}
+    # An edit that changes nothing the diagnostics show: still unchanged.
+    line = len(doc.lines) - 1
+    doc.apply_change(Span(line, 0, line, 0), "", "utf-16")
+    assert pull(first["resultId"])["kind"] == "unchanged"
+    # One that does: a full report with a new id.
+    line = doc.lines.index("- zero\u200bwidth")
+    doc.apply_change(Span(line, 6, line, 7), "", "utf-16")
+    changed = pull(first["resultId"])
+    assert changed["kind"] == "full" and changed["resultId"] != first["resultId"]
+    assert not any(d["code"] == "hidden-unicode" for d in changed["items"])
+    assert pull(None)["kind"] == "full"  # a client that lost its id gets the full report

@@ -1,0 +1,80 @@
+"""What each entry point imports: the language server and the read verbs pay only for
+what they use (issue 11: start-up time and memory).
+
+Each check runs in a fresh interpreter and reads ``sys.modules`` at the end, after
+the work is done (a lazy import counts too).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from tests.conftest import Workspace
+
+HEAVY = ["mcp", "numpy", "memory_ls.mcp_server", "memory_ls.schemas"]
+NEVER_IN_SERVE = [*HEAVY, "memory_ls.cli"]
+"""The MCP SDK, numpy, the schema machinery and the CLI have no use in ``serve``."""
+NEVER_IN_READ_VERBS = [*HEAVY, "pygls", "lsprotocol", "pydantic", "rapidfuzz", "cattrs"]
+"""``inject`` and ``list`` print notes: no protocol, no validation models, no fuzzy scores."""
+
+
+def modules_after(workspace: Workspace, code: str) -> set[str]:
+    """The top-level names in ``sys.modules`` after running ``code`` in a fresh interpreter."""
+    script = code + "\nimport sys, json\nprint(json.dumps(sorted(sys.modules)), file=sys.stderr)"
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=workspace.root,
+        env=workspace.env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode in (0, 1), done.stderr
+    names = json.loads(done.stderr.strip().splitlines()[-1])
+    return set(names)
+
+
+def loaded(names: set[str], wanted: list[str]) -> list[str]:
+    return [w for w in wanted if w in names or any(n.startswith(w + ".") for n in names)]
+
+
+def test_the_language_server_and_its_similar_pass_import_no_mcp_numpy_or_schemas(
+    workspace: Workspace,
+) -> None:
+    code = textwrap.dedent(
+        """
+        from memory_ls.server.server import create_server
+        from memory_ls.server.diagnostics import Analysis
+        ls = create_server()
+        keys = [f"run the tests before push number {i}" for i in range(300)]
+        assert Analysis.all_pairs(keys, 85.0)  # the similar pass, as after an open
+        """
+    )
+    names = modules_after(workspace, code)
+    assert "pygls" in names  # the check itself works
+    assert loaded(names, NEVER_IN_SERVE) == []
+
+
+@pytest.mark.parametrize("verb", [["inject"], ["list", "--json"]])
+def test_the_read_verbs_import_only_what_they_print(workspace: Workspace, verb: list[str]) -> None:
+    workspace.write("project", ["run the tests before push", "Run the tests before push!"])
+    workspace.write("global", ["prefer rg"])
+    code = f"from memory_ls.cli import main\nmain({verb!r})"
+    names = modules_after(workspace, code)
+    assert "memory_ls.store.runtime" in names
+    assert loaded(names, NEVER_IN_READ_VERBS) == []
+
+
+def test_check_imports_rapidfuzz_for_similar_but_no_numpy_on_a_small_store(
+    workspace: Workspace,
+) -> None:
+    workspace.write("project", ["run the tests before push", "run the tests before pushes"])
+    names = modules_after(workspace, "from memory_ls.cli import main\nmain(['check'])")
+    assert "rapidfuzz" in names
+    assert loaded(names, [w for w in NEVER_IN_READ_VERBS if w != "rapidfuzz"]) == []

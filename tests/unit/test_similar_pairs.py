@@ -1,0 +1,75 @@
+"""The fast ``similar`` passes find exactly the pairs the naive all-pairs loop finds.
+
+``similar_pairs`` skips pairs whose lengths alone rule them out and scores the rest
+either as a matrix (``cdist``, numpy) or one key at a time (``process.extract``);
+neither may change a result (issue 11).
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from rapidfuzz import fuzz
+
+from memory_ls.core.similar import similar_pairs
+
+WORDS = ["run", "tests", "test", "before", "push", "pnpm", "npm", "always", "never", "😀", "x"]
+
+
+def naive(keys: list[str], threshold: float) -> list[tuple[int, int, float]]:
+    """Every pair, scored: the definition."""
+    return [
+        (i, j, float(fuzz.ratio(keys[i], keys[j])))
+        for i in range(len(keys))
+        for j in range(i + 1, len(keys))
+        if keys[i] != keys[j] and fuzz.ratio(keys[i], keys[j]) >= threshold
+    ]
+
+
+def random_store(rng: random.Random, size: int) -> list[str]:
+    """Notes that are often one word away from each other, of every length."""
+    notes = [" ".join(rng.choices(WORDS, k=rng.randint(1, 9))) for _ in range(size // 3 + 1)]
+    while len(notes) < size:
+        words = rng.choice(notes).split(" ")
+        roll = rng.random()
+        if roll < 0.4:
+            words[rng.randrange(len(words))] = rng.choice(WORDS)
+        elif roll < 0.7:
+            words.insert(rng.randrange(len(words) + 1), rng.choice(WORDS))
+        elif len(words) > 1:
+            del words[rng.randrange(len(words))]
+        notes.append(" ".join(words))
+    return notes
+
+
+@pytest.mark.parametrize("seed", range(12))
+@pytest.mark.parametrize("matrix", [True, False])
+def test_the_fast_pass_equals_the_naive_one(seed: int, matrix: bool) -> None:
+    rng = random.Random(seed)
+    keys = random_store(rng, rng.randint(2, 400))
+    threshold = rng.choice([50.0, 70.0, 85.0, 85.5, 90.0, 100.0])
+    assert similar_pairs(keys, threshold, matrix=matrix) == naive(keys, threshold)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    keys=st.lists(st.text(alphabet="ab c😀", max_size=12), max_size=25),
+    threshold=st.floats(min_value=0, max_value=100),
+    matrix=st.booleans(),
+)
+def test_the_fast_pass_equals_the_naive_one_at_every_threshold(
+    keys: list[str], threshold: float, matrix: bool
+) -> None:
+    # Short keys over a tiny alphabet: the length bound is reached exactly, often.
+    assert similar_pairs(keys, threshold, matrix=matrix) == naive(keys, threshold)
+
+
+def test_a_limit_caps_the_pairs() -> None:
+    keys = [f"the same note, number {i}" for i in range(50)]
+    for matrix in (True, False):
+        found = similar_pairs(keys, 80.0, limit=10, matrix=matrix)
+        assert len(found) == 10
+        assert set(found) <= set(naive(keys, 80.0))
