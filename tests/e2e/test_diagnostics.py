@@ -207,20 +207,26 @@ async def test_incremental_edits_match_a_fresh_open(start, workspace, preset):
     )
     s.edit(uri, [lsp.TextEdit(range=lsp.Range(start=pos(20, 3), end=pos(20, 3)), new_text="x")])
     has_similar = lambda ds: any(d.code == "similar" for d in ds)  # noqa: E731
-    await asyncio.sleep(0.3)
-    edited = sorted(
-        (str(d.code), d.range.start.line, d.range.start.character, d.range.end.character)
-        for d in await s.wait_for(uri, has_similar)
-    )
+
+    def shape(ds: list[lsp.Diagnostic]) -> list[tuple[str, int, int, int]]:
+        return sorted(
+            (str(d.code), d.range.start.line, d.range.start.character, d.range.end.character)
+            for d in ds
+        )
+
     final = s.buffers[uri]
     fresh_path = workspace.home / "fresh" / ".pi" / "memory.md"
     fresh_path.parent.mkdir(parents=True)
     workspace.global_store.write_text("")
     fresh = s.open(fresh_path, final)
-    fresh_ds = sorted(
-        (str(d.code), d.range.start.line, d.range.start.character, d.range.end.character)
-        for d in await s.wait_for(fresh, has_similar)
-    )
+    fresh_ds = shape(await s.wait_for(fresh, has_similar))
+    # The edited document settles once the server has read every edit and its similar
+    # pass has run: wait for that (a slow machine takes longer), then compare.
+    try:
+        settled = await s.wait_for(uri, lambda ds: shape(ds) == fresh_ds)
+    except AssertionError:
+        settled = await s.diagnostics(uri)
+    edited = shape(settled)
     assert edited == fresh_ds
     assert any(c == "blank-note" for c, *_ in edited)
     assert any(c == "control-characters" for c, *_ in edited)
