@@ -286,8 +286,9 @@ def _export(ls: MemoryServer, runtime: MemoryRuntime, arg: dict[str, Any]) -> Ex
             "message": error,
             "error": error,
         }
-    # The file a symlink leads to is the one to update (CLAUDE.md -> AGENTS.md stays a link).
-    result = runtime.export_to(Path(os.path.realpath(target)), check=check)
+    # As named: the runtime follows its symlinks (CLAUDE.md -> AGENTS.md stays a link)
+    # and refuses one that leads into a store or out of the project.
+    result = runtime.export_to(target, check=check)
     if check and "error" not in result:
         result["message"] = check_message(result["status"], str(target))
     publishing.refresh_all(ls)

@@ -14,12 +14,14 @@ from __future__ import annotations
 import errno
 import os
 import stat
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from memory_ls.core.bridges import ImportFormat, import_candidates
 from memory_ls.core.text import MAX_STORE_BYTES, display_path, first_invalid_utf8
 from memory_ls.store.facts import not_regular_message
+from memory_ls.store.paths import is_pi_memory, is_within
 
 MAX_IMPORT_BYTES = 8 * 1024 * 1024
 """An import file larger than this is refused: its notes could never fit a store anyway."""
@@ -87,6 +89,48 @@ def read_import_file(path: Path) -> ReadText:
 def read_export_target(path: Path) -> ReadText:
     """An instruction file's text (``None`` when missing); one over the store cap is refused."""
     return read_text_file(path, MAX_STORE_BYTES, "the export target")
+
+
+@dataclass(frozen=True, slots=True)
+class ExportTarget:
+    """The file export writes (symlinks followed), or why it may not write there."""
+
+    path: Path
+    error: str | None = None
+
+
+def export_target(named: Path, project_root: Path, stores: Sequence[Path]) -> ExportTarget:
+    """Resolve the file ``named`` for export, refusing a memory file and a link out of the project.
+
+    A symlink is followed (``CLAUDE.md -> AGENTS.md`` stays a link), except where
+    it would make export write what it must not: a memory store (the block's
+    bullets would become notes: the global ones copied into the project's
+    committed store, all of them doubled on the next export), or, for a file in
+    the project, a file outside it (a cloned repository can ship ``AGENTS.md ->
+    ~/.bashrc``; a note such as ``$(curl … | sh)`` would then run in the next
+    shell), as SPEC §1 refuses a ``.pi`` that leads out. A file outside the
+    project named as it is stays the user's choice.
+    """
+    lexical = os.path.abspath(named)
+    real = os.path.realpath(lexical)
+    target = Path(real)
+    memory_files = {os.path.realpath(store) for store in stores}
+    if real in memory_files or is_pi_memory(target):
+        return ExportTarget(
+            target,
+            f"Refusing to export into a memory file: {display_path(target)} "
+            "(export keeps a block in an instruction file such as AGENTS.md).",
+        )
+    roots = {os.path.abspath(project_root), os.path.realpath(project_root)}
+    if any(is_within(lexical, root) for root in roots) and not is_within(
+        real, os.path.realpath(project_root)
+    ):
+        return ExportTarget(
+            target,
+            f"Refusing to export to {display_path(lexical)}: it resolves outside the project "
+            f"({display_path(real)}).",
+        )
+    return ExportTarget(target)
 
 
 @dataclass(frozen=True, slots=True)
