@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 import shlex
 import socket
+import stat
 import subprocess
 import sys
 from collections.abc import Callable, Sequence
@@ -30,8 +31,9 @@ from pathlib import Path
 from memory_ls.core.merge import merge_notes
 from memory_ls.core.models import Scope, SyncResult
 from memory_ls.core.notes import parse_notes
-from memory_ls.core.text import display_path
-from memory_ls.store.files import StoreRefused, read_store, store_lock
+from memory_ls.core.text import MAX_STORE_BYTES, display_path
+from memory_ls.store.facts import not_regular_message
+from memory_ls.store.files import StoreRefused, read_store, store_lock, symlink_message
 
 DRIVER_NAME = "memory-ls note-wise merge of memory.md"
 DRIVER_COMMAND = "memory-ls merge-file %O %A %B"
@@ -104,10 +106,13 @@ def merge_file(base: Path, current: Path, other: Path) -> tuple[int, str | None]
     Returns the exit code (0 clean, 1 conflict markers left by ``git merge-file``)
     and, when not clean, why. A version that is not UTF-8 is left to git too.
     """
+    data = [_read_version(base, False), _read_version(current, True), _read_version(other, False)]
     texts: list[str] = []
-    for path in (base, current, other):
+    for version in data:
+        if version is None:
+            return _git_merge_file(base, current, other), OVER_CAP_VERSION
         try:
-            texts.append(path.read_bytes().decode("utf-8"))
+            texts.append(version.decode("utf-8"))
         except UnicodeDecodeError:
             return _git_merge_file(base, current, other), "a version is not valid UTF-8"
     result = merge_notes(*texts)
@@ -116,6 +121,42 @@ def merge_file(base: Path, current: Path, other: Path) -> tuple[int, str | None]
         current.write_bytes(result.text.encode("utf-8"))
         return 0, None
     return _git_merge_file(base, current, other), result.reason
+
+
+OVER_CAP_VERSION = f"a version is larger than the {MAX_STORE_BYTES}-byte limit"
+
+
+def _read_version(path: Path, current: bool) -> bytes | None:
+    """One version's bytes; ``None`` when it is over the store cap (left to git unread).
+
+    git hands the driver temporary regular files. Anything else is refused before
+    it is opened for reading (SPEC §8: a FIFO or device must not hang the merge),
+    and a symlinked CURRENT too: the merge is written to CURRENT, and through a
+    link it would overwrite whatever file the link names.
+    """
+    shown = display_path(path)
+    try:
+        st = os.stat(path, follow_symlinks=not current)
+    except OSError as exc:
+        raise GitRefused(f"Cannot read {shown}: {exc.strerror or exc}") from None
+    if stat.S_ISLNK(st.st_mode):
+        raise GitRefused(symlink_message(path))
+    if not stat.S_ISREG(st.st_mode):
+        raise GitRefused(not_regular_message(path))
+    if st.st_size > MAX_STORE_BYTES:
+        return None
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)
+    if current:
+        flags |= getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(path, flags)
+        with os.fdopen(fd, "rb") as f:
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):  # swapped since the stat
+                raise GitRefused(not_regular_message(path))
+            data = f.read(MAX_STORE_BYTES + 1)
+    except OSError as exc:
+        raise GitRefused(f"Cannot read {shown}: {exc.strerror or exc}") from None
+    return None if len(data) > MAX_STORE_BYTES else data
 
 
 def _git_merge_file(base: Path, current: Path, other: Path) -> int:

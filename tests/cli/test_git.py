@@ -103,6 +103,64 @@ def test_merge_file_over_the_cap_is_left_to_git(workspace: Workspace) -> None:
     assert base.exists() and other.exists()
 
 
+@pytest.mark.parametrize("which", ["base", "current", "other"])
+def test_merge_file_refuses_a_fifo_or_a_device_without_hanging(
+    workspace: Workspace, which: str
+) -> None:
+    # SPEC §8: a FIFO or device given to any verb is refused, never opened for reading.
+    paths = {
+        name: workspace.write(workspace.root / name, store_text("a"))
+        for name in ("base", "current", "other")
+    }
+    os.mkfifo(workspace.root / "fifo")
+    for odd in (workspace.root / "fifo", Path("/dev/zero")):
+        args = [str(odd) if name == which else str(path) for name, path in paths.items()]
+        r = run_cli("merge-file", *args, cwd=workspace.root, env=git_env(workspace), timeout=20)
+        assert r.returncode == 1, r.stderr
+        assert "not a regular file" in r.stderr and "Traceback" not in r.stderr
+    assert paths["current"].read_text() == store_text("a")
+
+
+def test_merge_file_refuses_a_symlinked_current_and_writes_nothing_through_it(
+    workspace: Workspace, tmp_path: Path
+) -> None:
+    # git hands the driver a temporary regular file; a link would make it write elsewhere.
+    outside = tmp_path / "outside.txt"
+    outside.write_text("not a memory file\n")
+    base = workspace.write(workspace.root / "base", store_text("a"))
+    other = workspace.write(workspace.root / "other", store_text("a", "b"))
+    current = workspace.root / "current"
+    current.symlink_to(outside)
+    r = run_cli(
+        "merge-file",
+        str(base),
+        str(current),
+        str(other),
+        cwd=workspace.root,
+        env=git_env(workspace),
+    )
+    assert r.returncode == 1
+    assert "symlink" in r.stderr and "Traceback" not in r.stderr
+    assert outside.read_text() == "not a memory file\n"
+    assert current.is_symlink()
+
+
+def test_merge_file_names_a_missing_file_or_a_folder_plainly(workspace: Workspace) -> None:
+    base = workspace.write(workspace.root / "base", store_text("a"))
+    (workspace.root / "folder").mkdir()
+    for current in ("missing", "folder"):
+        r = run_cli(
+            "merge-file",
+            str(base),
+            current,
+            str(base),
+            cwd=workspace.root,
+            env=git_env(workspace),
+        )
+        assert r.returncode == 1
+        assert current in r.stderr and "Traceback" not in r.stderr
+
+
 # -- a project merged on two branches -------------------------------------------------------
 
 
