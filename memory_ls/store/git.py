@@ -73,8 +73,14 @@ def git_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
-def run_git(args: Sequence[str], cwd: Path, timeout: float = GIT_TIMEOUT) -> GitRun:
-    """Run ``git ARGS`` in ``cwd``; a missing git or a timeout is a :class:`GitRefused`."""
+def run_git(
+    args: Sequence[str], cwd: Path, timeout: float = GIT_TIMEOUT, errors: str = "replace"
+) -> GitRun:
+    """Run ``git ARGS`` in ``cwd``; a missing git or a timeout is a :class:`GitRefused`.
+
+    Output that is not UTF-8 is decoded with ``errors``: replacement characters
+    for words shown to a person, ``surrogateescape`` for a path used again.
+    """
     try:
         done = subprocess.run(
             ["git", *args],
@@ -84,7 +90,7 @@ def run_git(args: Sequence[str], cwd: Path, timeout: float = GIT_TIMEOUT) -> Git
             capture_output=True,
             text=True,
             encoding="utf-8",
-            errors="replace",
+            errors=errors,
             timeout=timeout,
             check=False,
         )
@@ -188,11 +194,13 @@ def repository_of(folder: Path, store: Path, what: str) -> Repository:
     """The git work tree holding ``folder``; refused, quoting git, when there is none."""
     if not folder.is_dir():
         raise GitRefused(f"Cannot {what}: {display_path(folder)} does not exist.")
-    run = run_git(["rev-parse", "--show-toplevel"], folder)
+    # A path, used again: a folder name that is not UTF-8 must survive the round trip.
+    run = run_git(["rev-parse", "--show-toplevel"], folder, errors="surrogateescape")
     if run.code != 0 or not run.out.strip():
+        words = run.words.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
         raise GitRefused(
             f"Cannot {what}: {display_path(folder)} is not in a git work tree "
-            f'(git says: "{run.words}").'
+            f'(git says: "{words}").'
         )
     root = Path(run.out.strip())
     real_store = Path(os.path.realpath(store.parent)) / store.name
@@ -244,7 +252,9 @@ def git_setup(repo: Repository) -> SetupReport:
     report = SetupReport(repo)
     attributes = repo.root / ".gitattributes"
     try:
-        existing = attributes.read_text(encoding="utf-8") if attributes.exists() else ""
+        # Bytes, decoded as they are: a text-mode read would turn CRLF into LF, and the
+        # write below would then rewrite every line of the user's file.
+        existing = attributes.read_bytes().decode("utf-8") if attributes.exists() else ""
     except (OSError, UnicodeDecodeError) as exc:
         raise GitRefused(f"Cannot read {display_path(attributes)}: {exc}") from None
     present = {tuple(line.split()) for line in existing.splitlines()}
@@ -252,7 +262,7 @@ def git_setup(repo: Repository) -> SetupReport:
     if missing:
         eol = "\r\n" if "\r\n" in existing else "\n"
         head = existing if not existing or existing.endswith("\n") else existing + eol
-        attributes.write_text(head + "".join(line + eol for line in missing), encoding="utf-8")
+        attributes.write_bytes((head + "".join(line + eol for line in missing)).encode("utf-8"))
         report.attributes_written = True
         for line in missing:
             report.changes.append(f"{display_path(attributes)}: added {line}")
@@ -299,13 +309,14 @@ def _attributes_to_commit(repo: Repository) -> bool:
     """Whether .gitattributes holds our lines and differs from what HEAD has."""
     path = repo.root / ".gitattributes"
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_bytes().decode("utf-8")  # as committed: CRLF stays CRLF
     except (OSError, UnicodeDecodeError):
         return False
     if "merge=memory-ls" not in text:
         return False
     head = run_git(["show", "HEAD:.gitattributes"], repo.root)
-    return head.code != 0 or head.out != text
+    # git's output is read in text mode (universal newlines): compare line endings alike.
+    return head.code != 0 or head.out != text.replace("\r\n", "\n").replace("\r", "\n")
 
 
 def failed_sync(scope: Scope, error: str | None) -> SyncResult:

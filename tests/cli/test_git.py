@@ -161,6 +161,42 @@ def test_merge_file_names_a_missing_file_or_a_folder_plainly(workspace: Workspac
         assert current in r.stderr and "Traceback" not in r.stderr
 
 
+# -- git-setup on odd repositories -------------------------------------------------------------
+
+
+def fresh_repo(workspace: Workspace) -> dict[str, str]:
+    env = git_env(workspace)
+    shutil.rmtree(workspace.root / ".git")
+    git(env, workspace.root, "init", "-q")
+    return env
+
+
+def test_git_setup_keeps_a_crlf_gitattributes_crlf(workspace: Workspace) -> None:
+    env = fresh_repo(workspace)
+    attributes = workspace.root / ".gitattributes"
+    attributes.write_bytes(b"*.txt text\r\n*.png binary\r\n")
+    r = run_cli("git-setup", cwd=workspace.root, env=env)
+    assert r.returncode == 0, r.stderr
+    assert attributes.read_bytes() == (
+        b"*.txt text\r\n*.png binary\r\n"
+        b".pi/memory.md merge=memory-ls\r\n.pi/memory.inbox.jsonl merge=union\r\n"
+    )
+    again = run_cli("git-setup", cwd=workspace.root, env=env)
+    assert again.returncode == 0 and "nothing changed" in again.stdout
+
+
+def test_git_setup_in_a_repository_whose_path_is_not_utf8(workspace: Workspace) -> None:
+    env = git_env(workspace)
+    root = Path(os.fsdecode(bytes(workspace.root.parent) + b"/caf\xe9 repo"))
+    root.mkdir()
+    git(env, root, "init", "-q")
+    r = run_cli("git-setup", cwd=root, env=env)
+    assert r.returncode == 0, r.stderr
+    assert (root / ".gitattributes").read_text().startswith(".pi/memory.md merge=memory-ls\n")
+    check = git(env, root, "check-attr", "merge", ".pi/memory.md")
+    assert check.stdout.strip() == ".pi/memory.md: merge: memory-ls"
+
+
 # -- a project merged on two branches -------------------------------------------------------
 
 
