@@ -20,7 +20,6 @@ from pathlib import Path
 
 from memory_ls.core.bridges import ImportFormat, import_candidates
 from memory_ls.core.text import MAX_STORE_BYTES, display_path, first_invalid_utf8
-from memory_ls.store.facts import not_regular_message
 from memory_ls.store.paths import is_pi_memory, is_within
 
 MAX_IMPORT_BYTES = 8 * 1024 * 1024
@@ -50,12 +49,11 @@ def read_text_file(path: Path, limit: int, what: str) -> ReadText:
         return ReadText(None)
     except OSError as exc:
         return ReadText(None, f"Cannot read {what} {shown}: {exc.strerror or exc}")
+    what_is = f"{what[0].upper()}{what[1:]}"
     if not stat.S_ISREG(st.st_mode):
-        return ReadText(None, not_regular_message(path))
+        return ReadText(None, f"{what_is} is not a regular file: {shown}")
     if st.st_size > limit:
-        return ReadText(
-            None, f"{what[0].upper()}{what[1:]} is {st.st_size} bytes, larger than {limit}: {shown}"
-        )
+        return ReadText(None, f"{what_is} is {st.st_size} bytes, larger than {limit}: {shown}")
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except OSError as exc:
@@ -64,17 +62,17 @@ def read_text_file(path: Path, limit: int, what: str) -> ReadText:
         return ReadText(None, f"Cannot read {what} {shown}: {exc.strerror or exc}")
     with os.fdopen(fd, "rb") as f:
         if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):  # swapped since the stat
-            return ReadText(None, not_regular_message(path))
+            return ReadText(None, f"{what_is} is not a regular file: {shown}")
         data = f.read(limit + 1)
     if len(data) > limit:
-        return ReadText(None, f"{what[0].upper()}{what[1:]} is larger than {limit} bytes: {shown}")
+        return ReadText(None, f"{what_is} is larger than {limit} bytes: {shown}")
     try:
         return ReadText(data.decode("utf-8"))
     except UnicodeDecodeError:
         bad = first_invalid_utf8(data)
         return ReadText(
             None,
-            f"{what[0].upper()}{what[1:]} is not valid UTF-8 (first bad byte at offset {bad}): {shown}",
+            f"{what_is} is not valid UTF-8 (first bad byte at offset {bad}): {shown}",
         )
 
 

@@ -175,8 +175,11 @@ def test_a_file_that_cannot_be_read_imports_nothing(workspace: Workspace) -> Non
     fifo = workspace.root / "fifo.md"
     os.mkfifo(fifo)
     r = workspace.cli("import", str(fifo), timeout=20)
-    assert r.returncode == 1 and "not a regular file" in r.stderr
+    # Named as what it is: an import file, not a memory file.
+    assert r.returncode == 1 and f"The import file is not a regular file: {fifo}" in r.stderr
     assert not workspace.project_store.exists()
+    r = workspace.cli("export", "--to", str(fifo), "--trusted", timeout=20)
+    assert r.returncode == 1 and f"The export target is not a regular file: {fifo}" in r.stderr
 
 
 def test_import_needs_a_file_and_a_known_format(workspace: Workspace) -> None:
