@@ -409,6 +409,10 @@ def _commit(scope: Scope, repo: Repository, result: SyncResult) -> None:
             paths.append(".gitattributes")
     if not paths:
         return
+    # What the user had staged already stays staged whatever happens; what sync stages
+    # itself is unstaged again when the commit is refused (a hook), so nothing changed.
+    staged = run_git(["diff", "--cached", "--name-only", "-z", "--", *paths], repo.root)
+    already = set(staged.out.split("\0")) if staged.code == 0 else set(paths)
     added = run_git(["add", "-A", "--", *paths], repo.root)
     if added.code != 0:
         raise GitRefused(f'Cannot commit the store (git says: "{added.words}").')
@@ -425,6 +429,9 @@ def _commit(scope: Scope, repo: Repository, result: SyncResult) -> None:
     message = f"memory: +{plus} -{minus} on {_host()}"
     done = run_git(["commit", "-q", "-m", message, "--", *paths], repo.root)
     if done.code != 0:
+        ours = [p for p in paths if p not in already]
+        if ours:
+            run_git(["reset", "-q", "--", *ours], repo.root)
         raise GitRefused(
             f'Cannot commit the store (git says: "{done.words}"). Nothing was changed; '
             "fix that and run sync again."

@@ -455,6 +455,28 @@ def test_a_failed_pull_leaves_the_store_and_the_local_commit_as_they_were(
     assert status == "", status
 
 
+def test_a_commit_refused_by_a_hook_leaves_the_index_as_it_was(
+    machines: tuple[Machine, Machine],
+) -> None:
+    laptop, _ = machines
+    laptop.add("base")
+    laptop.sync()
+    hook = laptop.clone / ".git" / "hooks" / "pre-commit"
+    hook.write_text("#!/bin/sh\necho the hook says no >&2\nexit 1\n")
+    hook.chmod(0o755)
+    laptop.add("blocked note")
+    before = laptop.store.read_bytes()
+    failed = laptop.sync(ok=False)
+    assert "the hook says no" in str(failed["error"])
+    assert "Nothing was changed" in str(failed["error"])
+    assert laptop.store.read_bytes() == before
+    # "Nothing was changed" holds for the index too: the store is not left staged.
+    staged = git(laptop.env, laptop.clone, "diff", "--cached", "--name-only").stdout
+    assert staged == "", staged
+    status = git(laptop.env, laptop.clone, "status", "--porcelain").stdout
+    assert status == " M agent/memory.md\n", status
+
+
 # -- refusals ---------------------------------------------------------------------------------
 
 
