@@ -247,16 +247,40 @@ class SetupReport:
     attributes_written: bool = False
 
 
+def _read_attributes(path: Path) -> str:
+    """The text of the work tree's ``.gitattributes`` ("" when missing), to append to.
+
+    A symlink is refused, not followed: a cloned repository can ship
+    ``.gitattributes -> ~/.bashrc``, and git itself does not read a symlinked
+    ``.gitattributes`` in the work tree. A FIFO or device is refused before it
+    is opened (SPEC §8). Bytes, decoded as they are: a text-mode read would turn
+    CRLF into LF, and the write would then rewrite every line of the user's file.
+    """
+    shown = display_path(path)
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return ""
+    except OSError as exc:
+        raise GitRefused(f"Cannot read {shown}: {exc.strerror or exc}") from None
+    if stat.S_ISLNK(st.st_mode):
+        raise GitRefused(
+            f"Refusing to change the symlinked {shown}: git does not read a symlinked "
+            ".gitattributes in the work tree; make it a regular file."
+        )
+    if not stat.S_ISREG(st.st_mode):
+        raise GitRefused(f"{shown} is not a regular file.")
+    try:
+        return path.read_bytes().decode("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise GitRefused(f"Cannot read {shown}: {exc}") from None
+
+
 def git_setup(repo: Repository) -> SetupReport:
     """Add the merge attributes and the ``merge.memory-ls`` driver config, where missing."""
     report = SetupReport(repo)
     attributes = repo.root / ".gitattributes"
-    try:
-        # Bytes, decoded as they are: a text-mode read would turn CRLF into LF, and the
-        # write below would then rewrite every line of the user's file.
-        existing = attributes.read_bytes().decode("utf-8") if attributes.exists() else ""
-    except (OSError, UnicodeDecodeError) as exc:
-        raise GitRefused(f"Cannot read {display_path(attributes)}: {exc}") from None
+    existing = _read_attributes(attributes)
     present = {tuple(line.split()) for line in existing.splitlines()}
     missing = [line for line in wanted_attributes(repo) if tuple(line.split()) not in present]
     if missing:

@@ -185,6 +185,29 @@ def test_git_setup_keeps_a_crlf_gitattributes_crlf(workspace: Workspace) -> None
     assert again.returncode == 0 and "nothing changed" in again.stdout
 
 
+def test_git_setup_refuses_a_symlinked_or_fifo_gitattributes(
+    workspace: Workspace, tmp_path: Path
+) -> None:
+    # A cloned repository can ship .gitattributes -> ~/.bashrc: writing through the
+    # link would change a file outside the repository (git itself does not read a
+    # symlinked .gitattributes in the work tree). A FIFO must not hang the command.
+    env = fresh_repo(workspace)
+    attributes = workspace.root / ".gitattributes"
+    outside = tmp_path / "bashrc"
+    outside.write_text("# rc\n")
+    attributes.symlink_to(outside)
+    r = run_cli("git-setup", cwd=workspace.root, env=env)
+    assert r.returncode == 1 and "symlink" in r.stderr and "Traceback" not in r.stderr
+    assert outside.read_text() == "# rc\n"
+    assert (
+        git(env, workspace.root, "config", "--get", "merge.memory-ls.driver", ok=False).stdout == ""
+    )
+    attributes.unlink()
+    os.mkfifo(attributes)
+    r = run_cli("git-setup", cwd=workspace.root, env=env, timeout=20)
+    assert r.returncode == 1 and "not a regular file" in r.stderr
+
+
 def test_git_setup_in_a_repository_whose_path_is_not_utf8(workspace: Workspace) -> None:
     env = git_env(workspace)
     root = Path(os.fsdecode(bytes(workspace.root.parent) + b"/caf\xe9 repo"))
