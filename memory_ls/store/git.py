@@ -167,8 +167,13 @@ def _read_version(path: Path, current: bool) -> bytes | None:
 
 def _git_merge_file(base: Path, current: Path, other: Path) -> int:
     labels = [arg for label in LABELS for arg in ("-L", label)]
-    run = run_git(["merge-file", *labels, str(current), str(base), str(other)], cwd=current.parent)
-    if run.code < 0 or (run.code == 0 and run.err.strip()):
+    # Absolute paths: git runs in CURRENT's folder, where a relative path no longer names it.
+    files = [os.path.abspath(path) for path in (current, base, other)]
+    run = run_git(["merge-file", *labels, *files], cwd=Path(files[0]).parent)
+    # git merge-file exits with the number of conflicts (at most 127), negative (255)
+    # on an error: an error leaves CURRENT without markers, so it is no conflict to
+    # resolve but a failure to report.
+    if run.code < 0 or run.code > 127 or (run.code == 0 and run.err.strip()):
         raise GitRefused(f"git merge-file failed: {run.words}")
     return 1  # left to git: the file needs a person, even when git's own merge was clean
 

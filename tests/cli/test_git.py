@@ -87,6 +87,28 @@ def test_merge_file_leaves_prose_changed_on_both_sides_to_git(workspace: Workspa
     assert "<<<<<<< current" in text and "mine" in text and "theirs" in text
 
 
+def test_merge_file_with_relative_paths_in_a_folder_leaves_conflict_markers(
+    workspace: Workspace,
+) -> None:
+    # Run by hand from elsewhere: git merge-file must get paths that still name the files,
+    # and a git merge-file that failed must not pass for a conflict it never marked.
+    folder = workspace.root / "sub"
+    workspace.write(folder / "base", f"{HEADER}\n\nintro\n\n- a\n")
+    current = workspace.write(folder / "current", f"{HEADER}\n\nmine\n\n- a\n")
+    workspace.write(folder / "other", f"{HEADER}\n\ntheirs\n\n- a\n")
+    r = run_cli(
+        "merge-file",
+        "sub/base",
+        "sub/current",
+        "sub/other",
+        cwd=workspace.root,
+        env=git_env(workspace),
+    )
+    assert r.returncode == 1, r.stderr
+    text = current.read_text()
+    assert "<<<<<<< current" in text and "theirs" in text and ">>>>>>> other" in text
+
+
 def test_merge_file_over_the_cap_is_left_to_git(workspace: Workspace) -> None:
     big = ["n" * 400 + str(i) for i in range(340)]
     base = workspace.write(workspace.root / "base", store_text())
