@@ -469,10 +469,19 @@ def _commit(scope: Scope, repo: Repository, result: SyncResult) -> None:
 
 
 def _pull(repo: Repository, what: str) -> None:
-    """``git pull --no-rebase --no-edit`` with our driver; undone entirely when it fails."""
+    """``git pull --no-rebase --ff --no-edit`` with our driver; undone entirely when it fails."""
     head = run_git(["rev-parse", "-q", "--verify", "HEAD"], repo.root).out.strip()
     pull = run_git(
-        ["-c", f"merge.memory-ls.driver={_driver_here()}", "pull", "--no-rebase", "--no-edit"],
+        # --ff: a user's merge.ff = only (or pull.ff = only) would refuse every merge of
+        # diverged notes; sync's job is that merge.
+        [
+            "-c",
+            f"merge.memory-ls.driver={_driver_here()}",
+            "pull",
+            "--no-rebase",
+            "--ff",
+            "--no-edit",
+        ],
         repo.root,
     )
     if pull.code == 0:

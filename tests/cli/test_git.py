@@ -500,6 +500,25 @@ def test_a_failed_pull_leaves_the_store_and_the_local_commit_as_they_were(
     assert status == "", status
 
 
+def test_sync_merges_diverged_notes_even_with_merge_ff_only(
+    machines: tuple[Machine, Machine],
+) -> None:
+    # A common setting (merge.ff = only, or pull.ff = only) must not make every sync
+    # after the machines diverge fail with "Not possible to fast-forward".
+    laptop, desktop = machines
+    laptop.add("base")
+    laptop.sync()
+    desktop.sync()
+    git(laptop.env, laptop.clone, "config", "merge.ff", "only")
+    git(laptop.env, laptop.clone, "config", "pull.ff", "only")
+    desktop.add("desktop note")
+    desktop.sync()
+    laptop.add("laptop note")
+    result = laptop.sync()
+    assert result["arrived"] == ["desktop note"]
+    assert sorted(laptop.notes()) == ["base", "desktop note", "laptop note"]
+
+
 def test_a_commit_refused_by_a_hook_leaves_the_index_as_it_was(
     machines: tuple[Machine, Machine],
 ) -> None:
