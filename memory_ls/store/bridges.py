@@ -119,10 +119,13 @@ def export_target(named: Path, project_root: Path, stores: Sequence[Path]) -> Ex
             f"Refusing to export into a memory file: {display_path(target)} "
             "(export keeps a block in an instruction file such as AGENTS.md).",
         )
-    roots = {os.path.abspath(project_root), os.path.realpath(project_root)}
-    if any(is_within(lexical, root) for root in roots) and not is_within(
-        real, os.path.realpath(project_root)
-    ):
+    real_root = os.path.realpath(project_root)
+    # In the project as named, or through a folder that really is in it (a workspace
+    # opened through a symlinked path names its files through that path).
+    in_project = any(
+        is_within(lexical, root) for root in (os.path.abspath(project_root), real_root)
+    ) or is_within(os.path.realpath(os.path.dirname(lexical)), real_root)
+    if in_project and not is_within(real, real_root):
         return ExportTarget(
             target,
             f"Refusing to export to {display_path(lexical)}: it resolves outside the project "

@@ -398,6 +398,12 @@ def test_export_refuses_a_project_file_that_links_outside_the_project(
     assert r.returncode == 1
     assert "resolves outside the project" in r.stderr
     assert outside.read_text() == "export PATH=$PATH\n"
+    # Named through a symlinked path to the project, it is still the project's file.
+    alias = tmp_path / "alias"
+    alias.symlink_to(workspace.root)
+    r = workspace.cli("export", "--to", str(alias / "AGENTS.md"), "--trusted")
+    assert r.returncode == 1 and "resolves outside the project" in r.stderr
+    assert outside.read_text() == "export PATH=$PATH\n"
     # A file outside the project, named as it is, is the user's own choice.
     own = tmp_path / "home-AGENTS.md"
     r = workspace.cli("export", "--to", str(own), "--trusted")
