@@ -113,7 +113,7 @@ def export_target(named: Path, project_root: Path, stores: Sequence[Path]) -> Ex
     real = os.path.realpath(lexical)
     target = Path(real)
     memory_files = {os.path.realpath(store) for store in stores}
-    if real in memory_files or is_pi_memory(target):
+    if real in memory_files or is_pi_memory(target) or _same_file(real, stores):
         return ExportTarget(
             target,
             f"Refusing to export into a memory file: {display_path(target)} "
@@ -132,6 +132,22 @@ def export_target(named: Path, project_root: Path, stores: Sequence[Path]) -> Ex
             f"({display_path(real)}).",
         )
     return ExportTarget(target)
+
+
+def _same_file(path: str, stores: Sequence[Path]) -> bool:
+    """Whether ``path`` is one of ``stores`` by another name (a hard link)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return False
+    for store in stores:
+        try:
+            other = os.stat(store)
+        except OSError:
+            continue
+        if (st.st_dev, st.st_ino) == (other.st_dev, other.st_ino):
+            return True
+    return False
 
 
 @dataclass(frozen=True, slots=True)

@@ -383,6 +383,11 @@ def test_export_refuses_to_write_into_a_memory_store(workspace: Workspace, scope
     r = workspace.cli("export", "--to", "AGENTS.md", "--trusted")
     assert r.returncode == 1 and "Refusing to export into a memory file" in r.stderr
     assert store.read_bytes() == content
+    hard = workspace.root / "CLAUDE.md"
+    os.link(store, hard)  # and so is a hard link
+    r = workspace.cli("export", "--to", "CLAUDE.md", "--trusted")
+    assert r.returncode == 1 and "Refusing to export into a memory file" in r.stderr
+    assert store.read_bytes() == content
 
 
 def test_export_refuses_a_project_file_that_links_outside_the_project(
