@@ -647,9 +647,9 @@ def _export(runtime: Any, args: argparse.Namespace) -> int:
     """``export --to FILE [--check]``: the block written, or (``--check``) judged."""
     from memory_ls.core.bridges import check_message
 
+    # As named: the runtime follows its symlinks (CLAUDE.md -> AGENTS.md stays a link)
+    # and refuses one that leads into a store or out of the project.
     target = Path(os.path.abspath(os.path.expanduser(args.to)))
-    # The file a symlink leads to is the one to update (CLAUDE.md -> AGENTS.md stays a link).
-    target = Path(os.path.realpath(target))
     _say_if_untrusted(runtime)  # the block leaves the project's notes out: say why
     result = runtime.export_to(target, check=args.check)
     if args.check and "error" not in result:

@@ -152,12 +152,30 @@ def _skipped_lines(lines: list[str]) -> frozenset[int]:
                 skipped.update(range(j + 1))
                 start = j + 1
                 break
-    fence: str | None = None
+    fenced = _fenced_lines(lines, start)
+    skipped |= fenced
     in_export = False
+    for i in range(start, len(lines)):
+        if i in fenced:
+            continue
+        stripped = lines[i].strip()
+        if stripped == EXPORT_BEGIN:
+            in_export = True
+        if in_export:
+            skipped.add(i)
+            if stripped == EXPORT_END:
+                in_export = False
+    return frozenset(skipped)
+
+
+def _fenced_lines(lines: Sequence[str], start: int = 0) -> frozenset[int]:
+    """The lines of fenced code blocks, their fences included (CommonMark's rules)."""
+    fenced: set[int] = set()
+    fence: str | None = None
     for i in range(start, len(lines)):
         line = lines[i].rstrip()
         if fence is not None:
-            skipped.add(i)
+            fenced.add(i)
             closing = _FENCE_RE.fullmatch(line)
             if (
                 closing is not None
@@ -171,16 +189,8 @@ def _skipped_lines(lines: list[str]) -> frozenset[int]:
         # A backtick fence's info string holds no backtick (CommonMark), else it is code text.
         if opening is not None and not (opening.group(1)[0] == "`" and "`" in opening.group(2)):
             fence = opening.group(1)
-            skipped.add(i)
-            continue
-        stripped = line.strip()
-        if stripped == EXPORT_BEGIN:
-            in_export = True
-        if in_export:
-            skipped.add(i)
-            if stripped == EXPORT_END:
-                in_export = False
-    return frozenset(skipped)
+            fenced.add(i)
+    return frozenset(fenced)
 
 
 # -- import: what it does to the store ----------------------------------------------------
@@ -314,11 +324,21 @@ def _lines_with_offsets(content: str) -> Iterator[tuple[int, int, str]]:
 
 def find_block(content: str) -> ExportBlock | None:
     """The file's export block, or ``None``; :class:`ExportError` when it cannot be
-    rewritten safely (a marker without its pair, or more than one block)."""
+    rewritten safely (a marker without its pair, or more than one block).
+
+    Markers inside a code fence are text (a README showing how the block looks),
+    never the block.
+    """
     begin: tuple[int, int] | None = None
     inner: list[str] = []
     found: ExportBlock | None = None
-    for number, (start, end, line) in enumerate(_lines_with_offsets(content)):
+    lines = list(_lines_with_offsets(content))
+    fenced = _fenced_lines([line for _, _, line in lines])
+    for number, (start, end, line) in enumerate(lines):
+        if number in fenced:
+            if begin is not None:
+                inner.append(line)
+            continue
         stripped = line.strip()
         if stripped == EXPORT_BEGIN:
             if begin is not None:

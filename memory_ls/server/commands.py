@@ -175,7 +175,7 @@ async def execute(ls: MemoryServer, command: str, args: tuple[Any, ...]) -> Any:
     if name == "import":
         return await _import(ls, runtime, arg)
     if name == "export":
-        return _export(ls, runtime, arg)
+        return await _export(ls, runtime, arg)
     return await _mutate(ls, runtime, name, arg)
 
 
@@ -264,7 +264,9 @@ async def _import(ls: MemoryServer, runtime: MemoryRuntime, arg: dict[str, Any])
 
     async with ls.open_buffers.turn([runtime.paths[scope]]):
         before = runtime.view(scope).file.content
-        result = runtime.import_notes(candidates, scope)
+        # In a worker thread, as every write: waiting for another process's lock must
+        # not stop this server from answering meanwhile.
+        result = await asyncio.to_thread(runtime.import_notes, candidates, scope)
         ls.projects.invalidate()
         after = runtime.view(scope).file.content
         doc = ls.projects.open_store(runtime, scope)
@@ -277,7 +279,7 @@ async def _import(ls: MemoryServer, runtime: MemoryRuntime, arg: dict[str, Any])
     return result
 
 
-def _export(ls: MemoryServer, runtime: MemoryRuntime, arg: dict[str, Any]) -> ExportResult:
+async def _export(ls: MemoryServer, runtime: MemoryRuntime, arg: dict[str, Any]) -> ExportResult:
     """``memory.export`` (SPEC §15): the block of ``to`` (default: the project's AGENTS.md)."""
     to, check = arg.get("to"), arg.get("check", False)
     error = None
@@ -294,8 +296,10 @@ def _export(ls: MemoryServer, runtime: MemoryRuntime, arg: dict[str, Any]) -> Ex
             "message": error,
             "error": error,
         }
-    # The file a symlink leads to is the one to update (CLAUDE.md -> AGENTS.md stays a link).
-    result = runtime.export_to(Path(os.path.realpath(target)), check=check)
+    # As named: the runtime follows its symlinks (CLAUDE.md -> AGENTS.md stays a link)
+    # and refuses one that leads into a store or out of the project.
+    # In a worker thread: the write waits for the target folder's lock.
+    result = await asyncio.to_thread(runtime.export_to, target, check=check)
     if check and "error" not in result:
         result["message"] = check_message(result["status"], str(target))
     publishing.refresh_all(ls)

@@ -14,12 +14,13 @@ from __future__ import annotations
 import errno
 import os
 import stat
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from memory_ls.core.bridges import ImportFormat, import_candidates
 from memory_ls.core.text import MAX_STORE_BYTES, display_path, first_invalid_utf8
-from memory_ls.store.facts import not_regular_message
+from memory_ls.store.paths import is_pi_memory, is_within
 
 MAX_IMPORT_BYTES = 8 * 1024 * 1024
 """An import file larger than this is refused: its notes could never fit a store anyway."""
@@ -48,12 +49,11 @@ def read_text_file(path: Path, limit: int, what: str) -> ReadText:
         return ReadText(None)
     except OSError as exc:
         return ReadText(None, f"Cannot read {what} {shown}: {exc.strerror or exc}")
+    what_is = f"{what[0].upper()}{what[1:]}"
     if not stat.S_ISREG(st.st_mode):
-        return ReadText(None, not_regular_message(path))
+        return ReadText(None, f"{what_is} is not a regular file: {shown}")
     if st.st_size > limit:
-        return ReadText(
-            None, f"{what[0].upper()}{what[1:]} is {st.st_size} bytes, larger than {limit}: {shown}"
-        )
+        return ReadText(None, f"{what_is} is {st.st_size} bytes, larger than {limit}: {shown}")
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except OSError as exc:
@@ -62,17 +62,17 @@ def read_text_file(path: Path, limit: int, what: str) -> ReadText:
         return ReadText(None, f"Cannot read {what} {shown}: {exc.strerror or exc}")
     with os.fdopen(fd, "rb") as f:
         if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):  # swapped since the stat
-            return ReadText(None, not_regular_message(path))
+            return ReadText(None, f"{what_is} is not a regular file: {shown}")
         data = f.read(limit + 1)
     if len(data) > limit:
-        return ReadText(None, f"{what[0].upper()}{what[1:]} is larger than {limit} bytes: {shown}")
+        return ReadText(None, f"{what_is} is larger than {limit} bytes: {shown}")
     try:
         return ReadText(data.decode("utf-8"))
     except UnicodeDecodeError:
         bad = first_invalid_utf8(data)
         return ReadText(
             None,
-            f"{what[0].upper()}{what[1:]} is not valid UTF-8 (first bad byte at offset {bad}): {shown}",
+            f"{what_is} is not valid UTF-8 (first bad byte at offset {bad}): {shown}",
         )
 
 
@@ -87,6 +87,67 @@ def read_import_file(path: Path) -> ReadText:
 def read_export_target(path: Path) -> ReadText:
     """An instruction file's text (``None`` when missing); one over the store cap is refused."""
     return read_text_file(path, MAX_STORE_BYTES, "the export target")
+
+
+@dataclass(frozen=True, slots=True)
+class ExportTarget:
+    """The file export writes (symlinks followed), or why it may not write there."""
+
+    path: Path
+    error: str | None = None
+
+
+def export_target(named: Path, project_root: Path, stores: Sequence[Path]) -> ExportTarget:
+    """Resolve the file ``named`` for export, refusing a memory file and a link out of the project.
+
+    A symlink is followed (``CLAUDE.md -> AGENTS.md`` stays a link), except where
+    it would make export write what it must not: a memory store (the block's
+    bullets would become notes: the global ones copied into the project's
+    committed store, all of them doubled on the next export), or, for a file in
+    the project, a file outside it (a cloned repository can ship ``AGENTS.md ->
+    ~/.bashrc``; a note such as ``$(curl … | sh)`` would then run in the next
+    shell), as SPEC §1 refuses a ``.pi`` that leads out. A file outside the
+    project named as it is stays the user's choice.
+    """
+    lexical = os.path.abspath(named)
+    real = os.path.realpath(lexical)
+    target = Path(real)
+    memory_files = {os.path.realpath(store) for store in stores}
+    if real in memory_files or is_pi_memory(target) or _same_file(real, stores):
+        return ExportTarget(
+            target,
+            f"Refusing to export into a memory file: {display_path(target)} "
+            "(export keeps a block in an instruction file such as AGENTS.md).",
+        )
+    real_root = os.path.realpath(project_root)
+    # In the project as named, or through a folder that really is in it (a workspace
+    # opened through a symlinked path names its files through that path).
+    in_project = any(
+        is_within(lexical, root) for root in (os.path.abspath(project_root), real_root)
+    ) or is_within(os.path.realpath(os.path.dirname(lexical)), real_root)
+    if in_project and not is_within(real, real_root):
+        return ExportTarget(
+            target,
+            f"Refusing to export to {display_path(lexical)}: it resolves outside the project "
+            f"({display_path(real)}).",
+        )
+    return ExportTarget(target)
+
+
+def _same_file(path: str, stores: Sequence[Path]) -> bool:
+    """Whether ``path`` is one of ``stores`` by another name (a hard link)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return False
+    for store in stores:
+        try:
+            other = os.stat(store)
+        except OSError:
+            continue
+        if (st.st_dev, st.st_ino) == (other.st_dev, other.st_ino):
+            return True
+    return False
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 import shlex
 import socket
+import stat
 import subprocess
 import sys
 from collections.abc import Callable, Sequence
@@ -30,8 +31,9 @@ from pathlib import Path
 from memory_ls.core.merge import merge_notes
 from memory_ls.core.models import Scope, SyncResult
 from memory_ls.core.notes import parse_notes
-from memory_ls.core.text import display_path
-from memory_ls.store.files import StoreRefused, read_store, store_lock
+from memory_ls.core.text import MAX_STORE_BYTES, display_path
+from memory_ls.store.facts import not_regular_message
+from memory_ls.store.files import StoreRefused, read_store, store_lock, symlink_message
 from memory_ls.store.paths import INBOX_FILE_NAME
 
 DRIVER_NAME = "memory-ls note-wise merge of memory.md"
@@ -71,8 +73,14 @@ def git_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
-def run_git(args: Sequence[str], cwd: Path, timeout: float = GIT_TIMEOUT) -> GitRun:
-    """Run ``git ARGS`` in ``cwd``; a missing git or a timeout is a :class:`GitRefused`."""
+def run_git(
+    args: Sequence[str], cwd: Path, timeout: float = GIT_TIMEOUT, errors: str = "replace"
+) -> GitRun:
+    """Run ``git ARGS`` in ``cwd``; a missing git or a timeout is a :class:`GitRefused`.
+
+    Output that is not UTF-8 is decoded with ``errors``: replacement characters
+    for words shown to a person, ``surrogateescape`` for a path used again.
+    """
     try:
         done = subprocess.run(
             ["git", *args],
@@ -82,7 +90,7 @@ def run_git(args: Sequence[str], cwd: Path, timeout: float = GIT_TIMEOUT) -> Git
             capture_output=True,
             text=True,
             encoding="utf-8",
-            errors="replace",
+            errors=errors,
             timeout=timeout,
             check=False,
         )
@@ -104,10 +112,13 @@ def merge_file(base: Path, current: Path, other: Path) -> tuple[int, str | None]
     Returns the exit code (0 clean, 1 conflict markers left by ``git merge-file``)
     and, when not clean, why. A version that is not UTF-8 is left to git too.
     """
+    data = [_read_version(base, False), _read_version(current, True), _read_version(other, False)]
     texts: list[str] = []
-    for path in (base, current, other):
+    for version in data:
+        if version is None:
+            return _git_merge_file(base, current, other), OVER_CAP_VERSION
         try:
-            texts.append(path.read_bytes().decode("utf-8"))
+            texts.append(version.decode("utf-8"))
         except UnicodeDecodeError:
             return _git_merge_file(base, current, other), "a version is not valid UTF-8"
     result = merge_notes(*texts)
@@ -118,10 +129,51 @@ def merge_file(base: Path, current: Path, other: Path) -> tuple[int, str | None]
     return _git_merge_file(base, current, other), result.reason
 
 
+OVER_CAP_VERSION = f"a version is larger than the {MAX_STORE_BYTES}-byte limit"
+
+
+def _read_version(path: Path, current: bool) -> bytes | None:
+    """One version's bytes; ``None`` when it is over the store cap (left to git unread).
+
+    git hands the driver temporary regular files. Anything else is refused before
+    it is opened for reading (SPEC §8: a FIFO or device must not hang the merge),
+    and a symlinked CURRENT too: the merge is written to CURRENT, and through a
+    link it would overwrite whatever file the link names.
+    """
+    shown = display_path(path)
+    try:
+        st = os.stat(path, follow_symlinks=not current)
+    except OSError as exc:
+        raise GitRefused(f"Cannot read {shown}: {exc.strerror or exc}") from None
+    if stat.S_ISLNK(st.st_mode):
+        raise GitRefused(symlink_message(path))
+    if not stat.S_ISREG(st.st_mode):
+        raise GitRefused(not_regular_message(path))
+    if st.st_size > MAX_STORE_BYTES:
+        return None
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)
+    if current:
+        flags |= getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(path, flags)
+        with os.fdopen(fd, "rb") as f:
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):  # swapped since the stat
+                raise GitRefused(not_regular_message(path))
+            data = f.read(MAX_STORE_BYTES + 1)
+    except OSError as exc:
+        raise GitRefused(f"Cannot read {shown}: {exc.strerror or exc}") from None
+    return None if len(data) > MAX_STORE_BYTES else data
+
+
 def _git_merge_file(base: Path, current: Path, other: Path) -> int:
     labels = [arg for label in LABELS for arg in ("-L", label)]
-    run = run_git(["merge-file", *labels, str(current), str(base), str(other)], cwd=current.parent)
-    if run.code < 0 or (run.code == 0 and run.err.strip()):
+    # Absolute paths: git runs in CURRENT's folder, where a relative path no longer names it.
+    files = [os.path.abspath(path) for path in (current, base, other)]
+    run = run_git(["merge-file", *labels, *files], cwd=Path(files[0]).parent)
+    # git merge-file exits with the number of conflicts (at most 127), negative (255)
+    # on an error: an error leaves CURRENT without markers, so it is no conflict to
+    # resolve but a failure to report.
+    if run.code < 0 or run.code > 127 or (run.code == 0 and run.err.strip()):
         raise GitRefused(f"git merge-file failed: {run.words}")
     return 1  # left to git: the file needs a person, even when git's own merge was clean
 
@@ -151,11 +203,13 @@ def repository_of(folder: Path, store: Path, what: str) -> Repository:
     """The git work tree holding ``folder``; refused, quoting git, when there is none."""
     if not folder.is_dir():
         raise GitRefused(f"Cannot {what}: {display_path(folder)} does not exist.")
-    run = run_git(["rev-parse", "--show-toplevel"], folder)
+    # A path, used again: a folder name that is not UTF-8 must survive the round trip.
+    run = run_git(["rev-parse", "--show-toplevel"], folder, errors="surrogateescape")
     if run.code != 0 or not run.out.strip():
+        words = run.words.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
         raise GitRefused(
             f"Cannot {what}: {display_path(folder)} is not in a git work tree "
-            f'(git says: "{run.words}").'
+            f'(git says: "{words}").'
         )
     root = Path(run.out.strip())
     real_store = Path(os.path.realpath(store.parent)) / store.name
@@ -202,20 +256,46 @@ class SetupReport:
     attributes_written: bool = False
 
 
+def _read_attributes(path: Path) -> str:
+    """The text of the work tree's ``.gitattributes`` ("" when missing), to append to.
+
+    A symlink is refused, not followed: a cloned repository can ship
+    ``.gitattributes -> ~/.bashrc``, and git itself does not read a symlinked
+    ``.gitattributes`` in the work tree. A FIFO or device is refused before it
+    is opened (SPEC §8). Bytes, decoded as they are: a text-mode read would turn
+    CRLF into LF, and the write would then rewrite every line of the user's file.
+    """
+    shown = display_path(path)
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return ""
+    except OSError as exc:
+        raise GitRefused(f"Cannot read {shown}: {exc.strerror or exc}") from None
+    if stat.S_ISLNK(st.st_mode):
+        raise GitRefused(
+            f"Refusing to change the symlinked {shown}: git does not read a symlinked "
+            ".gitattributes in the work tree; make it a regular file."
+        )
+    if not stat.S_ISREG(st.st_mode):
+        raise GitRefused(f"{shown} is not a regular file.")
+    try:
+        return path.read_bytes().decode("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise GitRefused(f"Cannot read {shown}: {exc}") from None
+
+
 def git_setup(repo: Repository) -> SetupReport:
     """Add the merge attributes and the ``merge.memory-ls`` driver config, where missing."""
     report = SetupReport(repo)
     attributes = repo.root / ".gitattributes"
-    try:
-        existing = attributes.read_text(encoding="utf-8") if attributes.exists() else ""
-    except (OSError, UnicodeDecodeError) as exc:
-        raise GitRefused(f"Cannot read {display_path(attributes)}: {exc}") from None
+    existing = _read_attributes(attributes)
     present = {tuple(line.split()) for line in existing.splitlines()}
     missing = [line for line in wanted_attributes(repo) if tuple(line.split()) not in present]
     if missing:
         eol = "\r\n" if "\r\n" in existing else "\n"
         head = existing if not existing or existing.endswith("\n") else existing + eol
-        attributes.write_text(head + "".join(line + eol for line in missing), encoding="utf-8")
+        attributes.write_bytes((head + "".join(line + eol for line in missing)).encode("utf-8"))
         report.attributes_written = True
         for line in missing:
             report.changes.append(f"{display_path(attributes)}: added {line}")
@@ -262,13 +342,14 @@ def _attributes_to_commit(repo: Repository) -> bool:
     """Whether .gitattributes holds our lines and differs from what HEAD has."""
     path = repo.root / ".gitattributes"
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_bytes().decode("utf-8")  # as committed: CRLF stays CRLF
     except (OSError, UnicodeDecodeError):
         return False
     if "merge=memory-ls" not in text:
         return False
     head = run_git(["show", "HEAD:.gitattributes"], repo.root)
-    return head.code != 0 or head.out != text
+    # git's output is read in text mode (universal newlines): compare line endings alike.
+    return head.code != 0 or head.out != text.replace("\r\n", "\n").replace("\r", "\n")
 
 
 def failed_sync(scope: Scope, error: str | None) -> SyncResult:
@@ -361,6 +442,10 @@ def _commit(scope: Scope, repo: Repository, result: SyncResult) -> None:
             paths.append(".gitattributes")
     if not paths:
         return
+    # What the user had staged already stays staged whatever happens; what sync stages
+    # itself is unstaged again when the commit is refused (a hook), so nothing changed.
+    staged = run_git(["diff", "--cached", "--name-only", "-z", "--", *paths], repo.root)
+    already = set(staged.out.split("\0")) if staged.code == 0 else set(paths)
     added = run_git(["add", "-A", "--", *paths], repo.root)
     if added.code != 0:
         raise GitRefused(f'Cannot commit the store (git says: "{added.words}").')
@@ -377,6 +462,9 @@ def _commit(scope: Scope, repo: Repository, result: SyncResult) -> None:
     message = f"memory: +{plus} -{minus} on {_host()}"
     done = run_git(["commit", "-q", "-m", message, "--", *paths], repo.root)
     if done.code != 0:
+        ours = [p for p in paths if p not in already]
+        if ours:
+            run_git(["reset", "-q", "--", *ours], repo.root)
         raise GitRefused(
             f'Cannot commit the store (git says: "{done.words}"). Nothing was changed; '
             "fix that and run sync again."
@@ -385,10 +473,19 @@ def _commit(scope: Scope, repo: Repository, result: SyncResult) -> None:
 
 
 def _pull(repo: Repository, what: str) -> None:
-    """``git pull --no-rebase --no-edit`` with our driver; undone entirely when it fails."""
+    """``git pull --no-rebase --ff --no-edit`` with our driver; undone entirely when it fails."""
     head = run_git(["rev-parse", "-q", "--verify", "HEAD"], repo.root).out.strip()
     pull = run_git(
-        ["-c", f"merge.memory-ls.driver={_driver_here()}", "pull", "--no-rebase", "--no-edit"],
+        # --ff: a user's merge.ff = only (or pull.ff = only) would refuse every merge of
+        # diverged notes; sync's job is that merge.
+        [
+            "-c",
+            f"merge.memory-ls.driver={_driver_here()}",
+            "pull",
+            "--no-rebase",
+            "--ff",
+            "--no-edit",
+        ],
         repo.root,
     )
     if pull.code == 0:

@@ -105,7 +105,7 @@ def project_folder_refusal(project_root: Path, real: str | None = None) -> str |
         real = os.path.realpath(folder)
         if _loops(folder):
             return outside_project_message(project_root, real)
-    if _is_within(real, os.path.realpath(project_root)):
+    if is_within(real, os.path.realpath(project_root)):
         return None
     return outside_project_message(project_root, real)
 
@@ -191,7 +191,7 @@ def classify_store_path(path: Path, global_store: Path) -> StorePath | None:
     return StorePath("project", root)
 
 
-def _is_within(path: str, folder: str) -> bool:
+def is_within(path: str, folder: str) -> bool:
     """Whether the canonical ``path`` is ``folder`` or lies under it."""
     return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
 

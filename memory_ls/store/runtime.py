@@ -562,11 +562,15 @@ class MemoryRuntime:
         Only the block changes; nothing is written when it is current or with
         ``check``. The recall body leaves an untrusted project's notes out. A
         store that cannot be read refuses the export, so a block never loses
-        notes because a file was briefly unreadable.
+        notes because a file was briefly unreadable. ``target`` is the path as
+        named: its symlinks are followed here, and a memory store or (for a file
+        in the project) a file outside the project is refused.
         """
         from memory_ls.core.bridges import ExportError, export_message, plan_export
-        from memory_ls.store.bridges import read_export_target
+        from memory_ls.store.bridges import export_target, read_export_target
 
+        resolved = export_target(target, self.project_root, list(self.paths.values()))
+        target = resolved.path
         shown = display_path(target)
 
         def refused(error: str) -> ExportResult:
@@ -578,6 +582,8 @@ class MemoryRuntime:
                 "error": error,
             }
 
+        if resolved.error:
+            return refused(resolved.error)
         scopes: tuple[Scope, ...] = ("project", "global") if self.trust().trusted else ("global",)
         for scope in scopes:
             error = self.view(scope).file.error

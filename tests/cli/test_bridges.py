@@ -175,8 +175,11 @@ def test_a_file_that_cannot_be_read_imports_nothing(workspace: Workspace) -> Non
     fifo = workspace.root / "fifo.md"
     os.mkfifo(fifo)
     r = workspace.cli("import", str(fifo), timeout=20)
-    assert r.returncode == 1 and "not a regular file" in r.stderr
+    # Named as what it is: an import file, not a memory file.
+    assert r.returncode == 1 and f"The import file is not a regular file: {fifo}" in r.stderr
     assert not workspace.project_store.exists()
+    r = workspace.cli("export", "--to", str(fifo), "--trusted", timeout=20)
+    assert r.returncode == 1 and f"The export target is not a regular file: {fifo}" in r.stderr
 
 
 def test_import_needs_a_file_and_a_known_format(workspace: Workspace) -> None:
@@ -359,3 +362,70 @@ def test_export_keeps_the_file_mode(workspace: Workspace) -> None:
     assert workspace.cli("export", "--to", "AGENTS.md", "--trusted").returncode == 0
     assert target.stat().st_mode & 0o777 == 0o640
     assert [p.name for p in workspace.root.iterdir() if p.name.endswith(".tmp")] == []
+
+
+# -- export: attacks (an attacker's repository, a careless user) ------------------------------
+
+
+@pytest.mark.parametrize("scope", ["project", "global"])
+def test_export_refuses_to_write_into_a_memory_store(workspace: Workspace, scope: str) -> None:
+    # The block's bullets would become notes of the store: the global notes copied
+    # into the project's committed store, every note doubled on the next export.
+    stores(workspace)
+    store = workspace.store(scope)  # type: ignore[arg-type]
+    content = store.read_bytes()
+    r = workspace.cli("export", "--to", str(store), "--trusted")
+    assert r.returncode == 1
+    assert "Refusing to export into a memory file" in r.stderr
+    assert store.read_bytes() == content
+    link = workspace.root / "AGENTS.md"
+    link.symlink_to(store)  # a link to the store is the store
+    r = workspace.cli("export", "--to", "AGENTS.md", "--trusted")
+    assert r.returncode == 1 and "Refusing to export into a memory file" in r.stderr
+    assert store.read_bytes() == content
+    hard = workspace.root / "CLAUDE.md"
+    os.link(store, hard)  # and so is a hard link
+    r = workspace.cli("export", "--to", "CLAUDE.md", "--trusted")
+    assert r.returncode == 1 and "Refusing to export into a memory file" in r.stderr
+    assert store.read_bytes() == content
+
+
+def test_export_refuses_a_project_file_that_links_outside_the_project(
+    workspace: Workspace, tmp_path: Path
+) -> None:
+    # A cloned repository can ship AGENTS.md -> ~/.bashrc; a project note such as
+    # `$(curl … | sh)` appended there would run in the user's next shell.
+    stores(workspace)
+    outside = tmp_path / "bashrc"
+    outside.write_text("export PATH=$PATH\n")
+    (workspace.root / "AGENTS.md").symlink_to(os.path.relpath(outside, workspace.root))
+    r = workspace.cli("export", "--to", "AGENTS.md", "--trusted")
+    assert r.returncode == 1
+    assert "resolves outside the project" in r.stderr
+    assert outside.read_text() == "export PATH=$PATH\n"
+    # Named through a symlinked path to the project, it is still the project's file.
+    alias = tmp_path / "alias"
+    alias.symlink_to(workspace.root)
+    r = workspace.cli("export", "--to", str(alias / "AGENTS.md"), "--trusted")
+    assert r.returncode == 1 and "resolves outside the project" in r.stderr
+    assert outside.read_text() == "export PATH=$PATH\n"
+    # A file outside the project, named as it is, is the user's own choice.
+    own = tmp_path / "home-AGENTS.md"
+    r = workspace.cli("export", "--to", str(own), "--trusted")
+    assert r.returncode == 0, r.stderr
+
+
+def test_export_markers_inside_a_code_fence_are_an_example_not_the_block(
+    workspace: Workspace,
+) -> None:
+    body = stores(workspace)
+    target = workspace.root / "AGENTS.md"
+    example = (
+        f"# How export works\n\n```markdown\n{EXPORT_BEGIN}\n(your notes)\n{EXPORT_END}\n```\n"
+    )
+    target.write_text(example)
+    r = workspace.cli("export", "--to", "AGENTS.md", "--trusted")
+    assert r.returncode == 0, r.stderr
+    assert target.read_text() == example + "\n" + block(body) + "\n"
+    again = workspace.cli("export", "--to", "AGENTS.md", "--trusted", "--check")
+    assert again.returncode == 0, again.stderr

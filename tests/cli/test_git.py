@@ -87,6 +87,28 @@ def test_merge_file_leaves_prose_changed_on_both_sides_to_git(workspace: Workspa
     assert "<<<<<<< current" in text and "mine" in text and "theirs" in text
 
 
+def test_merge_file_with_relative_paths_in_a_folder_leaves_conflict_markers(
+    workspace: Workspace,
+) -> None:
+    # Run by hand from elsewhere: git merge-file must get paths that still name the files,
+    # and a git merge-file that failed must not pass for a conflict it never marked.
+    folder = workspace.root / "sub"
+    workspace.write(folder / "base", f"{HEADER}\n\nintro\n\n- a\n")
+    current = workspace.write(folder / "current", f"{HEADER}\n\nmine\n\n- a\n")
+    workspace.write(folder / "other", f"{HEADER}\n\ntheirs\n\n- a\n")
+    r = run_cli(
+        "merge-file",
+        "sub/base",
+        "sub/current",
+        "sub/other",
+        cwd=workspace.root,
+        env=git_env(workspace),
+    )
+    assert r.returncode == 1, r.stderr
+    text = current.read_text()
+    assert "<<<<<<< current" in text and "theirs" in text and ">>>>>>> other" in text
+
+
 def test_merge_file_over_the_cap_is_left_to_git(workspace: Workspace) -> None:
     big = ["n" * 400 + str(i) for i in range(340)]
     base = workspace.write(workspace.root / "base", store_text())
@@ -101,6 +123,123 @@ def test_merge_file_over_the_cap_is_left_to_git(workspace: Workspace) -> None:
     assert "262144-byte limit" in r.stderr
     assert "<<<<<<<" in current.read_text()
     assert base.exists() and other.exists()
+
+
+@pytest.mark.parametrize("which", ["base", "current", "other"])
+def test_merge_file_refuses_a_fifo_or_a_device_without_hanging(
+    workspace: Workspace, which: str
+) -> None:
+    # SPEC §8: a FIFO or device given to any verb is refused, never opened for reading.
+    paths = {
+        name: workspace.write(workspace.root / name, store_text("a"))
+        for name in ("base", "current", "other")
+    }
+    os.mkfifo(workspace.root / "fifo")
+    for odd in (workspace.root / "fifo", Path("/dev/zero")):
+        args = [str(odd) if name == which else str(path) for name, path in paths.items()]
+        r = run_cli("merge-file", *args, cwd=workspace.root, env=git_env(workspace), timeout=20)
+        assert r.returncode == 1, r.stderr
+        assert "not a regular file" in r.stderr and "Traceback" not in r.stderr
+    assert paths["current"].read_text() == store_text("a")
+
+
+def test_merge_file_refuses_a_symlinked_current_and_writes_nothing_through_it(
+    workspace: Workspace, tmp_path: Path
+) -> None:
+    # git hands the driver a temporary regular file; a link would make it write elsewhere.
+    outside = tmp_path / "outside.txt"
+    outside.write_text("not a memory file\n")
+    base = workspace.write(workspace.root / "base", store_text("a"))
+    other = workspace.write(workspace.root / "other", store_text("a", "b"))
+    current = workspace.root / "current"
+    current.symlink_to(outside)
+    r = run_cli(
+        "merge-file",
+        str(base),
+        str(current),
+        str(other),
+        cwd=workspace.root,
+        env=git_env(workspace),
+    )
+    assert r.returncode == 1
+    assert "symlink" in r.stderr and "Traceback" not in r.stderr
+    assert outside.read_text() == "not a memory file\n"
+    assert current.is_symlink()
+
+
+def test_merge_file_names_a_missing_file_or_a_folder_plainly(workspace: Workspace) -> None:
+    base = workspace.write(workspace.root / "base", store_text("a"))
+    (workspace.root / "folder").mkdir()
+    for current in ("missing", "folder"):
+        r = run_cli(
+            "merge-file",
+            str(base),
+            current,
+            str(base),
+            cwd=workspace.root,
+            env=git_env(workspace),
+        )
+        assert r.returncode == 1
+        assert current in r.stderr and "Traceback" not in r.stderr
+
+
+# -- git-setup on odd repositories -------------------------------------------------------------
+
+
+def fresh_repo(workspace: Workspace) -> dict[str, str]:
+    env = git_env(workspace)
+    shutil.rmtree(workspace.root / ".git")
+    git(env, workspace.root, "init", "-q")
+    return env
+
+
+def test_git_setup_keeps_a_crlf_gitattributes_crlf(workspace: Workspace) -> None:
+    env = fresh_repo(workspace)
+    attributes = workspace.root / ".gitattributes"
+    attributes.write_bytes(b"*.txt text\r\n*.png binary\r\n")
+    r = run_cli("git-setup", cwd=workspace.root, env=env)
+    assert r.returncode == 0, r.stderr
+    assert attributes.read_bytes() == (
+        b"*.txt text\r\n*.png binary\r\n"
+        b".pi/memory.md merge=memory-ls\r\n.pi/memory.inbox.jsonl merge=union\r\n"
+    )
+    again = run_cli("git-setup", cwd=workspace.root, env=env)
+    assert again.returncode == 0 and "nothing changed" in again.stdout
+
+
+def test_git_setup_refuses_a_symlinked_or_fifo_gitattributes(
+    workspace: Workspace, tmp_path: Path
+) -> None:
+    # A cloned repository can ship .gitattributes -> ~/.bashrc: writing through the
+    # link would change a file outside the repository (git itself does not read a
+    # symlinked .gitattributes in the work tree). A FIFO must not hang the command.
+    env = fresh_repo(workspace)
+    attributes = workspace.root / ".gitattributes"
+    outside = tmp_path / "bashrc"
+    outside.write_text("# rc\n")
+    attributes.symlink_to(outside)
+    r = run_cli("git-setup", cwd=workspace.root, env=env)
+    assert r.returncode == 1 and "symlink" in r.stderr and "Traceback" not in r.stderr
+    assert outside.read_text() == "# rc\n"
+    assert (
+        git(env, workspace.root, "config", "--get", "merge.memory-ls.driver", ok=False).stdout == ""
+    )
+    attributes.unlink()
+    os.mkfifo(attributes)
+    r = run_cli("git-setup", cwd=workspace.root, env=env, timeout=20)
+    assert r.returncode == 1 and "not a regular file" in r.stderr
+
+
+def test_git_setup_in_a_repository_whose_path_is_not_utf8(workspace: Workspace) -> None:
+    env = git_env(workspace)
+    root = Path(os.fsdecode(bytes(workspace.root.parent) + b"/caf\xe9 repo"))
+    root.mkdir()
+    git(env, root, "init", "-q")
+    r = run_cli("git-setup", cwd=root, env=env)
+    assert r.returncode == 0, r.stderr
+    assert (root / ".gitattributes").read_text().startswith(".pi/memory.md merge=memory-ls\n")
+    check = git(env, root, "check-attr", "merge", ".pi/memory.md")
+    assert check.stdout.strip() == ".pi/memory.md: merge: memory-ls"
 
 
 # -- a project merged on two branches -------------------------------------------------------
@@ -359,6 +498,47 @@ def test_a_failed_pull_leaves_the_store_and_the_local_commit_as_they_were(
     assert head.startswith("memory: +1 -0 on ")
     status = git(laptop.env, laptop.clone, "status", "--porcelain").stdout
     assert status == "", status
+
+
+def test_sync_merges_diverged_notes_even_with_merge_ff_only(
+    machines: tuple[Machine, Machine],
+) -> None:
+    # A common setting (merge.ff = only, or pull.ff = only) must not make every sync
+    # after the machines diverge fail with "Not possible to fast-forward".
+    laptop, desktop = machines
+    laptop.add("base")
+    laptop.sync()
+    desktop.sync()
+    git(laptop.env, laptop.clone, "config", "merge.ff", "only")
+    git(laptop.env, laptop.clone, "config", "pull.ff", "only")
+    desktop.add("desktop note")
+    desktop.sync()
+    laptop.add("laptop note")
+    result = laptop.sync()
+    assert result["arrived"] == ["desktop note"]
+    assert sorted(laptop.notes()) == ["base", "desktop note", "laptop note"]
+
+
+def test_a_commit_refused_by_a_hook_leaves_the_index_as_it_was(
+    machines: tuple[Machine, Machine],
+) -> None:
+    laptop, _ = machines
+    laptop.add("base")
+    laptop.sync()
+    hook = laptop.clone / ".git" / "hooks" / "pre-commit"
+    hook.write_text("#!/bin/sh\necho the hook says no >&2\nexit 1\n")
+    hook.chmod(0o755)
+    laptop.add("blocked note")
+    before = laptop.store.read_bytes()
+    failed = laptop.sync(ok=False)
+    assert "the hook says no" in str(failed["error"])
+    assert "Nothing was changed" in str(failed["error"])
+    assert laptop.store.read_bytes() == before
+    # "Nothing was changed" holds for the index too: the store is not left staged.
+    staged = git(laptop.env, laptop.clone, "diff", "--cached", "--name-only").stdout
+    assert staged == "", staged
+    status = git(laptop.env, laptop.clone, "status", "--porcelain").stdout
+    assert status == " M agent/memory.md\n", status
 
 
 # -- refusals ---------------------------------------------------------------------------------

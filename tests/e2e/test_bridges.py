@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -220,3 +221,38 @@ async def test_export_stale_can_be_turned_off(start, workspace):
     s = await start("visual-studio-code", init_options={"severity": {"export-stale": "off"}})
     uri = s.open(agents)
     await s.wait_for(uri, lambda ds: not ds)
+
+
+async def test_hostile_import_and_export_arguments_are_answered_and_write_nothing_wrong(
+    start, workspace, tmp_path
+):
+    # An attacker (or a careless client) drives the commands: every request is
+    # answered with a clear error, nothing hangs, no store gets a block written into it.
+    workspace.write("project", ["use pnpm"])
+    workspace.write("global", ["answer in English"])
+    project_before = workspace.project_store.read_bytes()
+    global_before = workspace.global_store.read_bytes()
+    os.mkfifo(workspace.root / "fifo")
+    (workspace.root / "folder").mkdir()
+    outside = tmp_path / "bashrc"
+    outside.write_text("export PATH=$PATH\n")
+    (workspace.root / "CLAUDE.md").symlink_to(outside)
+    s = await start("neovim")
+    for files in (["fifo"], ["/dev/zero"], ["folder"], [str(workspace.root / "fifo")]):
+        r = await s.command("memory.import", {"files": files})
+        assert r["added"] == [] and "not a regular file" in r["error"]
+    for to, error in (
+        (".pi/memory.md", "Refusing to export into a memory file"),
+        (str(workspace.global_store), "Refusing to export into a memory file"),
+        (uri_of(workspace.project_store), "Refusing to export into a memory file"),
+        ("CLAUDE.md", "resolves outside the project"),
+        ("fifo", "not a regular file"),
+        ("folder", "not a regular file"),
+        ("no/such/dir/AGENTS.md", "No such directory"),
+    ):
+        r = await s.command("memory.export", {"to": to})
+        validate("export-result", r)
+        assert error in r["error"] and r["changed"] is False, (to, r)
+    assert workspace.project_store.read_bytes() == project_before
+    assert workspace.global_store.read_bytes() == global_before
+    assert outside.read_text() == "export PATH=$PATH\n"

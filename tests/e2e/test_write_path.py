@@ -53,3 +53,45 @@ async def test_a_read_only_store_is_refused_by_a_command(start, workspace):
     assert result["error"] == read_only_message(store)
     assert result["changed"] is False
     assert store.read_text() == store_text("a")
+
+
+async def test_hover_is_answered_while_an_import_or_export_waits_for_the_lock(
+    start, workspace, monkeypatch
+):
+    # memory.import and memory.export write under a lock too: waiting for it must not
+    # stop the server from answering, as for every other command.
+    store = workspace.write("project", ["a"])
+    notes = workspace.root / "notes.md"
+    notes.write_text("- imported\n")
+    agents = workspace.root / "AGENTS.md"
+    agents.write_text("# Agents\n")
+    monkeypatch.setenv("MEMORY_LS_LOCK_TIMEOUT", "3")
+    s = await start("visual-studio-code")
+    uri = s.open(store)
+    await asyncio.sleep(0.1)
+    loop = asyncio.get_running_loop()
+    for name, arg, locked in (
+        ("memory.import", {"files": [str(notes)]}, store),
+        ("memory.export", {"to": str(agents)}, agents),
+    ):
+        with held_lock(locked, workspace.env()):
+            began = loop.time()
+            command = asyncio.ensure_future(s.command(name, arg))
+            await asyncio.sleep(0.3)  # the command is waiting for the lock by now
+            hover = await asyncio.wait_for(
+                s.client.text_document_hover_async(
+                    lsp.HoverParams(
+                        text_document=lsp.TextDocumentIdentifier(uri=uri),
+                        position=lsp.Position(2, 3),
+                    )
+                ),
+                2.0,
+            )
+            hovered = loop.time() - began
+            assert not command.done(), name
+            result = await command
+        assert hovered < 3, name
+        assert hover is not None and "project memory" in hover.contents.value
+        assert "locked by another process" in str(result), (name, result)
+    assert store.read_text() == store_text("a")
+    assert agents.read_text() == "# Agents\n"
