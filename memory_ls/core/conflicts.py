@@ -79,6 +79,11 @@ _NOT_NARROWING_RE = re.compile(
     r"|(?:where|when|whenever|if) possible|if you can|please|from now on|going forward"
     r"|(?:because|since|as|so) .*|via .*)$"
 )
+# Adverbs at the end of a subject that neither name the thing nor narrow it ("use pnpm here").
+_TRAILING_ADVERBS_RE = re.compile(
+    r"(?:\s+(?:here|everywhere|always|at all|anymore|any more|again|please|instead|too"
+    r"|as well|by default|now|whenever possible|where possible|if possible))+\W*$"
+)
 _ARTICLES_RE = re.compile(r"\b(?:a|an|the|any|some)\s+(?=\S)")
 _STRIP_CHARS = "`'\"*_“”‘’ "
 _TRAILING_RE = re.compile(r"[\s.,;:!?)(]+$")
@@ -95,7 +100,7 @@ def _normalise_phrase(text: str) -> str:
 def _split_context(text: str) -> tuple[str, frozenset[str]]:
     """``text`` as its head (the subject) and its narrowing phrases."""
     parts = _CONTEXT_RE.split(text)
-    head = parts[0]
+    head = _TRAILING_ADVERBS_RE.sub("", parts[0])
     context: set[str] = set()
     for part in parts[1:]:
         phrase = _normalise_phrase(part)
@@ -293,12 +298,13 @@ def conflict_findings(
         theirs = [b for b in other_bullets if not b.blank]
         for i, b in enumerate(theirs):
             index.add(("global", i), b.key)
+    notes: dict[Hashable, tuple[Bullet, Scope, str | None]] = {}
+    notes.update({(scope, i): (b, scope, None) for i, b in enumerate(mine)})
+    notes.update({("global", i): (b, "global", other_path) for i, b in enumerate(theirs)})
     out: list[Finding] = []
     for i, b in enumerate(mine):
         for other_ref, subject in index.conflicts_of((scope, i)):
-            other_scope_, j = other_ref  # type: ignore[misc]
-            if other_scope_ == scope:
-                out.append(_finding(b, mine[j], scope, scope, subject, None))
-            else:
-                out.append(_finding(b, theirs[j], scope, "global", subject, other_path))
-    return sorted(out, key=lambda f: (f.line, f.start, f.message))
+            other, where, path = notes[other_ref]
+            out.append(_finding(b, other, scope, where, subject, path))
+    # Reading order, then the same scope's note before the other's, by line.
+    return sorted(out, key=lambda f: (f.line, f.start, f.related[0].path or "", f.related[0].line))
