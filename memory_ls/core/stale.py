@@ -86,19 +86,25 @@ def path_mentions(text: str) -> list[Mention]:
     A bare word has leading ``(`` and trailing ``.,;:!?)`` trimmed; a backticked span
     is taken as it is. Words inside a span are not bare words.
     """
+    if "/" not in text:
+        return []  # the common case: no mention can have a slash
     out: list[Mention] = []
-    spans = _code_spans(text)
-    for start, end in spans:
-        content = text[start:end]
-        if is_path_mention(content):
-            out.append(Mention("path", content, start, end))
-    outside = list(text)
-    for start, end in spans:  # blank the spans (and their backticks) out of the bare text
-        for i in range(max(0, start - 1), min(len(text), end + 1)):
-            outside[i] = " "
-    bare = "".join(outside)
+    spans = _code_spans(text) if "`" in text else []
+    bare = text
+    if spans:
+        outside = list(text)
+        for start, end in spans:
+            content = text[start:end]
+            if is_path_mention(content):
+                out.append(Mention("path", content, start, end))
+            # The span and its backticks are not bare text.
+            for i in range(max(0, start - 1), min(len(text), end + 1)):
+                outside[i] = " "
+        bare = "".join(outside)
     for m in _WORD_RE.finditer(bare):
         word, start = m.group(), m.start()
+        if "/" not in word:
+            continue
         lead = len(word) - len(word.lstrip("("))
         word = word[lead:].rstrip(_TRAILING)
         start += lead
@@ -332,10 +338,11 @@ _SCRIPT_TRAILING = ".,;:!?)'\""
 _FILE_LIKE_RE = re.compile(r"\.(?:[cm]?[jt]sx?|json|sh|py)$")
 # In prose, `make X` is a command only after a word that says so ("run make test");
 # "make sure" is English. `just X` is a command only inside a code span.
-_PROSE_RUN_RE = re.compile(
-    r"\b(?:run|runs|running|ran|use|using|via|with|call|invoke|execute|try|type)\s+$",
-    re.IGNORECASE,
+_PROSE_RUN_WORDS = frozenset(
+    {"run", "runs", "running", "ran", "use", "using", "via", "with", "call", "invoke"}
+    | {"execute", "try", "type"}
 )
+_TOOLS = ("npm", "yarn", "bun", "make", "just")  # "pnpm" holds "npm"
 _WORD_TOKEN_RE = re.compile(r"[^\s`]+")
 _COMMAND_BREAKS = frozenset({"&&", "||", ";", "|", "$"})
 
@@ -351,17 +358,16 @@ class _Token:
 
 def _tokens(text: str) -> list[_Token]:
     spans = _code_spans(text)
+    starts = {s for s, _ in spans}
     out: list[_Token] = []
     for m in _WORD_TOKEN_RE.finditer(text):
         start = m.start()
         in_code = any(s <= start < e for s, e in spans)
-        first_in_span = any(s == start for s, _ in spans)
-        prev = out[-1] if out else None
-        after_break = prev is not None and prev.text in _COMMAND_BREAKS
+        prev = out[-1].text if out else ""
         command_start = (
-            first_in_span
-            or (in_code and after_break)
-            or (not in_code and _PROSE_RUN_RE.search(text[:start]) is not None)
+            start in starts
+            or (in_code and prev in _COMMAND_BREAKS)
+            or (not in_code and prev.lower() in _PROSE_RUN_WORDS)
         )
         out.append(_Token(m.group(), start, in_code, command_start))
     return out
@@ -405,6 +411,9 @@ def script_mentions(text: str) -> list[Mention]:
     starts (a code span's first word, after ``&&`` / ``;`` / ``$``; ``make`` also
     after "run" in prose) so "make sure" and "just works" stay English.
     """
+    low = text.lower()
+    if not any(tool in low for tool in _TOOLS):
+        return []  # the common case, decided by a few substring scans in C
     tokens = _tokens(text)
     out: list[Mention] = []
     for i, tok in enumerate(tokens):
