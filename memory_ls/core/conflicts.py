@@ -49,7 +49,7 @@ _SPEAKER = (
     r"(?:(?:please|important|note|rule|also|and|but|so|then|instead|here)\s*,?\s+)*"
     r"(?:(?:we|you|i|the user|the team|this (?:repo|repository|project|codebase))\s+)?"
 )
-_MODAL = r"(?:(?:should|must|will|shall|can|do|does|to)\s+)?"
+_MODAL = r"(?:(?:should|must|will|shall|can|do|does)\s+)?"
 _NEGATORS = (
     r"never|don't|dont|do not|doesn't|does not|must not|mustn't|should not|shouldn't"
     r"|cannot|can't|won't|will not|no longer|stop|avoid|avoids|no"
@@ -125,8 +125,10 @@ def _clause_claims(clause: str) -> list[Claim]:
         return []
     mark, rest = m.group("mark"), m.group("rest")
     positive = re.fullmatch(_POSITIVES, mark) is not None
-    if mark == "no" and re.match(r"(?:need|one|problem|longer)\b|,", rest):
-        return []  # "no need to ...", "no, ..."
+    if mark == "no" and re.match(r"(?:need|one|problem|longer|more|less|matter)\b|,", rest):
+        return []  # "no need to ...", "no more than ...", "no, ..."
+    if not positive and rest.startswith("always "):
+        return []  # "don't always use X" allows X sometimes: not the opposite of "use X"
     uses = mark in ("use", "uses", "prefer", "prefers", "avoid", "avoids", "no")
     verb = _USE_VERB_RE.match(rest)
     if verb is not None:
@@ -148,11 +150,23 @@ def _clause_claims(clause: str) -> list[Claim]:
         return []
     prefix = "use " if uses else ""
     for item in _items(subject, positive):
-        claims.append(Claim(positive, prefix + item, context))
+        if _named(item):
+            claims.append(Claim(positive, prefix + item, context))
     for item in others:  # "X over Y", "X instead of Y", "X, not Y" also say: not Y
-        if item:
+        if item and _named(item):
             claims.append(Claim(False, prefix + item, context))
     return claims
+
+
+_PRONOUN_RE = re.compile(
+    r"\b(?:it|its|this|that|these|those|them|they|one|ones|something|anything|everything"
+    r"|nothing|there|here|so)\b"
+)
+
+
+def _named(subject: str) -> bool:
+    """Whether a subject names its thing: "use it" or "run them" could be about anything."""
+    return _PRONOUN_RE.search(subject) is None
 
 
 @functools.lru_cache(maxsize=65536)

@@ -117,6 +117,10 @@ def test_the_decision_is_symmetric() -> None:
         ("The API is not versioned yet", []),
         ("No need to run the linter", []),
         ("We don't use Redux", [Claim(False, "use redux")]),
+        ("Don't always use mocks", []),  # not the opposite of "use mocks"
+        ("The formatter is slow; never run it on save", []),  # "it" could be anything
+        ("To use the GPU runner, add the label", []),
+        ("No more than three retries", []),
     ],
 )
 def test_note_claims(note: str, claims: list[Claim]) -> None:
