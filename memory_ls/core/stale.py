@@ -386,7 +386,8 @@ def _skip_options(tokens: Sequence[_Token], i: int) -> tuple[int, bool]:
     while i < len(tokens) and tokens[i].text.startswith("-"):
         word = tokens[i].text
         name = word.split("=", 1)[0]
-        elsewhere = elsewhere or name in _ELSEWHERE_OPTIONS
+        # --if-present: a missing script is no error, so not stale either.
+        elsewhere = elsewhere or name in _ELSEWHERE_OPTIONS or name == "--if-present"
         takes_value = name in _VALUE_OPTIONS or name in _ELSEWHERE_OPTIONS
         if takes_value and "=" not in word:
             i += 1  # the option's value
@@ -434,6 +435,8 @@ def script_mentions(text: str) -> list[Mention]:
                 continue
             got = _script_word(tokens[k])
             if got is None or (tool == "bun" and _FILE_LIKE_RE.search(got[0])):
+                continue
+            if k + 1 < len(tokens) and tokens[k + 1].text.startswith("--if-present"):
                 continue
             name, start = got
             # npm run and pnpm run run scripts only; yarn run and bun run also run binaries.

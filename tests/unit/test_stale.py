@@ -150,6 +150,8 @@ def test_skipped_folders() -> None:
         ("`just --justfile ci.just lint`", []),
         ("`npm install` and `npm ci`", []),
         ("`npm run`", []),
+        ("`pnpm run --if-present lint`", []),  # a missing script is no error
+        ("`npm run lint --if-present`", []),
         ("`npm run $SCRIPT`", []),
     ],
 )
