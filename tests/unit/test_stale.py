@@ -327,3 +327,21 @@ def test_parsers_never_crash(text: str) -> None:
     package_info(text)
     pnpm_workspace_globs(text)
     note_mentions(text)
+
+
+NOTHING_EXISTS = ProjectSnapshot(
+    root_entries=frozenset({"a", "b"}),
+    packages=(PackageInfo(frozenset(), (), frozenset()),),
+    make=MakeTargets(frozenset()),
+    just=MakeTargets(frozenset()),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(HOSTILE)
+def test_findings_stay_on_their_mention(text: str) -> None:
+    line = "  - " + text
+    bullets = parse_lines([line]).bullets
+    for f in stale_findings(bullets, [line], NOTHING_EXISTS):
+        assert bullets[0].start <= f.start < f.end <= bullets[0].end
+        assert line[f.start : f.end] in (f.data.get("mention"), f.data.get("script"))
