@@ -169,14 +169,33 @@ def _named(subject: str) -> bool:
     return _PRONOUN_RE.search(subject) is None
 
 
+# A note that starts with a short label ("Frontend: ..."); the label narrows it unless it
+# only stresses it ("Important: ...").
+_LABEL_RE = re.compile(r"^\s*([a-z][\w ./-]{0,30}?)\s*:\s+")
+_EMPHASIS_LABEL_RE = re.compile(
+    r"important|note|nb|rule|rules|reminder|remember|tip|warning|critical|fyi|always|never"
+    r"|convention|conventions|preference|preferences|policy|gotcha|key|lesson|learned"
+)
+
+
 @functools.lru_cache(maxsize=65536)
 def claims_of_key(key: str) -> tuple[Claim, ...]:
     """The claims of a note, from its near-duplicate key (lowercase, trimmed): cached, so
     an edit reads only the notes it changed."""
+    key = key.replace("*", "").replace("__", "")  # emphasis: "**never** use X"
+    label = _LABEL_RE.match(key)
+    scope: frozenset[str] = frozenset()
+    if label is not None:
+        key = key[label.end() :]
+        name = _normalise_phrase(label.group(1))
+        if name and not _EMPHASIS_LABEL_RE.fullmatch(name):
+            scope = frozenset({name})  # "Frontend: use Tailwind" speaks of the frontend only
     claims: list[Claim] = []
     for clause in _CLAUSE_SPLIT_RE.split(key):
         if clause and clause.strip():
-            claims.extend(_clause_claims(clause))
+            claims.extend(
+                Claim(c.positive, c.subject, c.context | scope) for c in _clause_claims(clause)
+            )
     return tuple(dict.fromkeys(claims))
 
 
