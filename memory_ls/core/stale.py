@@ -481,6 +481,14 @@ def skipped_folder(name: str, *, has_pyvenv_cfg: bool = False) -> bool:
     return name.startswith(".") and name not in KEPT_HIDDEN_FOLDERS
 
 
+MAKEFILE_NAMES = ("GNUmakefile", "makefile", "Makefile")
+"""The root files ``make`` reads, in the order GNU make looks for them (the first found)."""
+JUSTFILE_NAMES = ("justfile", "Justfile", ".justfile")
+"""The root files ``just`` reads (it matches ``justfile`` in any case; these are the usual)."""
+PACKAGE_FILES = ("package.json", "pnpm-workspace.yaml")
+"""The files whose change means the package scripts must be read again."""
+
+
 @dataclass(frozen=True, slots=True)
 class MakeTargets:
     """The targets a Makefile defines. ``open`` when it may define others this reading
