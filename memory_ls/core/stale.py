@@ -397,8 +397,8 @@ def _skip_options(tokens: Sequence[_Token], i: int) -> tuple[int, bool]:
 
 def _script_word(token: _Token) -> tuple[str, int] | None:
     word = token.text.rstrip(_SCRIPT_TRAILING)
-    if not _SCRIPT_NAME_RE.fullmatch(word):
-        return None
+    if not _SCRIPT_NAME_RE.fullmatch(word) or word.isdigit():
+        return None  # a number is an option's value (`make -j 4 test`), not a name
     return word, token.start
 
 

@@ -135,6 +135,7 @@ def test_skipped_folders() -> None:
         ("Run `make test` locally", [("make", "test")]),
         ("run make lint before a PR", [("make", "lint")]),
         ("`make V=1 build`", [("make", "build")]),
+        ("`make -j 4 test`", []),  # not judged rather than misread
         ("`cargo fmt && just ci`", [("just", "ci")]),
         ("`just`", []),
         ("Make sure to run tests", []),
