@@ -193,6 +193,12 @@ def _fenced_lines(lines: Sequence[str], start: int = 0) -> frozenset[int]:
     return frozenset(fenced)
 
 
+def instruction_skipped_lines(lines: list[str]) -> frozenset[int]:
+    """The lines of an instruction file that say nothing of its own: front matter, code
+    fences and the memory-ls export block (for ``instruction-duplicate``, SPEC §13)."""
+    return _skipped_lines(lines)
+
+
 # -- import: what it does to the store ----------------------------------------------------
 
 

@@ -56,6 +56,16 @@ CODES: dict[str, Severity] = {
 }
 """Every diagnostic code and its default severity."""
 
+STALE_AND_CONFLICT_CODES: dict[str, Severity] = {
+    "stale-path": "information",
+    "stale-script": "information",
+    "instruction-duplicate": "information",
+    "conflict": "warning",
+}
+"""SPEC §13's codes and their default severities (``conflict`` across scopes is
+Information). Not in :data:`CODES` yet: the server, ``check`` and the doctor do not
+report them until they are wired (issue 13); then this joins :data:`CODES`."""
+
 
 class DiagnosticData(TypedDict):
     """What every diagnostic's ``data`` begins with on the wire: its code and line."""
@@ -154,6 +164,43 @@ class ProposalData(NoteData):
     to: NotRequired[str]
 
 
+class StalePathData(NoteData):
+    """``stale-path``: the path the note mentions, and which rule found it missing
+    (``root``: its first component is at the project root, ``anywhere``: no path
+    in the project ends with it)."""
+
+    mention: str
+    rule: str
+
+
+class StaleScriptData(NoteData):
+    """``stale-script``: the tool (``npm``, ``pnpm``, ``yarn``, ``bun``, ``make``, ``just``)
+    and the script, target or recipe that nothing defines."""
+
+    tool: str
+    script: str
+
+
+class InstructionDuplicateData(NoteData):
+    """``instruction-duplicate``: the instruction file and line that already say it
+    (``score`` 100 for an equal key, else the ``similar`` score)."""
+
+    file: str
+    fileLine: int
+    text: str
+    score: float
+
+
+class ConflictData(NoteData):
+    """``conflict``: the other note, where it is, and the thing both speak of."""
+
+    other: str
+    otherLine: int
+    scope: Scope
+    otherScope: Scope
+    subject: str
+
+
 class NoData(TypedDict):
     """The codes whose message says it all (``symlink``, ``untrusted``, ...)."""
 
@@ -171,6 +218,10 @@ FindingData = (
     | NotTheStoreData
     | ExportStaleData
     | ProposalData
+    | StalePathData
+    | StaleScriptData
+    | InstructionDuplicateData
+    | ConflictData
     | NoData
 )
 """The ``data`` of a finding: its code's own fields."""

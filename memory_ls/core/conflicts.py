@@ -1,0 +1,343 @@
+"""Notes that give opposite instructions: the ``conflict`` check (SPEC §13).
+
+Rule-based, precision first. Each note is read into *claims* (:func:`note_claims`):
+a polarity (do / use, or don't), the thing it is about (its *subject*: the object
+of use / prefer / avoid / no, or the verb phrase after always / never / don't),
+and the narrowing *context* (a prepositional phrase or clause: "for tests", "in
+CI", "when ..."). Two notes conflict when a claim of one and a claim of the other
+have the same subject, opposite polarities and the same context (neither is
+limited by a context the other lacks). Never from a fuzzy score.
+
+Built to run incrementally: :func:`note_claims` depends on the note's key alone
+and is cached by it, and :class:`ConflictIndex` maps each subject to the notes
+that speak of it, so a changed note is compared only with the notes about the
+same subjects.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Hashable, Iterable, Sequence
+from dataclasses import dataclass, field
+
+from memory_ls.core.checks import ConflictData, Finding, Related, Severity
+from memory_ls.core.models import Scope
+from memory_ls.core.notes import Bullet
+from memory_ls.core.text import near_duplicate_key
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """One instruction a note gives: do (``True``) or don't (``False``) ``subject``,
+    within ``context`` (empty: everywhere)."""
+
+    positive: bool
+    subject: str
+    context: frozenset[str] = frozenset()
+
+
+# -- reading a note ------------------------------------------------------------------------
+
+# Clauses: sentences, semicolons, dashes, "Label: rest", and "... and never ..." joins.
+_CLAUSE_SPLIT_RE = re.compile(
+    r"[.!?](?:\s+|$)|;\s*|\s+[—–]\s+|\s+-\s+|:\s+|\(|\)"
+    r"|,?\s+(?:and|but|so|then|or)\s+(?=(?:always|never|don't|do not|avoid|prefer|use|no)\b)"
+)
+# Who speaks before the instruction: "we use", "you should never", "the user prefers".
+_SPEAKER = (
+    r"(?:(?:please|important|note|rule|also|and|but|so|then|instead|here)\s*,?\s+)*"
+    r"(?:(?:we|you|i|the user|the team|this (?:repo|repository|project|codebase))\s+)?"
+)
+_MODAL = r"(?:(?:should|must|will|shall|can|do|does)\s+)?"
+_NEGATORS = (
+    r"never|don't|dont|do not|doesn't|does not|must not|mustn't|should not|shouldn't"
+    r"|cannot|can't|won't|will not|no longer|stop|avoid|avoids|no"
+)
+_POSITIVES = r"always|use|uses|prefer|prefers"
+_LEAD_RE = re.compile(
+    rf"^{_SPEAKER}{_MODAL}(?P<mark>(?:{_NEGATORS})|(?:{_POSITIVES}))\b\s*(?P<rest>.*)$"
+)
+# After the marker, the verbs that make the claim about using a thing.
+_USE_VERB_RE = re.compile(
+    r"^(?:(?:ever|always|really|ever again)\s+)?"
+    r"(?:use|uses|using|prefer|prefers|preferring|rely on|choose|pick|go with"
+    r"|to use|reach for)\b\s*"
+)
+# Words that start a narrowing context (a prepositional phrase or a clause).
+_CONTEXT_RE = re.compile(
+    r"\s+(?=(?:for|in|on|when|whenever|unless|if|while|during|inside|within|outside|except"
+    r"|before|after|with|without|only|that|which|who|where|to|at|from|under|until|per"
+    r"|because|since|as|so|via|by|against|between|into|across|except)\b)"
+)
+_COMPARE_RE = re.compile(r"\s+(?:over|instead of|rather than)\s+|,\s*(?:and\s+)?not\s+")
+# Tails that do not narrow anything: the whole project, a softener, a reason.
+_NOT_NARROWING_RE = re.compile(
+    r"^(?:(?:in|for|across|throughout|within|on) (?:this|our|the|all) "
+    r"(?:repo|repository|project|codebase|code base|monorepo|workspace|code|team)s?"
+    r"|everywhere|here|at all|ever|anymore|any more|by default|in general|generally|again"
+    r"|(?:where|when|whenever|if) possible|if you can|please|from now on|going forward"
+    r"|(?:because|since|as|so) .*|via .*)$"
+)
+# Adverbs at the end of a subject that neither name the thing nor narrow it ("use pnpm here").
+_TRAILING_ADVERBS_RE = re.compile(
+    r"(?:\s+(?:here|everywhere|always|at all|anymore|any more|again|please|instead|too"
+    r"|as well|by default|now|whenever possible|where possible|if possible))+\W*$"
+)
+_ARTICLES_RE = re.compile(r"\b(?:a|an|the|any|some)\s+(?=\S)")
+_STRIP_CHARS = "`'\"*_“”‘’ "
+_TRAILING_RE = re.compile(r"[\s.,;:!?)(]+$")
+
+
+def _normalise_phrase(text: str) -> str:
+    text = text.replace("`", "").replace("*", "").replace('"', "").replace("“", "")
+    text = text.replace("”", "")
+    text = _ARTICLES_RE.sub("", text)
+    text = _TRAILING_RE.sub("", text.strip(_STRIP_CHARS))
+    return " ".join(text.split())
+
+
+def _split_context(text: str) -> tuple[str, frozenset[str]]:
+    """``text`` as its head (the subject) and its narrowing phrases."""
+    parts = _CONTEXT_RE.split(text)
+    head = _TRAILING_ADVERBS_RE.sub("", parts[0])
+    context: set[str] = set()
+    for part in parts[1:]:
+        phrase = _normalise_phrase(part)
+        if phrase and not _NOT_NARROWING_RE.match(phrase):
+            context.add(phrase)
+    return head, frozenset(context)
+
+
+def _items(subject: str, positive: bool) -> list[str]:
+    """The things a subject names: "ruff and mypy" is two; "let or const" is two only for
+    a prohibition ("never var or let" forbids each; "use let or const" requires neither)."""
+    joiner = r"\s*,\s*|\s+and\s+|\s+or\s+" if not positive else r"\s*,\s*|\s+and\s+"
+    pieces = [p for p in re.split(joiner, subject) if p]
+    if len(pieces) > 1 and all(len(p.split()) <= 3 for p in pieces):
+        return pieces
+    return [subject]
+
+
+def _clause_claims(clause: str) -> list[Claim]:
+    m = _LEAD_RE.match(clause.strip())
+    if m is None:
+        return []
+    mark, rest = m.group("mark"), m.group("rest")
+    positive = re.fullmatch(_POSITIVES, mark) is not None
+    if mark == "no" and re.match(r"(?:need|one|problem|longer|more|less|matter)\b|,", rest):
+        return []  # "no need to ...", "no more than ...", "no, ..."
+    if not positive and rest.startswith("always "):
+        return []  # "don't always use X" allows X sometimes: not the opposite of "use X"
+    uses = mark in ("use", "uses", "prefer", "prefers", "avoid", "avoids", "no")
+    verb = _USE_VERB_RE.match(rest)
+    if verb is not None:
+        rest, uses = rest[verb.end() :], True
+    elif mark in ("avoid", "avoids", "stop") and rest.startswith("using "):
+        rest, uses = rest[len("using ") :], True
+    if not rest.strip():
+        return []
+    compared = _COMPARE_RE.split(rest, maxsplit=1)
+    head, context = _split_context(compared[0])
+    claims: list[Claim] = []
+    others: list[str] = []
+    if len(compared) == 2 and positive:
+        other_head, other_context = _split_context(compared[1])
+        context = context | other_context
+        others = _items(_normalise_phrase(other_head), False)
+    subject = _normalise_phrase(head)
+    if not subject:
+        return []
+    prefix = "use " if uses else ""
+    for item in _items(subject, positive):
+        if _named(item):
+            claims.append(Claim(positive, prefix + item, context))
+    for item in others:  # "X over Y", "X instead of Y", "X, not Y" also say: not Y
+        if item and _named(item):
+            claims.append(Claim(False, prefix + item, context))
+    return claims
+
+
+_PRONOUN_RE = re.compile(
+    r"\b(?:it|its|this|that|these|those|them|they|one|ones|something|anything|everything"
+    r"|nothing|there|here|so)\b"
+)
+
+
+def _named(subject: str) -> bool:
+    """Whether a subject names its thing: "use it" or "run them" could be about anything."""
+    return _PRONOUN_RE.search(subject) is None
+
+
+# A note that starts with a short label ("Frontend: ..."); the label narrows it unless it
+# only stresses it ("Important: ...").
+_LABEL_RE = re.compile(r"^\s*([a-z][\w ./-]{0,30}?)\s*:\s+")
+_EMPHASIS_LABEL_RE = re.compile(
+    r"important|note|nb|rule|rules|reminder|remember|tip|warning|critical|fyi|always|never"
+    r"|convention|conventions|preference|preferences|policy|gotcha|key|lesson|learned"
+)
+
+
+@functools.lru_cache(maxsize=65536)
+def claims_of_key(key: str) -> tuple[Claim, ...]:
+    """The claims of a note, from its near-duplicate key (lowercase, trimmed): cached, so
+    an edit reads only the notes it changed."""
+    key = key.replace("*", "").replace("__", "")  # emphasis: "**never** use X"
+    label = _LABEL_RE.match(key)
+    scope: frozenset[str] = frozenset()
+    if label is not None:
+        key = key[label.end() :]
+        name = _normalise_phrase(label.group(1))
+        if name and not _EMPHASIS_LABEL_RE.fullmatch(name):
+            scope = frozenset({name})  # "Frontend: use Tailwind" speaks of the frontend only
+    claims: list[Claim] = []
+    for clause in _CLAUSE_SPLIT_RE.split(key):
+        if clause and clause.strip():
+            claims.extend(
+                Claim(c.positive, c.subject, c.context | scope) for c in _clause_claims(clause)
+            )
+    return tuple(dict.fromkeys(claims))
+
+
+def note_claims(note: str) -> tuple[Claim, ...]:
+    """The claims a note makes (see the module's docstring)."""
+    return claims_of_key(near_duplicate_key(note))
+
+
+def conflict_subject(a: Iterable[Claim], b: Iterable[Claim]) -> str | None:
+    """The subject two notes' claims disagree on, or ``None``: the pairwise decision."""
+    theirs = {(c.subject, c.positive, c.context) for c in b}
+    for c in a:
+        if (c.subject, not c.positive, c.context) in theirs:
+            return c.subject.removeprefix("use ")
+    return None
+
+
+def notes_conflict(a: str, b: str) -> str | None:
+    """Whether two notes give opposite instructions; the subject when they do."""
+    return conflict_subject(note_claims(a), note_claims(b))
+
+
+# -- incrementally, over many notes --------------------------------------------------------
+
+
+@dataclass(slots=True)
+class ConflictIndex:
+    """Notes by the subjects they speak of: a changed note is compared only with the notes
+    that share a subject with it. Refs are whatever the caller uses to name a note
+    (``(scope, key)``, say); the index holds no text but the claims."""
+
+    _claims: dict[Hashable, tuple[Claim, ...]] = field(default_factory=dict)
+    _by_subject: dict[str, set[Hashable]] = field(default_factory=dict)
+
+    def add(self, ref: Hashable, key: str) -> None:
+        """Index a note (its key) under ``ref``, replacing what ``ref`` held."""
+        self.remove(ref)
+        claims = claims_of_key(key)
+        if not claims:
+            return
+        self._claims[ref] = claims
+        for c in claims:
+            self._by_subject.setdefault(c.subject, set()).add(ref)
+
+    def remove(self, ref: Hashable) -> None:
+        """Forget a note."""
+        for c in self._claims.pop(ref, ()):
+            refs = self._by_subject.get(c.subject)
+            if refs is not None:
+                refs.discard(ref)
+                if not refs:
+                    del self._by_subject[c.subject]
+
+    def conflicts_of(self, ref: Hashable) -> list[tuple[Hashable, str]]:
+        """The notes ``ref`` conflicts with, and the subject of each conflict."""
+        mine = self._claims.get(ref, ())
+        candidates: set[Hashable] = set()
+        for c in mine:
+            candidates |= self._by_subject.get(c.subject, set())
+        candidates.discard(ref)
+        out: list[tuple[Hashable, str]] = []
+        for other in candidates:
+            subject = conflict_subject(mine, self._claims[other])
+            if subject is not None:
+                out.append((other, subject))
+        return out
+
+    def pairs(self) -> list[tuple[Hashable, Hashable, str]]:
+        """Every conflicting pair once (in the order the refs were added)."""
+        order = {ref: i for i, ref in enumerate(self._claims)}
+        out = []
+        for ref in self._claims:
+            for other, subject in self.conflicts_of(ref):
+                if order[ref] < order[other]:
+                    out.append((ref, other, subject))
+        return out
+
+
+# -- findings ------------------------------------------------------------------------------
+
+
+def conflict_severity(data: ConflictData) -> Severity:
+    """Warning inside one scope, Information across scopes (SPEC §13)."""
+    return "warning" if data["scope"] == data["otherScope"] else "information"
+
+
+def _finding(
+    b: Bullet, other: Bullet, scope: Scope, other_scope: Scope, subject: str, path: str | None
+) -> Finding:
+    if scope == other_scope:
+        message = f"Conflicts with the note on line {other.line + 1} about {subject}: {other.note}"
+        where = "The conflicting note"
+    else:
+        message = (
+            f"Conflicts with a {other_scope} note about {subject}: {other.note} "
+            f"(the project note wins in this project)"
+        )
+        where = f"The conflicting {other_scope} note"
+    return Finding(
+        "conflict",
+        b.line,
+        b.start,
+        b.line,
+        b.end,
+        message,
+        ConflictData(
+            note=b.note,
+            other=other.note,
+            otherLine=other.line,
+            scope=scope,
+            otherScope=other_scope,
+            subject=subject,
+        ),
+        (Related(other.line, other.start, other.end, where, path=path),),
+    )
+
+
+def conflict_findings(
+    bullets: Sequence[Bullet],
+    scope: Scope,
+    other_bullets: Sequence[Bullet] = (),
+    other_path: str | None = None,
+) -> list[Finding]:
+    """``conflict`` findings of one store: on both notes of a pair inside it, and, for the
+    project store, on its note of a pair with a global note (``other_bullets``, from the
+    file ``other_path``). The language server keeps a :class:`ConflictIndex` instead."""
+    index = ConflictIndex()
+    mine = [b for b in bullets if not b.blank]
+    for i, b in enumerate(mine):
+        index.add((scope, i), b.key)
+    theirs: list[Bullet] = []
+    if scope == "project":
+        theirs = [b for b in other_bullets if not b.blank]
+        for i, b in enumerate(theirs):
+            index.add(("global", i), b.key)
+    notes: dict[Hashable, tuple[Bullet, Scope, str | None]] = {}
+    notes.update({(scope, i): (b, scope, None) for i, b in enumerate(mine)})
+    notes.update({("global", i): (b, "global", other_path) for i, b in enumerate(theirs)})
+    out: list[Finding] = []
+    for i, b in enumerate(mine):
+        for other_ref, subject in index.conflicts_of((scope, i)):
+            other, where, path = notes[other_ref]
+            out.append(_finding(b, other, scope, where, subject, path))
+    # Reading order, then the same scope's note before the other's, by line.
+    return sorted(out, key=lambda f: (f.line, f.start, f.related[0].path or "", f.related[0].line))

@@ -1,0 +1,795 @@
+"""Notes that point at what is gone: ``stale-path`` and ``stale-script`` (SPEC §13).
+
+Pure: a note's text gives its *mentions* (:func:`path_mentions`,
+:func:`script_mentions`), and mentions judged against a :class:`ProjectSnapshot`
+(what is on disk, as plain data the shell gathered) give findings. The shell
+keeps the snapshot current from watched-file events, so typing in the store
+never walks the project tree; it only asks these functions.
+
+The texts of ``package.json``, a Makefile and a justfile are read here too
+(:func:`package_info`, :func:`make_targets`, :func:`just_recipes`).
+
+Columns are ``str`` indices into the text given: pass the note as it stands on
+its line (``line[bullet.start:bullet.end]``) and :func:`stale_findings` adds
+``bullet.start``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from memory_ls.core.checks import Finding, StalePathData, StaleScriptData
+from memory_ls.core.notes import Bullet
+
+# -- what counts as a path mention --------------------------------------------------------
+
+_CODE_SPAN_RE = re.compile(r"(`+)(?!`)(.+?)(?<!`)\1(?!`)")
+_WORD_RE = re.compile(r"\S+")
+_FORBIDDEN = frozenset("*?[]{}<>$%~")
+_TRAILING = ".,;:!?)"
+# A file extension: a dot after something, then up to 10 word characters with a letter
+# among them ("3.11" and "v18.2" are versions, not extensions).
+_EXTENSION_RE = re.compile(r"[^.]\.(?=[A-Za-z0-9_+-]*[A-Za-z])[A-Za-z0-9_+-]{1,10}$")
+# "The path was removed / renamed / moved / is no longer used": such a note knows.
+_GONE_RE = re.compile(
+    r"\b(?:removed|deleted|renamed|moved|no longer (?:used|exists?|there|needed)"
+    r"|not used any ?more)\b",
+    re.IGNORECASE,
+)
+
+SKIPPED_FOLDERS = frozenset(
+    {".git", "node_modules", "__pycache__", "dist", "build", "target", "venv", ".venv"}
+)
+"""Folders the project search skips by name (virtual environments are also recognised by
+their ``pyvenv.cfg``: see :func:`skipped_folder`)."""
+KEPT_HIDDEN_FOLDERS = frozenset({".github", ".pi"})
+"""Hidden folders the search still enters."""
+
+
+@dataclass(frozen=True, slots=True)
+class Mention:
+    """A path or a script a note names, at ``[start, end)`` of the text it was read from."""
+
+    kind: Literal["path", "script"]
+    text: str
+    """The path as written, or the script / target / recipe name."""
+    start: int
+    end: int
+    tool: str = ""
+    """For a script: ``npm``, ``pnpm``, ``yarn``, ``bun``, ``make`` or ``just``."""
+    binary_ok: bool = False
+    """For a script: the tool would also run a binary of that name (``yarn X``)."""
+
+
+def is_path_mention(word: str) -> bool:
+    """Whether ``word`` (already trimmed) is a path mention by SPEC §13's rule."""
+    return (
+        "/" in word
+        and "://" not in word
+        and not any(c.isspace() or c in _FORBIDDEN for c in word)
+        and not word.startswith(("/", "-", "@", ".."))
+    )
+
+
+def _code_spans(text: str) -> list[tuple[int, int]]:
+    """``(start, end)`` of each backticked span's content."""
+    return [(m.start(2), m.end(2)) for m in _CODE_SPAN_RE.finditer(text)]
+
+
+def path_mentions(text: str) -> list[Mention]:
+    """Every path mention of a note, in text order: backticked spans and bare words.
+
+    A bare word has leading ``(`` and trailing ``.,;:!?)`` trimmed; a backticked span
+    is taken as it is. Words inside a span are not bare words.
+    """
+    if "/" not in text:
+        return []  # the common case: no mention can have a slash
+    out: list[Mention] = []
+    spans = _code_spans(text) if "`" in text else []
+    bare = text
+    if spans:
+        outside = list(text)
+        for start, end in spans:
+            content = text[start:end]
+            if is_path_mention(content):
+                out.append(Mention("path", content, start, end))
+            # The span and its backticks are not bare text.
+            for i in range(max(0, start - 1), min(len(text), end + 1)):
+                outside[i] = " "
+        bare = "".join(outside)
+    for m in _WORD_RE.finditer(bare):
+        word, start = m.group(), m.start()
+        if "/" not in word:
+            continue
+        lead = len(word) - len(word.lstrip("("))
+        word = word[lead:].rstrip(_TRAILING)
+        start += lead
+        if word and is_path_mention(word):
+            out.append(Mention("path", word, start, start + len(word)))
+    return sorted(out, key=lambda x: x.start)
+
+
+def says_gone(text: str) -> bool:
+    """Whether the note says a path was removed, renamed or moved, or is no longer used."""
+    return _GONE_RE.search(text) is not None
+
+
+# -- which words make a script reference ---------------------------------------------------
+
+_RUN_WORDS = frozenset({"run", "run-script"})
+_NPM_RUN_WORDS = frozenset({"run", "run-script", "rum", "urn"})
+# Options that take a value as the next word (npm, pnpm, yarn, bun, make, just).
+_VALUE_OPTIONS = frozenset(
+    {
+        "-w",
+        "--workspace",
+        "--prefix",
+        "-C",
+        "--dir",
+        "--filter",
+        "-F",
+        "--cwd",
+        "--filter-prod",
+        "--test-pattern",
+    }
+)
+# pnpm's own commands and their aliases: `pnpm X` runs script X only when X is none of these.
+PNPM_COMMANDS = frozenset(
+    [
+        "add",
+        "i",
+        "install",
+        "update",
+        "up",
+        "upgrade",
+        "remove",
+        "rm",
+        "uninstall",
+        "un",
+        "link",
+        "ln",
+        "unlink",
+        "import",
+        "rebuild",
+        "rb",
+        "prune",
+        "fetch",
+        "install-test",
+        "it",
+        "patch",
+        "patch-commit",
+        "patch-remove",
+        "audit",
+        "list",
+        "ls",
+        "ll",
+        "la",
+        "outdated",
+        "why",
+        "licenses",
+        "run",
+        "run-script",
+        "test",
+        "t",
+        "tst",
+        "start",
+        "exec",
+        "dlx",
+        "create",
+        "publish",
+        "pack",
+        "recursive",
+        "multi",
+        "m",
+        "server",
+        "store",
+        "root",
+        "bin",
+        "setup",
+        "init",
+        "deploy",
+        "doctor",
+        "config",
+        "c",
+        "get",
+        "set",
+        "env",
+        "cat-file",
+        "cat-index",
+        "find-hash",
+        "self-update",
+        "approve-builds",
+        "ignored-builds",
+        "help",
+        "dedupe",
+        "sbom",
+        "login",
+        "logout",
+        "whoami",
+        "version",
+        "view",
+        "info",
+        "docs",
+        "search",
+        "owner",
+        "dist-tag",
+        "star",
+        "stars",
+        "unstar",
+        "ping",
+        "repo",
+        "adduser",
+        "access",
+        "hook",
+        "cache",
+        "restart",
+        "stop",
+    ]
+)
+# yarn's own commands (classic and berry): `yarn X` runs script X only when X is none of these.
+YARN_COMMANDS = frozenset(
+    [
+        "access",
+        "add",
+        "audit",
+        "autoclean",
+        "bin",
+        "cache",
+        "check",
+        "config",
+        "constraints",
+        "create",
+        "dedupe",
+        "dlx",
+        "exec",
+        "explain",
+        "generate-lock-entry",
+        "global",
+        "help",
+        "import",
+        "info",
+        "init",
+        "install",
+        "licenses",
+        "link",
+        "list",
+        "login",
+        "logout",
+        "node",
+        "npm",
+        "outdated",
+        "owner",
+        "pack",
+        "patch",
+        "patch-commit",
+        "plugin",
+        "policies",
+        "publish",
+        "rebuild",
+        "remove",
+        "run",
+        "search",
+        "set",
+        "stage",
+        "tag",
+        "team",
+        "test",
+        "start",
+        "unlink",
+        "unplug",
+        "up",
+        "upgrade",
+        "upgrade-interactive",
+        "version",
+        "versions",
+        "why",
+        "workspace",
+        "workspaces",
+    ]
+)
+WELL_KNOWN_BINARIES = frozenset(
+    [
+        "tsc",
+        "tsx",
+        "ts-node",
+        "node",
+        "jest",
+        "vitest",
+        "mocha",
+        "eslint",
+        "prettier",
+        "biome",
+        "vite",
+        "next",
+        "nuxt",
+        "webpack",
+        "rollup",
+        "esbuild",
+        "playwright",
+        "cypress",
+        "nodemon",
+        "turbo",
+        "nx",
+        "lerna",
+        "changeset",
+        "husky",
+        "prisma",
+        "drizzle-kit",
+        "storybook",
+        "tailwindcss",
+        "svelte-kit",
+        "astro",
+        "remix",
+        "expo",
+        "react-scripts",
+    ]
+)
+"""Binaries a package manager runs when no script has their name (``yarn jest``): the
+shorthand forms never flag these, nor any name the snapshot lists as a binary or a
+dependency."""
+
+_SCRIPT_NAME_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_:.+-]*")
+_SCRIPT_TRAILING = ".,;:!?)'\""
+# A word naming a file, not a script (`bun run src/index.ts`, `bun run server.js`).
+_FILE_LIKE_RE = re.compile(r"\.(?:[cm]?[jt]sx?|json|sh|py)$")
+# In prose, `make X` is a command only after a word that says so ("run make test");
+# "make sure" is English. `just X` is a command only inside a code span.
+_PROSE_RUN_WORDS = frozenset(
+    {"run", "runs", "running", "ran", "use", "using", "via", "with", "call", "invoke"}
+    | {"execute", "try", "type"}
+)
+_TOOLS = ("npm", "yarn", "bun", "make", "just")  # "pnpm" holds "npm"
+_WORD_TOKEN_RE = re.compile(r"[^\s`]+")
+_COMMAND_BREAKS = frozenset({"&&", "||", ";", "|", "$"})
+
+
+@dataclass(frozen=True, slots=True)
+class _Token:
+    text: str
+    start: int
+    in_code: bool
+    command_start: bool
+    """First word of a code span, or after ``&&``/``;``/``$``, or after a run word in prose."""
+
+
+def _tokens(text: str) -> list[_Token]:
+    spans = _code_spans(text)
+    starts = {s for s, _ in spans}
+    out: list[_Token] = []
+    for m in _WORD_TOKEN_RE.finditer(text):
+        start = m.start()
+        in_code = any(s <= start < e for s, e in spans)
+        prev = out[-1].text if out else ""
+        command_start = (
+            start in starts
+            or (in_code and prev in _COMMAND_BREAKS)
+            or (not in_code and prev.lower() in _PROSE_RUN_WORDS)
+        )
+        out.append(_Token(m.group(), start, in_code, command_start))
+    return out
+
+
+_ELSEWHERE_OPTIONS = frozenset(
+    {"-C", "--dir", "--prefix", "--cwd", "-f", "--file", "-d", "--justfile", "--working-directory"}
+)
+"""Options that point the tool at another folder or file: its scripts are not judged."""
+
+
+def _skip_options(tokens: Sequence[_Token], i: int) -> tuple[int, bool]:
+    """The index after the options from ``i`` on, and whether one of them changes the
+    folder or the file the tool reads (then the script is not this project's to judge)."""
+    elsewhere = False
+    while i < len(tokens) and tokens[i].text.startswith("-"):
+        word = tokens[i].text
+        name = word.split("=", 1)[0]
+        # --if-present: a missing script is no error, so not stale either.
+        elsewhere = elsewhere or name in _ELSEWHERE_OPTIONS or name == "--if-present"
+        takes_value = name in _VALUE_OPTIONS or name in _ELSEWHERE_OPTIONS
+        if takes_value and "=" not in word:
+            i += 1  # the option's value
+        i += 1
+    return i, elsewhere
+
+
+def _script_word(token: _Token) -> tuple[str, int] | None:
+    word = token.text.rstrip(_SCRIPT_TRAILING)
+    if not _SCRIPT_NAME_RE.fullmatch(word) or word.isdigit():
+        return None  # a number is an option's value (`make -j 4 test`), not a name
+    return word, token.start
+
+
+def script_mentions(text: str) -> list[Mention]:
+    """Every script a note runs, by SPEC §13: ``npm run X``, ``pnpm [run] X``,
+    ``yarn [run] X``, ``bun run X``, ``make X``, ``just X``.
+
+    A word counts only where the tool would run it as a script: after ``run``, or
+    (pnpm, yarn) in the shorthand's place when it is none of the tool's own commands.
+    Shorthands, ``make`` and ``just`` are read as commands only where a command
+    starts (a code span's first word, after ``&&`` / ``;`` / ``$``; ``make`` also
+    after "run" in prose) so "make sure" and "just works" stay English.
+    """
+    low = text.lower()
+    if not any(tool in low for tool in _TOOLS):
+        return []  # the common case, decided by a few substring scans in C
+    tokens = _tokens(text)
+    out: list[Mention] = []
+    for i, tok in enumerate(tokens):
+        tool = tok.text.lower() if not tok.in_code else tok.text
+        if tool not in ("npm", "pnpm", "yarn", "bun", "make", "just"):
+            continue
+        j, elsewhere = _skip_options(tokens, i + 1)
+        if elsewhere or j >= len(tokens):
+            continue
+        nxt = tokens[j]
+        if tool in ("npm", "pnpm", "yarn", "bun") and nxt.text in (
+            _NPM_RUN_WORDS if tool == "npm" else _RUN_WORDS
+        ):
+            if tool != "npm" and nxt.text == "run-script":
+                continue
+            k, elsewhere = _skip_options(tokens, j + 1)
+            if elsewhere or k >= len(tokens):
+                continue
+            got = _script_word(tokens[k])
+            if got is None or (tool == "bun" and _FILE_LIKE_RE.search(got[0])):
+                continue
+            if k + 1 < len(tokens) and tokens[k + 1].text.startswith("--if-present"):
+                continue
+            name, start = got
+            # npm run and pnpm run run scripts only; yarn run and bun run also run binaries.
+            out.append(
+                Mention("script", name, start, start + len(name), tool, tool in ("yarn", "bun"))
+            )
+            continue
+        if not tok.command_start:
+            continue
+        if tool in ("pnpm", "yarn"):
+            if not tok.in_code:
+                continue  # "use pnpm for everything": prose, not a command
+            got = _script_word(nxt)
+            commands = PNPM_COMMANDS if tool == "pnpm" else YARN_COMMANDS
+            if got is None or got[0] in commands or nxt.text.startswith("-"):
+                continue
+            name, start = got
+            out.append(Mention("script", name, start, start + len(name), tool, True))
+        elif tool == "make" or (tool == "just" and tok.in_code):
+            if tool == "make" and not tok.in_code and nxt.in_code:
+                continue
+            # Variable assignments (`make V=1 test`) come before the target.
+            while j < len(tokens) and "=" in tokens[j].text and tool == "make":
+                j += 1
+            if j >= len(tokens):
+                continue
+            got = _script_word(tokens[j])
+            if got is None or "::" in tokens[j].text:
+                continue
+            name, start = got
+            out.append(Mention("script", name, start, start + len(name), tool))
+    return out
+
+
+# -- what the project holds ----------------------------------------------------------------
+
+
+def skipped_folder(name: str, *, has_pyvenv_cfg: bool = False) -> bool:
+    """Whether the project search skips a folder of this name (SPEC §13)."""
+    if has_pyvenv_cfg or name in SKIPPED_FOLDERS:
+        return True
+    return name.startswith(".") and name not in KEPT_HIDDEN_FOLDERS
+
+
+MAKEFILE_NAMES = ("GNUmakefile", "makefile", "Makefile")
+"""The root files ``make`` reads, in the order GNU make looks for them (the first found)."""
+JUSTFILE_NAMES = ("justfile", "Justfile", ".justfile")
+"""The root files ``just`` reads (it matches ``justfile`` in any case; these are the usual)."""
+PACKAGE_FILES = ("package.json", "pnpm-workspace.yaml")
+"""The files whose change means the package scripts must be read again."""
+
+
+@dataclass(frozen=True, slots=True)
+class MakeTargets:
+    """The targets a Makefile defines. ``open`` when it may define others this reading
+    cannot see (an ``include``, a target made of variables, a match-anything rule)."""
+
+    names: frozenset[str]
+    patterns: tuple[str, ...] = ()
+    """Pattern rules' targets (``%.o``)."""
+    open: bool = False
+
+    def defines(self, target: str) -> bool:
+        """Whether ``make target`` has a rule (or may have one)."""
+        if self.open or target in self.names:
+            return True
+        for pattern in self.patterns:
+            before, _, after = pattern.partition("%")
+            if (
+                len(target) > len(before) + len(after)
+                and target.startswith(before)
+                and target.endswith(after)
+            ):
+                return True
+        return False
+
+
+_MAKE_ASSIGN_RE = re.compile(r"^[^:#=]*?(?:::?=|\?=|\+=|!=|=)")
+_MAKE_RULE_RE = re.compile(r"^([^:#=\t][^:#=]*?)\s*(::?)(?!=)")
+
+
+def make_targets(text: str) -> MakeTargets:
+    """The targets a Makefile's text defines (its rules, and what ``.PHONY`` names)."""
+    names: set[str] = set()
+    patterns: list[str] = []
+    is_open = False
+    lines = text.replace("\r\n", "\n").split("\n")
+    joined: list[str] = []
+    buf = ""
+    for line in lines:  # backslash-newline continues a line
+        if line.endswith("\\"):
+            buf += line[:-1] + " "
+            continue
+        joined.append(buf + line)
+        buf = ""
+    if buf:
+        joined.append(buf)
+    in_define = False
+    for line in joined:
+        stripped = line.strip()
+        if in_define:
+            in_define = stripped != "endef"
+            continue
+        if re.match(r"(?:override\s+|export\s+)?define\b", stripped):
+            in_define = True
+            continue
+        if line.startswith("\t") or not stripped or stripped.startswith("#"):
+            continue
+        if re.match(r"-?include\b|sinclude\b", stripped):
+            is_open = True
+            continue
+        if _MAKE_ASSIGN_RE.match(line) and not _MAKE_RULE_RE.match(line):
+            continue
+        m = _MAKE_RULE_RE.match(line)
+        if m is None:
+            continue
+        # `target: VAR := value` is a rule; `VAR := x` was caught above.
+        targets = m.group(1).split()
+        if any("$" in t for t in targets):
+            is_open = True
+            continue
+        for t in targets:
+            if t == "%" or t == ".DEFAULT":
+                is_open = True
+            elif "%" in t:
+                patterns.append(t)
+            elif t == ".PHONY":
+                rest = line[m.end() :].split("#", 1)[0]
+                names.update(rest.split())
+            elif not t.startswith("."):
+                names.add(t)
+    return MakeTargets(frozenset(names), tuple(patterns), is_open)
+
+
+_JUST_RECIPE_RE = re.compile(r"^@?([A-Za-z_][A-Za-z0-9_-]*)\b([^:=]*?(?:=[^:]*)*?)?\s*:(?!=)")
+_JUST_ALIAS_RE = re.compile(r"^alias\s+([A-Za-z_][A-Za-z0-9_-]*)\s*:=")
+_JUST_OPENING_RE = re.compile(r"^(?:import|mod)\b|^set\s+fallback\b")
+
+
+def just_recipes(text: str) -> MakeTargets:
+    """The recipes (and aliases) a justfile defines; ``open`` when it imports, has
+    modules, or falls back to a parent justfile."""
+    names: set[str] = set()
+    is_open = False
+    for line in text.replace("\r\n", "\n").split("\n"):
+        if not line or line[0] in " \t#[":
+            continue
+        if _JUST_OPENING_RE.match(line):
+            is_open = True
+            continue
+        alias = _JUST_ALIAS_RE.match(line)
+        if alias is not None:
+            names.add(alias.group(1))
+            continue
+        if re.match(r"^(?:export\s+)?[A-Za-z_][A-Za-z0-9_-]*\s*:=", line) or line.startswith(
+            "set "
+        ):
+            continue
+        m = _JUST_RECIPE_RE.match(line)
+        if m is not None:
+            names.add(m.group(1))
+    return MakeTargets(frozenset(names), (), is_open)
+
+
+@dataclass(frozen=True, slots=True)
+class PackageInfo:
+    """What a ``package.json`` says that matters here."""
+
+    scripts: frozenset[str]
+    workspaces: tuple[str, ...]
+    """Its ``workspaces`` globs (a list, or ``{"packages": [...]}``)."""
+    dependencies: frozenset[str]
+    """Names in dependencies, devDependencies, optionalDependencies, peerDependencies."""
+
+
+def package_info(text: str) -> PackageInfo | None:
+    """A ``package.json``'s scripts, workspaces and dependencies; ``None`` when it is
+    not a JSON object (then its scripts are unknown, and nothing is judged by them)."""
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(data, dict):
+        return None
+    scripts = data.get("scripts")
+    names = frozenset(k for k in scripts) if isinstance(scripts, dict) else frozenset()
+    raw = data.get("workspaces")
+    if isinstance(raw, dict):
+        raw = raw.get("packages")
+    workspaces = tuple(w for w in raw if isinstance(w, str)) if isinstance(raw, list) else ()
+    deps: set[str] = set()
+    for key in ("dependencies", "devDependencies", "optionalDependencies", "peerDependencies"):
+        value = data.get(key)
+        if isinstance(value, dict):
+            deps.update(k for k in value if isinstance(k, str))
+    return PackageInfo(names, workspaces, frozenset(deps))
+
+
+def pnpm_workspace_globs(text: str) -> tuple[str, ...]:
+    """The ``packages:`` globs of a ``pnpm-workspace.yaml`` (a plain block list; anything
+    fancier gives what could be read)."""
+    out: list[str] = []
+    inside = False
+    for line in text.replace("\r\n", "\n").split("\n"):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        if not line[0].isspace():
+            inside = line.split("#", 1)[0].strip() == "packages:"
+            continue
+        item = re.match(r"\s+-\s+(['\"]?)([^'\"#]+?)\1\s*(?:#.*)?$", line)
+        if inside and item is not None:
+            out.append(item.group(2))
+    return tuple(out)
+
+
+@dataclass(frozen=True, slots=True)
+class ProjectSnapshot:
+    """What is on disk, as the shell last saw it (refreshed from watched-file events).
+
+    ``paths`` are the relative POSIX paths of every file and folder the project
+    search visits (it skips :func:`skipped_folder` folders); ``root_entries`` every
+    name at the root, skipped or not. A mention whose first component is a skipped
+    folder (``node_modules/x``, ``.claude/x``) cannot be judged from it and is not.
+    """
+
+    root_entries: frozenset[str] = frozenset()
+    paths: frozenset[str] = frozenset()
+    packages: tuple[PackageInfo, ...] | None = None
+    """The root's ``package.json`` and its workspace packages'; ``None``: no package.json
+    (or the root's cannot be read), so package scripts are not judged."""
+    make: MakeTargets | None = None
+    """``None``: no Makefile at the root."""
+    just: MakeTargets | None = None
+    """``None``: no justfile at the root."""
+    binaries: frozenset[str] = frozenset()
+    """Names in ``node_modules/.bin`` the shell saw (a shorthand may run them)."""
+    _by_name: dict[str, tuple[str, ...]] = field(default_factory=dict, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        index: dict[str, list[str]] = {}
+        for p in self.paths:
+            index.setdefault(p.rsplit("/", 1)[-1], []).append(p)
+        object.__setattr__(self, "_by_name", {k: tuple(v) for k, v in index.items()})
+
+    def ends_with(self, rel: str) -> bool:
+        """Whether some path in the project ends with ``rel`` (whole components)."""
+        last = rel.rsplit("/", 1)[-1]
+        return any(p == rel or p.endswith("/" + rel) for p in self._by_name.get(last, ()))
+
+    def scripts(self) -> frozenset[str]:
+        """Every script any package defines."""
+        return frozenset().union(*(p.scripts for p in self.packages or ()))
+
+    def dependencies(self) -> frozenset[str]:
+        """Every dependency any package names."""
+        return frozenset().union(*(p.dependencies for p in self.packages or ()))
+
+
+# -- mentions -> findings ------------------------------------------------------------------
+
+
+def path_is_stale(mention: str, project: ProjectSnapshot) -> Literal["root", "anywhere"] | None:
+    """Which rule finds ``mention`` missing, or ``None`` (present, or not checked)."""
+    parts = [p for p in mention.split("/") if p not in ("", ".")]
+    if not parts:
+        return None
+    rel = "/".join(parts)
+    if parts[0] in project.root_entries:
+        if skipped_folder(parts[0]):
+            return None  # the snapshot does not see inside it
+        return None if rel in project.paths else "root"
+    if _EXTENSION_RE.search(parts[-1]) is None:
+        return None
+    return None if project.ends_with(rel) else "anywhere"
+
+
+def script_is_stale(mention: Mention, project: ProjectSnapshot) -> bool:
+    """Whether nothing in the project defines the script, target or recipe."""
+    if mention.tool == "make":
+        return project.make is not None and not project.make.defines(mention.text)
+    if mention.tool == "just":
+        return project.just is not None and not project.just.defines(mention.text)
+    if project.packages is None:
+        return False
+    if mention.text in project.scripts():
+        return False
+    maybe_binary = (
+        mention.text in project.binaries
+        or mention.text in project.dependencies()
+        or mention.text in WELL_KNOWN_BINARIES
+    )
+    return not (mention.binary_ok and maybe_binary)
+
+
+def _script_message(m: Mention) -> str:
+    if m.tool == "make":
+        return f"`make {m.text}`: the Makefile has no target {m.text}."
+    if m.tool == "just":
+        return f"`just {m.text}`: the justfile has no recipe {m.text}."
+    return f"`{m.tool} {m.text}`: no package.json in the project defines script {m.text}."
+
+
+def note_mentions(text: str) -> tuple[Mention, ...]:
+    """A note's path and script mentions: the part worth caching per note (by its text)."""
+    return tuple(path_mentions(text)) + tuple(script_mentions(text))
+
+
+def stale_mentions(
+    text: str, mentions: Iterable[Mention], project: ProjectSnapshot
+) -> list[tuple[Mention, str]]:
+    """Each stale mention with its message (``text`` is the note the mentions came from)."""
+    out: list[tuple[Mention, str]] = []
+    gone = None
+    for m in mentions:
+        if m.kind == "path":
+            rule = path_is_stale(m.text, project)
+            if rule is None:
+                continue
+            if gone is None:
+                gone = says_gone(text)
+            if gone:
+                continue
+            where = (
+                "does not exist in the project"
+                if rule == "root"
+                else "matches no file in the project"
+            )
+            out.append((m, f"`{m.text}` {where}."))
+        elif script_is_stale(m, project):
+            out.append((m, _script_message(m)))
+    return out
+
+
+def stale_findings(
+    bullets: Sequence[Bullet], lines: Sequence[str], project: ProjectSnapshot
+) -> list[Finding]:
+    """``stale-path`` and ``stale-script`` findings of a project store's notes, each on
+    the stale mention itself."""
+    out: list[Finding] = []
+    for b in bullets:
+        if b.blank or b.line >= len(lines):
+            continue
+        text = lines[b.line][b.start : b.end]
+        for m, message in stale_mentions(text, note_mentions(text), project):
+            start, end = b.start + m.start, b.start + m.end
+            if m.kind == "path":
+                rule = path_is_stale(m.text, project) or "anywhere"
+                data: StalePathData | StaleScriptData = StalePathData(
+                    note=b.note, mention=m.text, rule=rule
+                )
+                code = "stale-path"
+            else:
+                data = StaleScriptData(note=b.note, tool=m.tool, script=m.text)
+                code = "stale-script"
+            out.append(Finding(code, b.line, start, b.line, end, message, data))
+    return out

@@ -1,0 +1,104 @@
+"""``instruction-duplicate`` (SPEC §13): a note an instruction file already says."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from memory_ls.core.bridges import EXPORT_BEGIN, EXPORT_END
+from memory_ls.core.instruction_duplicates import (
+    instruction_duplicate_findings,
+    instruction_index,
+    instruction_lines,
+)
+from memory_ls.core.notes import parse_lines
+
+AGENTS = f"""\
+---
+title: rules
+---
+# Project rules
+
+Run the tests with pnpm test before pushing.
+- Use pnpm, never npm.
+1. Keep PRs small.
+> Answer in British English.
+| Use tables | no |
+
+```sh
+- Use yarn for scripts
+```
+{EXPORT_BEGIN}
+- Deploys go through the release branch
+{EXPORT_END}
+"""
+
+
+def texts(lines: list[str]) -> list[tuple[int, str]]:
+    return [(x.line, x.text) for x in lines]
+
+
+def test_lines_outside_fences_front_matter_and_the_export_block() -> None:
+    found = instruction_lines("AGENTS.md", AGENTS)
+    assert texts(found) == [
+        (5, "Run the tests with pnpm test before pushing."),
+        (6, "Use pnpm, never npm."),
+        (7, "Keep PRs small."),
+        (8, "Answer in British English."),
+    ]
+    lines = AGENTS.split("\n")
+    for x in found:
+        assert lines[x.line][x.start : x.end] == x.text
+
+
+def findings_for(notes: list[str], files: dict[str, str], threshold: float = 85.0) -> list[str]:
+    bullets = parse_lines([f"- {n}" for n in notes]).bullets
+    index = instruction_index(files)
+    return [f.message for f in instruction_duplicate_findings(bullets, index, threshold)]
+
+
+def test_equal_keys_and_close_paraphrases() -> None:
+    files = {"/p/AGENTS.md": AGENTS, "/p/CLAUDE.md": "Keep PRs small\n"}
+    messages = findings_for(
+        [
+            "keep PRs small",  # equal key: the first file that has it
+            "Use pnpm, never npm!",
+            "Use pnpm, never npm ever",  # close
+            "Deploys go through the release branch",  # only in the export block
+            "Use yarn for scripts",  # only in a code fence
+            "Something else entirely",
+        ],
+        files,
+    )
+    assert messages == [
+        "/p/AGENTS.md line 8 already says this: Keep PRs small.",
+        "/p/AGENTS.md line 7 already says this: Use pnpm, never npm.",
+        "/p/AGENTS.md line 7 says nearly this (88% alike): Use pnpm, never npm.",
+    ]
+
+
+def test_finding_points_at_the_file_and_line() -> None:
+    bullets = parse_lines(["  - Keep PRs small."]).bullets
+    (f,) = instruction_duplicate_findings(bullets, instruction_index({"/p/AGENTS.md": AGENTS}))
+    assert (f.code, f.line, f.start, f.end) == ("instruction-duplicate", 0, 4, 19)
+    assert f.data == {
+        "note": "Keep PRs small.",
+        "file": "/p/AGENTS.md",
+        "fileLine": 7,
+        "text": "Keep PRs small.",
+        "score": 100.0,
+    }
+    (related,) = f.related
+    assert (related.path, related.line, related.start, related.end) == ("/p/AGENTS.md", 7, 3, 18)
+
+
+def test_no_instruction_files() -> None:
+    assert findings_for(["Keep PRs small"], {}) == []
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=300))
+def test_hostile_files_never_crash_and_ranges_stay_inside(text: str) -> None:
+    lines = text.replace("\r\n", "\n").split("\n")
+    for x in instruction_lines("f", text):
+        assert 0 <= x.start <= x.end <= len(lines[x.line])

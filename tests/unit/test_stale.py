@@ -1,0 +1,348 @@
+"""``stale-path`` and ``stale-script`` as pure functions (SPEC §13): what a mention is,
+which words make a script reference, how the project's files are read, and the findings."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from memory_ls.core.notes import parse_lines
+from memory_ls.core.stale import (
+    MakeTargets,
+    PackageInfo,
+    ProjectSnapshot,
+    just_recipes,
+    make_targets,
+    note_mentions,
+    package_info,
+    path_is_stale,
+    path_mentions,
+    pnpm_workspace_globs,
+    script_mentions,
+    skipped_folder,
+    stale_findings,
+)
+
+
+def paths(text: str) -> list[str]:
+    return [m.text for m in path_mentions(text)]
+
+
+def scripts(text: str) -> list[tuple[str, str]]:
+    return [(m.tool, m.text) for m in script_mentions(text)]
+
+
+# -- path mentions -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("note", "expected"),
+    [
+        ("Config lives in src/config.ts.", ["src/config.ts"]),
+        ("See (docs/setup.md), then run it", ["docs/setup.md"]),
+        ("Entry point is `app/main.py`", ["app/main.py"]),
+        ("Read docs/a.md; then docs/b.md!", ["docs/a.md", "docs/b.md"]),
+        ("Tests: tests/unit/", ["tests/unit/"]),
+        ("Use and/or as you like", ["and/or"]),  # a mention; not *checked* (no extension)
+        ("Fork anthropics/claude-code", ["anthropics/claude-code"]),
+    ],
+)
+def test_path_mentions(note: str, expected: list[str]) -> None:
+    assert paths(note) == expected
+
+
+@pytest.mark.parametrize(
+    "note",
+    [
+        "Docs at https://example.com/docs/a.md",
+        "Logs go to /var/log/app.log",
+        "Pass -o/dev/null",
+        "Scoped package @types/node",
+        "Up a level: ../shared/x.py",
+        "Glob src/**/*.ts",
+        "Template {name}/index.ts",
+        "Home is ~/notes/todo.md",
+        "Use $HOME/bin/tool.sh",
+        "`npm run build` builds it",  # a span with whitespace is not a path
+        "A single word",
+        "50%/day",
+    ],
+)
+def test_not_path_mentions(note: str) -> None:
+    assert paths(note) == []
+
+
+def test_mention_positions_select_the_path() -> None:
+    note = "Edit (src/app.ts), and `lib/util.py`."
+    for m in path_mentions(note):
+        assert note[m.start : m.end] == m.text
+
+
+PROJECT = ProjectSnapshot(
+    root_entries=frozenset({"src", "docs", "README.md", "node_modules", ".claude", "package.json"}),
+    paths=frozenset(
+        {"src", "src/app.ts", "src/core", "src/core/checks.py", "docs", "docs/setup.md"}
+    ),
+)
+
+
+@pytest.mark.parametrize(
+    ("mention", "verdict"),
+    [
+        ("src/app.ts", None),
+        ("src/gone.ts", "root"),
+        ("src/core/", None),
+        ("src/nothing/", "root"),
+        ("./src/app.ts", None),
+        ("core/checks.py", None),  # ends a path
+        ("ore/checks.py", "anywhere"),  # whole components only
+        ("lib/helpers.py", "anywhere"),
+        ("owner/repo", None),  # not checked: first component not at root, no extension
+        ("and/or", None),
+        ("python/3.11", None),  # a version, not an extension
+        ("node_modules/x/index.js", None),  # the snapshot does not see inside skipped folders
+        (".claude/settings.json", None),
+    ],
+)
+def test_path_is_stale(mention: str, verdict: str | None) -> None:
+    assert path_is_stale(mention, PROJECT) == verdict
+
+
+def test_skipped_folders() -> None:
+    for name in (".git", "node_modules", "__pycache__", "dist", "build", "target", ".venv", ".x"):
+        assert skipped_folder(name)
+    assert skipped_folder("env", has_pyvenv_cfg=True)
+    for name in (".github", ".pi", "src", "env"):
+        assert not skipped_folder(name)
+
+
+# -- script mentions -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("note", "expected"),
+    [
+        ("Run npm run build before pushing", [("npm", "build")]),
+        ("npm run-script lint:fix.", [("npm", "lint:fix")]),
+        ("Use `npm run -w web dev` for the frontend", [("npm", "dev")]),
+        ("pnpm run test:e2e needs the server up", [("pnpm", "test:e2e")]),
+        ("Always `pnpm typecheck` first", [("pnpm", "typecheck")]),
+        ("`pnpm --filter api build`", [("pnpm", "build")]),
+        ("`yarn lint` before committing", [("yarn", "lint")]),
+        ("yarn run storybook", [("yarn", "storybook")]),
+        ("bun run dev starts vite", [("bun", "dev")]),
+        ("Run `make test` locally", [("make", "test")]),
+        ("run make lint before a PR", [("make", "lint")]),
+        ("`make V=1 build`", [("make", "build")]),
+        ("`make -j 4 test`", []),  # not judged rather than misread
+        ("`cargo fmt && just ci`", [("just", "ci")]),
+        ("`just`", []),
+        ("Make sure to run tests", []),
+        ("Just run it again", []),
+        ("make the build green", []),
+        ("use pnpm for everything", []),
+        ("`pnpm install` then `pnpm add -D vitest`", []),
+        ("`yarn add lodash`", []),
+        ("`yarn workspace web build`", []),  # another package's script: not judged
+        ("`pnpm dlx create-vite`", []),
+        ("bun run src/index.ts", []),
+        ("`make -C docs html`", []),  # another folder's Makefile
+        ("`just --justfile ci.just lint`", []),
+        ("`npm install` and `npm ci`", []),
+        ("`npm run`", []),
+        ("`pnpm run --if-present lint`", []),  # a missing script is no error
+        ("`npm run lint --if-present`", []),
+        ("`npm run $SCRIPT`", []),
+    ],
+)
+def test_script_mentions(note: str, expected: list[tuple[str, str]]) -> None:
+    assert scripts(note) == expected
+
+
+SCRIPTS = ProjectSnapshot(
+    root_entries=frozenset({"package.json", "Makefile", "justfile"}),
+    packages=(
+        PackageInfo(frozenset({"build", "lint"}), ("packages/*",), frozenset({"vitest"})),
+        PackageInfo(frozenset({"dev"}), (), frozenset()),
+    ),
+    make=MakeTargets(frozenset({"test"})),
+    just=MakeTargets(frozenset({"ci"})),
+)
+
+
+def finding_codes(note: str, project: ProjectSnapshot) -> list[tuple[str, str]]:
+    lines = [f"- {note}"]
+    found = stale_findings(parse_lines(lines).bullets, lines, project)
+    for f in found:
+        assert lines[0][f.start : f.end] in note
+    return [(f.code, lines[0][f.start : f.end]) for f in found]
+
+
+@pytest.mark.parametrize(
+    ("note", "expected"),
+    [
+        ("`npm run build` then `npm run dev`", []),  # dev is a workspace package's
+        ("`npm run deploy` ships it", [("stale-script", "deploy")]),
+        ("`yarn vitest` runs the tests", []),  # a dependency's binary
+        ("`yarn jest`", []),  # a well-known binary
+        ("`yarn release`", [("stale-script", "release")]),
+        ("`make test` and `make bench`", [("stale-script", "bench")]),
+        ("`just ci` or `just fmt`", [("stale-script", "fmt")]),
+    ],
+)
+def test_script_findings(note: str, expected: list[tuple[str, str]]) -> None:
+    assert finding_codes(note, SCRIPTS) == expected
+
+
+def test_no_package_json_no_makefile_no_findings() -> None:
+    empty = ProjectSnapshot()
+    assert finding_codes("`npm run deploy`, `make bench`, `just fmt`", empty) == []
+
+
+def test_path_findings_and_gone_notes() -> None:
+    assert finding_codes("Handlers are in src/old.ts", PROJECT) == [("stale-path", "src/old.ts")]
+    assert finding_codes("src/old.ts was renamed to src/app.ts", PROJECT) == []
+    assert finding_codes("lib/legacy.py is no longer used", PROJECT) == []
+    assert finding_codes("See docs/setup.md and src/app.ts", PROJECT) == []
+
+
+def test_finding_data() -> None:
+    lines = ["  * Run `npm run deploy` after src/gone.ts"]
+    project = ProjectSnapshot(
+        root_entries=frozenset({"src"}), packages=(PackageInfo(frozenset(), (), frozenset()),)
+    )
+    found = stale_findings(parse_lines(lines).bullets, lines, project)
+    assert [(f.code, f.data) for f in found] == [
+        ("stale-script", {"note": lines[0][4:], "tool": "npm", "script": "deploy"}),
+        ("stale-path", {"note": lines[0][4:], "mention": "src/gone.ts", "rule": "root"}),
+    ] or [(f.code, f.data) for f in found] == [
+        ("stale-path", {"note": lines[0][4:], "mention": "src/gone.ts", "rule": "root"}),
+        ("stale-script", {"note": lines[0][4:], "tool": "npm", "script": "deploy"}),
+    ]
+
+
+# -- the project's files -------------------------------------------------------------------
+
+
+def test_package_info() -> None:
+    info = package_info(
+        '{"scripts": {"build": "tsc", "test:unit": "vitest"},'
+        ' "workspaces": {"packages": ["apps/*", 3]},'
+        ' "devDependencies": {"vitest": "^1"}, "dependencies": []}'
+    )
+    assert info == PackageInfo(
+        frozenset({"build", "test:unit"}), ("apps/*",), frozenset({"vitest"})
+    )
+    assert package_info('{"workspaces": ["a"]}') == PackageInfo(frozenset(), ("a",), frozenset())
+    for bad in ("", "[]", "{", '"x"', "[" * 100_000):
+        assert package_info(bad) is None
+
+
+def test_pnpm_workspace_globs() -> None:
+    text = "packages:\n  - 'apps/*'\n  - \"packages/*\"  # all\n  - tools\ncatalog:\n  - x\n"
+    assert pnpm_workspace_globs(text) == ("apps/*", "packages/*", "tools")
+
+
+MAKEFILE = """\
+.PHONY: all lint
+VERSION := 1.0
+CC ?= gcc
+all: build test
+build test: deps ## two targets
+\t$(CC) -o app main.c
+release: VERSION = 2.0
+%.o: %.c
+\tcc -c $<
+docs/%.html: docs/%.md
+define HELP
+not-a-target: x
+endef
+ci:: ; echo ci
+long \\
+  continued: x
+"""
+
+
+def test_make_targets() -> None:
+    targets = make_targets(MAKEFILE)
+    assert targets.names == frozenset(
+        {"all", "lint", "build", "test", "release", "ci", "long", "continued"}
+    )
+    assert not targets.open
+    assert targets.defines("main.o") and targets.defines("docs/x.html")
+    assert not targets.defines("not-a-target") and not targets.defines(".o")
+    assert make_targets("include common.mk\nx:\n").open
+    assert make_targets("$(BIN): x\n").open
+    assert make_targets("%:\n\t@echo $@\n").open
+
+
+JUSTFILE = """\
+set dotenv-load
+version := "1.0"
+alias t := test
+
+# build it
+build target="debug":
+    cargo build
+@test *args: build
+    cargo test {{args}}
+[private]
+_helper:
+    true
+export RUST_LOG := "info"
+"""
+
+
+def test_just_recipes() -> None:
+    recipes = just_recipes(JUSTFILE)
+    assert recipes.names == frozenset({"t", "build", "test", "_helper"})
+    assert not recipes.open
+    assert just_recipes("import 'ci.just'\n").open
+    assert just_recipes("mod docs\n").open
+    assert just_recipes("set fallback\n").open
+
+
+# -- hostile text --------------------------------------------------------------------------
+
+PIECES = [*"`/ .()-@~$*:;!?=&|\\\t\r\n\"'%ab1_", "\u202e", "😀", "\x00"]
+HOSTILE = st.lists(
+    st.sampled_from([*PIECES, "npm ", "run ", "pnpm ", "yarn ", "make ", "just ", "bun ", "-w "]),
+    max_size=40,
+).map("".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(HOSTILE)
+def test_extraction_never_crashes_and_stays_inside(text: str) -> None:
+    for m in note_mentions(text):
+        assert 0 <= m.start <= m.end <= len(text)
+        assert text[m.start : m.end] == m.text
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=200))
+def test_parsers_never_crash(text: str) -> None:
+    make_targets(text)
+    just_recipes(text)
+    package_info(text)
+    pnpm_workspace_globs(text)
+    note_mentions(text)
+
+
+NOTHING_EXISTS = ProjectSnapshot(
+    root_entries=frozenset({"a", "b"}),
+    packages=(PackageInfo(frozenset(), (), frozenset()),),
+    make=MakeTargets(frozenset()),
+    just=MakeTargets(frozenset()),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(HOSTILE)
+def test_findings_stay_on_their_mention(text: str) -> None:
+    line = "  - " + text
+    bullets = parse_lines([line]).bullets
+    for f in stale_findings(bullets, [line], NOTHING_EXISTS):
+        assert bullets[0].start <= f.start < f.end <= bullets[0].end
+        assert line[f.start : f.end] in (f.data.get("mention"), f.data.get("script"))
