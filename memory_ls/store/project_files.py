@@ -179,16 +179,26 @@ def project_snapshot(root: Path) -> ProjectSnapshot:
 
 def project_instruction_texts(root: Path) -> dict[str, str]:
     """The project's instruction files (SPEC §13's list, at the root) that can be read
-    safely: absolute path -> text. A file reached through a symlinked folder that leads
-    out of the project is left out."""
-    resolved = root.resolve()
+    safely: absolute path -> text. A symlink is followed only when it ends inside the
+    project (``CLAUDE.md -> AGENTS.md`` is common; ``AGENTS.md -> ~/.bashrc`` is an
+    attack), and a file already read under another name is not read twice."""
+    try:
+        resolved = root.resolve()
+    except (OSError, RuntimeError):
+        return {}
     out: dict[str, str] = {}
+    seen: set[Path] = set()
     for rel in PROJECT_INSTRUCTION_FILES:
         path = root / rel
-        if not _inside(path, resolved):
+        try:
+            real = Path(os.path.realpath(path))
+        except (OSError, RuntimeError):
             continue
-        text = _read_text(path, MAX_INSTRUCTION_BYTES)
+        if real in seen or not (real.parent == resolved or resolved in real.parents):
+            continue
+        text = _read_text(real, MAX_INSTRUCTION_BYTES)
         if text is not None:
+            seen.add(real)
             out[str(path)] = text
     return out
 

@@ -155,6 +155,7 @@ def test_hostile_trees_never_hang_or_crash(workspace: Workspace) -> None:
     (root / "loop").symlink_to(root, target_is_directory=True)  # a symlink loop
     (root / "deep").mkdir()
     (root / "deep" / "up").symlink_to("../deep", target_is_directory=True)
+    (root / "GEMINI.md").symlink_to("GEMINI.md")  # a symlink to itself
     os.mkfifo(root / "package.json")  # a FIFO named package.json
     os.mkfifo(root / "justfile")
     with open(root / "AGENTS.md", "wb") as f:  # 50 MB
@@ -190,3 +191,15 @@ def test_symlinked_instruction_folder_out_of_the_project_is_not_read(
     r = workspace.cli("check", "--trusted", "--format", "json")
     assert r.returncode == 0, r.stderr
     assert not [x for x in json.loads(r.stdout) if x["code"] == "instruction-duplicate"]
+
+
+def test_instruction_file_symlinked_inside_the_project_is_read(workspace: Workspace) -> None:
+    (workspace.root / "docs").mkdir()
+    (workspace.root / "docs" / "agents.md").write_text("- Keep commits small and focused.\n")
+    (workspace.root / "AGENTS.md").symlink_to("docs/agents.md")
+    (workspace.root / "CLAUDE.md").symlink_to("AGENTS.md")  # the same file: read once
+    workspace.write("project", store_text("Keep commits small and focused."))
+    r = workspace.cli("check", "--trusted", "--format", "json")
+    assert r.returncode == 0, r.stderr
+    (row,) = [x for x in json.loads(r.stdout) if x["code"] == "instruction-duplicate"]
+    assert "AGENTS.md line 1" in str(row["message"])
