@@ -20,7 +20,7 @@ from typing import cast
 
 from memory_ls.core.actions import Change, Request, check_text
 from memory_ls.core.models import SCOPES, InboxResult, Proposal, Scope
-from memory_ls.core.text import BOM, normalise
+from memory_ls.core.text import BOM, normalise, remove_hidden
 
 PROPOSAL_ACTIONS = ("add", "update", "forget")
 """What an agent may propose: no merge, move or clear."""
@@ -77,10 +77,15 @@ def already_proposed_message(proposal: Proposal) -> str:
 
 
 def clean_by(value: object, default: str) -> str:
-    """Who proposed: normalised, at most :data:`MAX_BY` characters; ``default`` when blank."""
+    """Who proposed: one line, normalised, without hidden characters (bidi overrides,
+    zero-width), at most :data:`MAX_BY` characters; ``default`` when blank.
+
+    A ``by`` is shown to people (lenses, the picker, notifications) and to agents
+    (``memory://inbox``): it must not forge a line or hide what it says.
+    """
     if not isinstance(value, str):
         return default
-    cleaned = normalise(value)[:MAX_BY].strip()
+    cleaned = normalise(remove_hidden(value))[:MAX_BY].strip()
     return cleaned or default
 
 
@@ -175,7 +180,11 @@ def read_proposal(raw: str) -> Proposal | None:
         return None
     if action not in PROPOSAL_ACTIONS:
         return None
-    if not (isinstance(by, str) and by.strip() and isinstance(at, str) and _AT.match(at)):
+    if not (isinstance(at, str) and _AT.match(at)):
+        return None
+    # A hand-edited `by` is read as a proposer's would have been written: one clean line.
+    by = clean_by(by, "")
+    if not by:
         return None
     text, error = check_text(data.get("text"))
     if error:

@@ -123,8 +123,8 @@ class Review:
     def listing(self) -> tuple[InboxResult, list[str]]:
         """The ``memory.inbox`` object, and the warnings about the files (bad lines, refusals).
 
-        An untrusted project's proposals keep their id, action, ``by`` and ``at``;
-        their text is withheld.
+        An untrusted project's proposals keep their id, action and ``at``;
+        their text and ``by`` are withheld.
         """
         out: dict[Scope, list[Proposal]] = {}
         warnings: list[str] = []
@@ -383,9 +383,14 @@ class Review:
 
 
 def _withheld(proposal: Proposal) -> Proposal:
-    """A proposal of an untrusted project: everything but its text."""
+    """A proposal of an untrusted project: its id, action and time; its text and ``by`` withheld.
+
+    ``by`` is text from the project's own file like the note itself (a cloned
+    repository can ship an inbox), so it is withheld too (SPEC §4).
+    """
     out = dict(proposal)
     out["text"] = WITHHELD
+    out["by"] = WITHHELD
     if "to" in out:
         out["to"] = WITHHELD
     return out  # type: ignore[return-value]
