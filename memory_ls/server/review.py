@@ -224,7 +224,10 @@ async def execute(ls: MemoryServer, runtime: MemoryRuntime, name: str, arg: dict
     if name == "propose":
         by = clean_by(arg.get("by"), ls.client_name)
         fields = {k: v for k, v in arg.items() if k not in ("action", "by", "uri")}
-        result: MemoryResult = review.propose(arg.get("action"), fields, by)[0]
+        # In a worker thread, as every write: waiting for another process's lock must
+        # not stop this server from answering hovers and diagnostics meanwhile.
+        proposed = await asyncio.to_thread(review.propose, arg.get("action"), fields, by)
+        result: MemoryResult = proposed[0]
         if "proposal" in result:
             inbox_changed(ls)
         return result
@@ -242,7 +245,7 @@ async def execute(ls: MemoryServer, runtime: MemoryRuntime, name: str, arg: dict
     if error:
         return _refused(runtime, verb, scope or "project", error)
     if verb == "reject":
-        out = review.reject(ids, scope)
+        out = await asyncio.to_thread(review.reject, ids, scope)
     else:
         out = await _accept(ls, runtime, review, ids, scope, text, to)
     inbox_changed(ls)
@@ -262,7 +265,7 @@ async def _accept(
     scopes = (scope,) if scope is not None else SCOPES
     async with ls.open_buffers.turn(runtime.paths[s] for s in scopes):
         before = {s: runtime.view(s).file.content for s in scopes}
-        out = review.accept(ids, scope, text, to)
+        out = await asyncio.to_thread(review.accept, ids, scope, text, to)
         ls.projects.invalidate()
         for s in scopes:
             after = runtime.view(s).file.content

@@ -222,14 +222,13 @@ class Review:
         refused = runtime.refusal(scope)
         if refused is not None:
             raise StoreRefused(refused)
-        with (
-            runtime._lock,
-            store_lock(
-                runtime.paths[scope],
-                make_parents=scope == "global",
-                check=lambda real: runtime.store_refusal(scope, real),
-            ) as folder,
-        ):
+        # Not the runtime's own lock while waiting: a reader of this runtime (a hover in
+        # the language server) is never kept waiting for another process's write.
+        with store_lock(
+            runtime.paths[scope],
+            make_parents=scope == "global",
+            check=lambda real: runtime.store_refusal(scope, real),
+        ) as folder:
             yield folder
 
     # -- accept and reject -------------------------------------------------------
@@ -347,7 +346,8 @@ class Review:
         except OSError as exc:
             return refused(self._io_error(scope, exc))
         if written_store is not None:
-            runtime._adopt(scope, *written_store)
+            with runtime._lock:
+                runtime._adopt(scope, *written_store)
         results: list[MemoryResult] = []
         texts: list[str] = []
         for outcome in review.outcomes:
