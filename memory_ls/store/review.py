@@ -56,6 +56,7 @@ from memory_ls.store.files import (
     StoreFile,
     StoreRefused,
     read_store,
+    refuse_change,
     store_lock,
     write_store,
 )
@@ -76,10 +77,14 @@ def malformed_warning(path: Path, line: int) -> str:
 
 
 def write_inbox(path: Path, text: str, folder: LockedFolder) -> None:
-    """Write an inbox under the store's lock: atomically, or delete it when ``text`` is empty."""
+    """Write an inbox under the store's lock: atomically, or delete it when ``text`` is empty.
+
+    Deleting is refused where replacing would be (a read-only inbox stays as it is).
+    """
     if text:
         write_store(path, text, folder)
         return
+    refuse_change(path, folder)
     name: str | Path = path.name if folder.fd is not None else path
     with contextlib.suppress(FileNotFoundError):
         os.unlink(name, dir_fd=folder.fd)
@@ -336,6 +341,10 @@ class Review:
                     review = accept_inbox(store.content, inbox.content, scope, ids, text, to)
                 else:
                     review = reject_inbox(store.content, inbox.content, scope, ids)
+                if review.store_changed and review.inbox_changed:
+                    # Before the store: an inbox that cannot be changed (read-only) refuses
+                    # the accept whole, rather than after the store took the change.
+                    refuse_change(path, folder)
                 if review.store_changed:
                     stamp = write_store(store_path, review.store, folder)
                     written_store = (review.store, stamp)

@@ -179,6 +179,31 @@ def test_an_untrusted_projects_by_is_withheld_too(workspace: Workspace) -> None:
     assert "ignore" not in json.dumps(listing)
 
 
+def test_a_read_only_inbox_is_refused_whole(workspace: Workspace) -> None:
+    # A read-only inbox is not changed, nor deleted when emptied, and an accept that
+    # cannot remove its proposal does not change the store either (SPEC §12: the
+    # store's rules; a refusal keeps the proposal).
+    workspace.write("project", ["a"])
+    r = review(workspace)
+    one = r.propose("add", {"text": "one"}, "x")[0]["proposal"]["id"]
+    r.propose("add", {"text": "two"}, "x")
+    path = workspace.root / ".pi" / INBOX_FILE_NAME
+    before = path.read_bytes()
+    path.chmod(0o444)
+    out = r.accept([one])
+    assert "read-only" in out["error"] and out["changed"] is False
+    assert workspace.text("project") == store_text("a")
+    out = r.reject(None)
+    assert "read-only" in out["error"] and out["changed"] is False
+    out = r.accept(None)
+    assert "read-only" in out["error"] and out["changed"] is False
+    assert path.read_bytes() == before
+    assert workspace.text("project") == store_text("a")
+    path.chmod(0o644)
+    assert r.accept(None)["changed"] is True
+    assert workspace.text("project") == store_text("a", "one", "two")
+
+
 def test_a_nonsense_inbox_is_kept_and_reported(workspace: Workspace) -> None:
     path = workspace.write(workspace.agent_dir / INBOX_FILE_NAME, "garbage\n{]\n")
     r = review(workspace)
