@@ -20,7 +20,7 @@ from typing import cast
 
 from memory_ls.core.actions import Change, Request, check_text
 from memory_ls.core.models import SCOPES, InboxResult, Proposal, Scope
-from memory_ls.core.text import BOM, normalise, remove_hidden
+from memory_ls.core.text import BOM, escape_unseen, normalise, remove_hidden
 
 PROPOSAL_ACTIONS = ("add", "update", "forget")
 """What an agent may propose: no merge, move or clear."""
@@ -60,10 +60,14 @@ def edit_mismatch_message(proposal: Proposal, field_name: str) -> str:
 
 
 def label(proposal: Proposal) -> str:
-    """The proposal's text as messages show it: ``text``, or ``text → to`` for an update."""
+    """The proposal's text as messages show it: ``text``, or ``text → to`` for an update.
+
+    Hidden characters (bidi overrides, zero-width, tags) are shown escaped: the
+    person reviewing must see what would be stored, not what it renders as.
+    """
     if proposal["action"] == "update":
-        return f"{proposal['text']} → {proposal.get('to', '')}"
-    return proposal["text"]
+        return f"{escape_unseen(proposal['text'])} → {escape_unseen(proposal.get('to', ''))}"
+    return escape_unseen(proposal["text"])
 
 
 def proposed_message(proposal: Proposal, scope: Scope, waiting: int) -> str:

@@ -33,7 +33,7 @@ from memory_ls.core.models import (
     Scope,
 )
 from memory_ls.core.render import result_text
-from memory_ls.core.text import key_of_normalised
+from memory_ls.core.text import escape_unseen, key_of_normalised
 from memory_ls.server import publishing
 from memory_ls.server.commands import BufferChange, sync_buffer
 from memory_ls.server.documents import MemoryDocument
@@ -109,7 +109,9 @@ def counts(ls: MemoryServer) -> InboxCounts:
 
 
 def _short(text: str) -> str:
-    return text if len(text) <= LENS_TEXT else text[: LENS_TEXT - 1] + "…"
+    """At most :data:`LENS_TEXT` characters, hidden characters shown escaped (for the reviewer)."""
+    shown = escape_unseen(text)
+    return shown if len(shown) <= LENS_TEXT else shown[: LENS_TEXT - 1] + "…"
 
 
 def accept_title(proposal: Proposal) -> str:
