@@ -50,6 +50,12 @@ def unknown_id_message(proposal_id: str, scope: Scope | None) -> str:
 EDIT_NEEDS_ONE_ID = "Editing a proposal before accepting it needs exactly one id."
 
 
+def too_many_ids_message(count: int, inboxes: int) -> str:
+    """The refusal of more ids than ``inboxes`` inboxes can hold (each answered alone is huge)."""
+    where = "the inbox holds" if inboxes == 1 else "the inboxes hold"
+    return f"Too many ids ({count}); {where} at most {inboxes * MAX_PROPOSALS} proposals."
+
+
 def edit_mismatch_message(proposal: Proposal, field_name: str) -> str:
     """The refusal of an edit that does not fit the proposal's action."""
     wanted = "an add" if field_name == "text" else "an update"

@@ -25,6 +25,7 @@ from memory_ls.core.actions import read_request
 from memory_ls.core.doctor import WITHHELD
 from memory_ls.core.inbox import (
     EDIT_NEEDS_ONE_ID,
+    MAX_PROPOSALS,
     PROPOSAL_ACTIONS,
     Inbox,
     Outcome,
@@ -34,6 +35,7 @@ from memory_ls.core.inbox import (
     parse_inbox,
     proposed_message,
     rejected_message,
+    too_many_ids_message,
     unknown_id_message,
 )
 from memory_ls.core.inbox import accept as accept_inbox
@@ -261,15 +263,21 @@ class Review:
         to: str | None,
     ) -> ReviewResult:
         scopes: tuple[Scope, ...] = (scope,) if scope is not None else SCOPES
+        refusal: str | None = None
         if (text is not None or to is not None) and (ids is None or len(set(ids)) != 1):
-            refused = self.runtime.result(verb, scope or "project", error=EDIT_NEEDS_ONE_ID)
+            refusal = EDIT_NEEDS_ONE_ID
+        elif ids is not None and len(set(ids)) > len(scopes) * MAX_PROPOSALS:
+            # More than can wait: one refusal, not one result (with every note) per id.
+            refusal = too_many_ids_message(len(set(ids)), len(scopes))
+        if refusal is not None:
+            refused = self.runtime.result(verb, scope or "project", error=refusal)
             return {
                 "action": "accept" if verb == "accept" else "reject",
                 "changed": False,
                 "results": [refused],
                 "waiting": self.counts(),
                 "text": result_text(refused),
-                "error": EDIT_NEEDS_ONE_ID,
+                "error": refusal,
             }
         # Which inbox holds each id (read unlocked; re-checked under the lock).
         plan: dict[Scope, list[str] | None] = {}

@@ -204,6 +204,23 @@ def test_a_read_only_inbox_is_refused_whole(workspace: Workspace) -> None:
     assert workspace.text("project") == store_text("a", "one", "two")
 
 
+def test_a_list_of_10000_ids_is_one_clear_refusal(workspace: Workspace) -> None:
+    # Both inboxes hold at most 2 x 200 proposals: a longer list cannot all be ids, and
+    # answering each with its own result (both stores' notes in each) ran to hundreds of MB.
+    workspace.write("project", [f"note {i}" for i in range(500)])
+    r = review(workspace)
+    pid = r.propose("add", {"text": "x"}, "x")[0]["proposal"]["id"]
+    ids = [pid, *(f"{i:08x}" for i in range(10_000))]
+    for out in (r.accept(ids), r.reject(ids)):
+        assert out["error"] == "Too many ids (10001); the inboxes hold at most 400 proposals."
+        assert len(out["results"]) == 1 and out["changed"] is False
+        assert len(json.dumps(out)) < 20_000
+    assert r.counts() == {"project": 1, "global": 0}
+    assert r.reject(ids[:201], "global")["error"] == (
+        "Too many ids (201); the inbox holds at most 200 proposals."
+    )
+
+
 def test_a_nonsense_inbox_is_kept_and_reported(workspace: Workspace) -> None:
     path = workspace.write(workspace.agent_dir / INBOX_FILE_NAME, "garbage\n{]\n")
     r = review(workspace)
