@@ -59,6 +59,7 @@ from memory_ls.store.files import (
     StoreRefused,
     read_store,
     refuse_change,
+    rewrite_store,
     store_lock,
     write_store,
 )
@@ -339,23 +340,34 @@ class Review:
         written_store: tuple[str, Stamp] | None = None
         try:
             with self._locked(scope) as folder:
-                store = read_store(store_path, folder)
                 inbox = read_store(path, folder)
-                bad = inbox.mutation_error or (store.mutation_error if verb == "accept" else None)
-                if bad:
-                    return refused(bad)
+                if inbox.mutation_error:
+                    return refused(inbox.mutation_error)
                 review: Reviewed
                 if verb == "accept":
-                    review = accept_inbox(store.content, inbox.content, scope, ids, text, to)
+                    made: list[Reviewed] = []
+
+                    def decide(file: StoreFile) -> str | None:
+                        # Asked again when a program that takes no lock (an editor) saved the
+                        # store meanwhile: its save is kept, as for an action called directly.
+                        if file.mutation_error:
+                            raise StoreRefused(file.mutation_error)
+                        made.append(accept_inbox(file.content, inbox.content, scope, ids, text, to))
+                        if not made[-1].store_changed:
+                            return None
+                        if made[-1].inbox_changed:
+                            # Before the store: an inbox that cannot be changed (read-only)
+                            # refuses the accept whole, not after the store took the change.
+                            refuse_change(path, folder)
+                        return made[-1].store
+
+                    stamp = rewrite_store(store_path, folder, decide)
+                    review = made[-1]
+                    if stamp is not None:
+                        written_store = (review.store, stamp)
                 else:
+                    store = read_store(store_path, folder)
                     review = reject_inbox(store.content, inbox.content, scope, ids)
-                if review.store_changed and review.inbox_changed:
-                    # Before the store: an inbox that cannot be changed (read-only) refuses
-                    # the accept whole, rather than after the store took the change.
-                    refuse_change(path, folder)
-                if review.store_changed:
-                    stamp = write_store(store_path, review.store, folder)
-                    written_store = (review.store, stamp)
                 if review.inbox_changed:
                     write_inbox(path, review.inbox, folder)
         except StoreRefused as exc:
