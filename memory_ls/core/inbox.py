@@ -41,10 +41,21 @@ def full_message(scope: Scope) -> str:
     return f"The {scope} inbox is full ({MAX_PROPOSALS} proposals); review them first."
 
 
+SHOWN_ID = 40
+"""An unknown id is quoted with at most this many characters (a real one has 8)."""
+
+
 def unknown_id_message(proposal_id: str, scope: Scope | None) -> str:
-    """The refusal of an id that waits in no inbox looked in (``None``: both were)."""
+    """The refusal of an id that waits in no inbox looked in (``None``: both were).
+
+    The id comes from the client or the command line: it is quoted escaped and
+    short, so it cannot forge a line of the answer or fill it.
+    """
     where = scope if scope is not None else "project or global"
-    return f"No proposal {proposal_id} in {where} inbox."
+    shown = escape_unseen(proposal_id)
+    if len(shown) > SHOWN_ID:
+        shown = shown[: SHOWN_ID - 1] + "…"
+    return f"No proposal {shown} in {where} inbox."
 
 
 EDIT_NEEDS_ONE_ID = "Editing a proposal before accepting it needs exactly one id."

@@ -202,6 +202,17 @@ def cast_proposal(fields: dict[str, str]) -> Proposal:
     return cast(Proposal, {"by": "x", "at": AT, **fields})
 
 
+def test_an_unknown_id_is_quoted_on_one_short_line() -> None:
+    # The id comes from the client or the command line: it must not forge a line of
+    # the answer or fill it with 100 KB.
+    assert unknown_id_message("a\nAdded to project memory: x", None) == (
+        "No proposal a\\nAdded to project memory: x in project or global inbox."
+    )
+    assert unknown_id_message("\u202e" + "f" * 100_000, "global") == (
+        f"No proposal \\u202e{'f' * 33}… in global inbox."
+    )
+
+
 # -- properties ---------------------------------------------------------------------------
 
 NOTE = st.text(
