@@ -25,6 +25,7 @@ from memory_ls.core.actions import read_request
 from memory_ls.core.doctor import WITHHELD
 from memory_ls.core.inbox import (
     EDIT_NEEDS_ONE_ID,
+    MAX_PROPOSALS,
     PROPOSAL_ACTIONS,
     Inbox,
     Outcome,
@@ -34,6 +35,7 @@ from memory_ls.core.inbox import (
     parse_inbox,
     proposed_message,
     rejected_message,
+    too_many_ids_message,
     unknown_id_message,
 )
 from memory_ls.core.inbox import accept as accept_inbox
@@ -56,6 +58,8 @@ from memory_ls.store.files import (
     StoreFile,
     StoreRefused,
     read_store,
+    refuse_change,
+    rewrite_store,
     store_lock,
     write_store,
 )
@@ -76,10 +80,14 @@ def malformed_warning(path: Path, line: int) -> str:
 
 
 def write_inbox(path: Path, text: str, folder: LockedFolder) -> None:
-    """Write an inbox under the store's lock: atomically, or delete it when ``text`` is empty."""
+    """Write an inbox under the store's lock: atomically, or delete it when ``text`` is empty.
+
+    Deleting is refused where replacing would be (a read-only inbox stays as it is).
+    """
     if text:
         write_store(path, text, folder)
         return
+    refuse_change(path, folder)
     name: str | Path = path.name if folder.fd is not None else path
     with contextlib.suppress(FileNotFoundError):
         os.unlink(name, dir_fd=folder.fd)
@@ -123,8 +131,8 @@ class Review:
     def listing(self) -> tuple[InboxResult, list[str]]:
         """The ``memory.inbox`` object, and the warnings about the files (bad lines, refusals).
 
-        An untrusted project's proposals keep their id, action, ``by`` and ``at``;
-        their text is withheld.
+        An untrusted project's proposals keep their id, action and ``at``;
+        their text and ``by`` are withheld.
         """
         out: dict[Scope, list[Proposal]] = {}
         warnings: list[str] = []
@@ -222,14 +230,13 @@ class Review:
         refused = runtime.refusal(scope)
         if refused is not None:
             raise StoreRefused(refused)
-        with (
-            runtime._lock,
-            store_lock(
-                runtime.paths[scope],
-                make_parents=scope == "global",
-                check=lambda real: runtime.store_refusal(scope, real),
-            ) as folder,
-        ):
+        # Not the runtime's own lock while waiting: a reader of this runtime (a hover in
+        # the language server) is never kept waiting for another process's write.
+        with store_lock(
+            runtime.paths[scope],
+            make_parents=scope == "global",
+            check=lambda real: runtime.store_refusal(scope, real),
+        ) as folder:
             yield folder
 
     # -- accept and reject -------------------------------------------------------
@@ -257,15 +264,21 @@ class Review:
         to: str | None,
     ) -> ReviewResult:
         scopes: tuple[Scope, ...] = (scope,) if scope is not None else SCOPES
+        refusal: str | None = None
         if (text is not None or to is not None) and (ids is None or len(set(ids)) != 1):
-            refused = self.runtime.result(verb, scope or "project", error=EDIT_NEEDS_ONE_ID)
+            refusal = EDIT_NEEDS_ONE_ID
+        elif ids is not None and len(set(ids)) > len(scopes) * MAX_PROPOSALS:
+            # More than can wait: one refusal, not one result (with every note) per id.
+            refusal = too_many_ids_message(len(set(ids)), len(scopes))
+        if refusal is not None:
+            refused = self.runtime.result(verb, scope or "project", error=refusal)
             return {
                 "action": "accept" if verb == "accept" else "reject",
                 "changed": False,
                 "results": [refused],
                 "waiting": self.counts(),
                 "text": result_text(refused),
-                "error": EDIT_NEEDS_ONE_ID,
+                "error": refusal,
             }
         # Which inbox holds each id (read unlocked; re-checked under the lock).
         plan: dict[Scope, list[str] | None] = {}
@@ -327,19 +340,34 @@ class Review:
         written_store: tuple[str, Stamp] | None = None
         try:
             with self._locked(scope) as folder:
-                store = read_store(store_path, folder)
                 inbox = read_store(path, folder)
-                bad = inbox.mutation_error or (store.mutation_error if verb == "accept" else None)
-                if bad:
-                    return refused(bad)
+                if inbox.mutation_error:
+                    return refused(inbox.mutation_error)
                 review: Reviewed
                 if verb == "accept":
-                    review = accept_inbox(store.content, inbox.content, scope, ids, text, to)
+                    made: list[Reviewed] = []
+
+                    def decide(file: StoreFile) -> str | None:
+                        # Asked again when a program that takes no lock (an editor) saved the
+                        # store meanwhile: its save is kept, as for an action called directly.
+                        if file.mutation_error:
+                            raise StoreRefused(file.mutation_error)
+                        made.append(accept_inbox(file.content, inbox.content, scope, ids, text, to))
+                        if not made[-1].store_changed:
+                            return None
+                        if made[-1].inbox_changed:
+                            # Before the store: an inbox that cannot be changed (read-only)
+                            # refuses the accept whole, not after the store took the change.
+                            refuse_change(path, folder)
+                        return made[-1].store
+
+                    stamp = rewrite_store(store_path, folder, decide)
+                    review = made[-1]
+                    if stamp is not None:
+                        written_store = (review.store, stamp)
                 else:
+                    store = read_store(store_path, folder)
                     review = reject_inbox(store.content, inbox.content, scope, ids)
-                if review.store_changed:
-                    stamp = write_store(store_path, review.store, folder)
-                    written_store = (review.store, stamp)
                 if review.inbox_changed:
                     write_inbox(path, review.inbox, folder)
         except StoreRefused as exc:
@@ -347,7 +375,8 @@ class Review:
         except OSError as exc:
             return refused(self._io_error(scope, exc))
         if written_store is not None:
-            runtime._adopt(scope, *written_store)
+            with runtime._lock:
+                runtime._adopt(scope, *written_store)
         results: list[MemoryResult] = []
         texts: list[str] = []
         for outcome in review.outcomes:
@@ -383,9 +412,14 @@ class Review:
 
 
 def _withheld(proposal: Proposal) -> Proposal:
-    """A proposal of an untrusted project: everything but its text."""
+    """A proposal of an untrusted project: its id, action and time; its text and ``by`` withheld.
+
+    ``by`` is text from the project's own file like the note itself (a cloned
+    repository can ship an inbox), so it is withheld too (SPEC §4).
+    """
     out = dict(proposal)
     out["text"] = WITHHELD
+    out["by"] = WITHHELD
     if "to" in out:
         out["to"] = WITHHELD
     return out  # type: ignore[return-value]
