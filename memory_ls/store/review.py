@@ -300,8 +300,10 @@ class Review:
         texts: list[str] = [result_text(r) for r in results]
         changed = False
         for s, chosen in plan.items():
-            if chosen is None and not self.read(s)[0].proposals:
+            inbox, file = self.read(s)
+            if chosen is None and not inbox.proposals and file.error is None:
                 continue  # "all" of an empty inbox: nothing to refuse or report
+            # A refused inbox (a symlink, a FIFO, over the cap) is said, not read as empty.
             outcome_results, outcome_texts, did = self._review_scope(verb, s, chosen, text, to)
             results.extend(outcome_results)
             texts.extend(outcome_texts)

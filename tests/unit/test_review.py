@@ -6,6 +6,8 @@ import json
 import os
 import re
 
+import pytest
+
 from memory_ls.core.doctor import WITHHELD
 from memory_ls.core.inbox import MAX_PROPOSALS
 from memory_ls.store.paths import INBOX_FILE_NAME
@@ -248,6 +250,29 @@ def test_an_inbox_symlink_or_bad_utf8_is_refused(workspace: Workspace, tmp_path)
     workspace.write(workspace.agent_dir / INBOX_FILE_NAME, b"\xff\n")
     result, _ = r.propose("add", {"text": "n", "scope": "global"}, "x")
     assert "not valid UTF-8" in result["error"]
+
+
+@pytest.mark.parametrize("verb", ["accept", "reject"])
+def test_all_of_a_refused_inbox_says_why_instead_of_none_waiting(
+    workspace: Workspace,
+    tmp_path,
+    verb: str,  # type: ignore[no-untyped-def]
+) -> None:
+    target = tmp_path / "elsewhere.jsonl"
+    proposal = {
+        "id": "abcdef12",
+        "action": "add",
+        "text": "x",
+        "by": "me",
+        "at": "2026-01-01T00:00:00Z",
+    }
+    target.write_text(json.dumps(proposal) + "\n")
+    (workspace.agent_dir / INBOX_FILE_NAME).symlink_to(target)
+    r = review(workspace)
+    out = r.accept(None, "global") if verb == "accept" else r.reject(None, "global")
+    assert out["error"].startswith("Refusing to use the symlinked memory file"), out
+    assert out["text"] != "No proposals waiting."
+    assert target.read_text() == json.dumps(proposal) + "\n"
 
 
 def test_an_outside_project_inbox_is_refused(workspace: Workspace, tmp_path) -> None:  # type: ignore[no-untyped-def]
