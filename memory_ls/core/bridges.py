@@ -60,6 +60,7 @@ FORMAT_MESSAGE = "format must be one of auto, markdown, claude, gemini, hermes."
 FILES_MESSAGE = "files is required: a list of paths or file URIs."
 TO_MESSAGE = "to must be a path or a file URI."
 CHECK_MESSAGE = "check must be true or false."
+PROPOSE_MESSAGE = "propose must be true or false."
 
 
 def check_format(value: object) -> tuple[ImportFormat, str | None]:
