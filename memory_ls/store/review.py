@@ -246,9 +246,13 @@ class Review:
                     write_inbox(path, plans[-1].inbox, folder)
                 return Proposed(inbox.content, False, error=error)
 
-        if not store_path.parent.exists() and planned("", "") is None and not plans[-1].changed:
-            out = Proposed("", False)  # nothing to queue: no folder is created
-        else:
+        out: Proposed | None = None
+        if not store_path.parent.exists():
+            # Nothing to lock yet: an import that queues nothing creates no folder.
+            error = planned("", "")
+            if error is not None or not plans[-1].changed:
+                out = Proposed("", False, error=error)
+        if out is None:
             out = self._guarded(scope, locked)
         plan = plans[-1] if plans else plan_import_proposals("", "", candidates, by, at, seed)
         if out.error:

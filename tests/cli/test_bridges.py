@@ -241,10 +241,13 @@ def test_import_propose_json_and_global_scope(workspace: Workspace) -> None:
 def test_import_propose_that_would_overflow_the_inbox_is_refused_whole(
     workspace: Workspace,
 ) -> None:
-    assert workspace.cli("add", "--propose", "waiting already").returncode == 0
-    inbox = inbox_of(workspace).read_bytes()
     big = workspace.root / "big.md"
     big.write_text("".join(f"- note {i:03d}\n" for i in range(300)))
+    code, result = import_json(workspace, "--propose", str(big))  # into no .pi/ at all
+    assert code == 1 and len(result["refused"]) == 300  # type: ignore[arg-type]
+    assert not (workspace.root / ".pi").exists()
+    assert workspace.cli("add", "--propose", "waiting already").returncode == 0
+    inbox = inbox_of(workspace).read_bytes()
     code, result = import_json(workspace, "--propose", str(big))
     assert code == 1
     assert result["added"] == [] and len(result["refused"]) == 300  # type: ignore[arg-type]
