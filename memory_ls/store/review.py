@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from memory_ls.core.actions import read_request
+from memory_ls.core.bridges import ProposalImportPlan, plan_import, plan_import_proposals
 from memory_ls.core.doctor import WITHHELD
 from memory_ls.core.inbox import (
     EDIT_NEEDS_ONE_ID,
@@ -32,6 +33,7 @@ from memory_ls.core.inbox import (
     Proposed,
     Reviewed,
     already_proposed_message,
+    full_message,
     parse_inbox,
     proposed_message,
     rejected_message,
@@ -43,6 +45,7 @@ from memory_ls.core.inbox import propose as propose_inbox
 from memory_ls.core.inbox import reject as reject_inbox
 from memory_ls.core.models import (
     SCOPES,
+    ImportResult,
     InboxCounts,
     InboxResult,
     MemoryResult,
@@ -51,12 +54,13 @@ from memory_ls.core.models import (
     Scope,
 )
 from memory_ls.core.render import result_text
-from memory_ls.core.text import display_path
+from memory_ls.core.text import MAX_STORE_BYTES, display_path
 from memory_ls.store.files import (
     LockedFolder,
     Stamp,
     StoreFile,
     StoreRefused,
+    oversize_message,
     read_store,
     refuse_change,
     rewrite_store,
@@ -209,6 +213,59 @@ class Review:
         if out.queued:
             return result, proposed_message(out.proposal, scope, out.waiting)
         return result, already_proposed_message(out.proposal)
+
+    def import_proposals(
+        self, candidates: Sequence[str], scope: Scope, by: str
+    ) -> tuple[ImportResult, ProposalImportPlan | None]:
+        """``import --propose`` (SPEC §15 with §12): one inbox write holding one ``add``
+        proposal per note the import would add; the store is not written.
+
+        Refused whole, nothing queued, when the scope refuses a change (untrusted,
+        read-only), when the store or inbox cannot be read, or when the inbox would
+        pass its 200 proposals or the size cap. The plan is ``None`` when the
+        import was refused before it was planned.
+        """
+        runtime = self.runtime
+        refusal = runtime.refusal(scope)
+        if refusal:
+            return plan_import("", candidates).refused_whole(refusal), None
+        seed, at = os.urandom(8).hex(), utc_now()
+        store_path, path = runtime.paths[scope], self.path(scope)
+        plans: list[ProposalImportPlan] = []
+
+        def planned(store: str, inbox: str) -> str | None:
+            plan = plan_import_proposals(store, inbox, candidates, by, at, seed)
+            plans.append(plan)
+            if plan.full:
+                return full_message(scope)
+            if plan.changed and plan.size > MAX_STORE_BYTES:
+                return oversize_message(path, plan.size)
+            return None
+
+        def locked() -> Proposed:
+            with self._locked(scope) as folder:
+                store = read_store(store_path, folder)
+                inbox = read_store(path, folder)
+                refused = store.mutation_error or inbox.mutation_error
+                if refused:
+                    return Proposed(inbox.content, False, error=refused)
+                error = planned(store.content, inbox.content)
+                if error is None and plans[-1].changed:
+                    write_inbox(path, plans[-1].inbox, folder)
+                return Proposed(inbox.content, False, error=error)
+
+        out: Proposed | None = None
+        if not store_path.parent.exists():
+            # Nothing to lock yet: an import that queues nothing creates no folder.
+            error = planned("", "")
+            if error is not None or not plans[-1].changed:
+                out = Proposed("", False, error=error)
+        if out is None:
+            out = self._guarded(scope, locked)
+        plan = plans[-1] if plans else plan_import_proposals("", "", candidates, by, at, seed)
+        if out.error:
+            return plan.refused_whole(out.error), plan
+        return plan.result(), plan
 
     def _guarded(self, scope: Scope, run: Callable[[], Proposed]) -> Proposed:
         """Run a locked operation; an I/O failure is a refusal, not a crash."""
