@@ -193,9 +193,15 @@ VERBS: dict[str, Verb] = {
             "import",
             "Import notes from other agents' memory files into --scope (one write).",
             (("FILE", "a memory file of another agent (Claude Code, Gemini CLI, Hermes, notes)"),),
-            ("--format", "--scope", *COMMON),
+            ("--format", "--scope", *PROPOSE, *COMMON),
             nargs="+",
             overrides=(
+                Option(
+                    "--propose",
+                    None,
+                    "queue one add proposal per new note in the scope's review inbox "
+                    "(one inbox write) instead of writing the store (default: write)",
+                ),
                 Option(
                     "--format",
                     "auto|markdown|claude|gemini|hermes",
@@ -555,6 +561,9 @@ def _run(verb: str, args: argparse.Namespace) -> int:
     if verb == "sync":
         return _sync(runtime, args)
     if verb == "import":
+        if args.by is not None and not args.propose:
+            print(f"{PROG} {verb}: error: --by needs --propose", file=sys.stderr)
+            return EXIT_USAGE
         return _import(runtime, args)
     if verb == "export":
         return _export(runtime, args)
@@ -635,11 +644,23 @@ def _import(runtime: Any, args: argparse.Namespace) -> int:
         return EXIT_REFUSED
     for path in files.empty:
         print(f"No notes found in {path} (format {args.format}).", file=sys.stderr)
-    result = runtime.import_notes(files.candidates, args.scope)
+    if args.propose:
+        from memory_ls.core.bridges import proposal_summary
+        from memory_ls.core.inbox import clean_by
+        from memory_ls.store.review import Review
+
+        by = clean_by(args.by, "cli")
+        result, plan = Review(runtime).import_proposals(files.candidates, args.scope, by)
+        already = plan.already_proposed if plan is not None else frozenset()
+        waiting = plan.waiting if plan is not None else 0
+        summary = proposal_summary(result, already, waiting)
+    else:
+        result = runtime.import_notes(files.candidates, args.scope)
+        summary = import_summary(result)
     if args.json:
         _print_json(result)
     else:
-        print(import_summary(result))
+        print(summary)
     return EXIT_REFUSED if result["refused"] else EXIT_OK
 
 

@@ -2,7 +2,9 @@
 
 Everything here is pure. :func:`import_candidates` reads another agent's memory
 file into candidate notes; :func:`plan_import` decides, against the target
-store's text, what an import adds, skips and refuses, and the store's new text.
+store's text, what an import adds, skips and refuses, and the store's new text;
+:func:`plan_import_proposals` does the same for ``import --propose``, against the
+store and the scope's review inbox, and gives the inbox's new text.
 :func:`plan_export` keeps a marked block in an instruction file (``AGENTS.md``,
 ``CLAUDE.md``, ``GEMINI.md``) equal to the recall body, touching nothing else.
 The formats were checked against each tool's own source; ``docs/bridges.md``
@@ -12,13 +14,14 @@ says where.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, cast
 
 from memory_ls.core.actions import check_text
 from memory_ls.core.checks import ExportStaleData, Finding
-from memory_ls.core.models import ExportStatusName, ImportRefusal, ImportResult
+from memory_ls.core.inbox import MAX_PROPOSALS, new_id, parse_inbox
+from memory_ls.core.models import ExportStatusName, ImportRefusal, ImportResult, Proposal
 from memory_ls.core.notes import parse, parse_bullet
 from memory_ls.core.recall import INTRO, MARKER
 from memory_ls.core.text import (
@@ -57,6 +60,7 @@ FORMAT_MESSAGE = "format must be one of auto, markdown, claude, gemini, hermes."
 FILES_MESSAGE = "files is required: a list of paths or file URIs."
 TO_MESSAGE = "to must be a path or a file URI."
 CHECK_MESSAGE = "check must be true or false."
+PROPOSE_MESSAGE = "propose must be true or false."
 
 
 def check_format(value: object) -> tuple[ImportFormat, str | None]:
@@ -273,6 +277,108 @@ def plan_import(store: str, candidates: Sequence[str]) -> ImportPlan:
     return ImportPlan(content, added, skipped, refused, len(content.encode("utf-8", "replace")))
 
 
+@dataclass(frozen=True, slots=True)
+class ProposalImportPlan:
+    """What one ``import --propose`` does to the target scope's inbox (SPEC §12, §15)."""
+
+    inbox: str
+    """The inbox's new text (the old text when nothing is proposed)."""
+    proposals: list[Proposal]
+    """One ``add`` proposal per note proposed, in import order."""
+    skipped: list[str]
+    already_proposed: frozenset[str]
+    """The skipped notes whose key an ``add`` proposal already waiting holds (the others
+    are stored, or came earlier in the import)."""
+    refused: list[ImportRefusal]
+    waiting: int
+    """Proposals in the inbox once these are queued."""
+
+    @property
+    def added(self) -> list[str]:
+        """The notes proposed (an import's ``added``)."""
+        return [p["text"] for p in self.proposals]
+
+    @property
+    def changed(self) -> bool:
+        """Whether the inbox's text changes."""
+        return bool(self.proposals)
+
+    @property
+    def full(self) -> bool:
+        """Whether the inbox would pass :data:`MAX_PROPOSALS` (the import is refused whole)."""
+        return bool(self.proposals) and self.waiting > MAX_PROPOSALS
+
+    @property
+    def size(self) -> int:
+        """UTF-8 bytes of the new inbox."""
+        return len(self.inbox.encode("utf-8", "replace"))
+
+    def result(self) -> ImportResult:
+        """The import's result: ``added`` lists the notes proposed."""
+        return {
+            "added": self.added,
+            "skipped": list(self.skipped),
+            "refused": list(self.refused),
+        }
+
+    def refused_whole(self, error: str) -> ImportResult:
+        """Nothing proposed: each note it would have proposed refused with ``error``."""
+        whole: list[ImportRefusal] = [{"text": note, "error": error} for note in self.added]
+        return {"added": [], "skipped": list(self.skipped), "refused": [*self.refused, *whole]}
+
+
+def plan_import_proposals(
+    store: str,
+    inbox_text: str,
+    candidates: Sequence[str],
+    by: str,
+    at: str,
+    seed: str,
+) -> ProposalImportPlan:
+    """``import --propose``: one ``add`` proposal per note the import would add.
+
+    Normalised and judged as :func:`plan_import` judges them (over-long refused;
+    a key already stored or already imported skipped), and also skipped when an
+    ``add`` proposal already waiting has the same near-duplicate key. The
+    proposals are appended to the inbox's text, every other line kept; ids are
+    derived from ``seed`` (fresh random bytes from the runtime). Whether the
+    inbox would pass its cap is the caller's to check (:attr:`ProposalImportPlan.full`).
+    """
+    inbox = parse_inbox(inbox_text)
+    waiting_keys = {key_of_normalised(p["text"]) for p in inbox.proposals if p["action"] == "add"}
+    taken = {p["id"] for p in inbox.proposals}
+    seen = set(parse(store).keys)
+    proposals: list[Proposal] = []
+    skipped: list[str] = []
+    already: set[str] = set()
+    refused: list[ImportRefusal] = []
+    for raw in candidates:
+        note, error = check_text(raw)
+        if not note:
+            continue  # blank: not a note (SPEC §2)
+        if error is not None:
+            refused.append({"text": note, "error": error})
+            continue
+        key = key_of_normalised(note)
+        if key in seen:
+            skipped.append(note)
+            continue
+        seen.add(key)
+        if key in waiting_keys:
+            skipped.append(note)
+            already.add(note)
+            continue
+        pid = new_id(taken, f"{seed}:{len(proposals)}")
+        taken.add(pid)
+        proposal = cast(Proposal, {"id": pid, "action": "add", "text": note, "by": by, "at": at})
+        proposals.append(proposal)
+        inbox = inbox.with_proposal(proposal)
+    text = inbox.render() if proposals else inbox_text
+    return ProposalImportPlan(
+        text, proposals, skipped, frozenset(already), refused, len(inbox.proposals)
+    )
+
+
 def import_summary(result: ImportResult) -> str:
     """The import's result as text: a count line, then each note under its verdict."""
     added, skipped, refused = result["added"], result["skipped"], result["refused"]
@@ -280,6 +386,24 @@ def import_summary(result: ImportResult) -> str:
     lines += [f"+ {note}" for note in added]
     lines += [f"= {note} (already stored)" for note in skipped]
     lines += [f"! {item['text']} ({item['error']})" for item in refused]
+    return "\n".join(lines)
+
+
+def proposal_summary(
+    result: ImportResult, already_proposed: Collection[str] = (), waiting: int = 0
+) -> str:
+    """``import --propose``'s result as text: like :func:`import_summary`, the notes
+    proposed counted as such, then (when any was) how many proposals now wait."""
+    added, skipped, refused = result["added"], result["skipped"], result["refused"]
+    lines = [f"Proposed {len(added)} for review, skipped {len(skipped)}, refused {len(refused)}."]
+    lines += [f"+ {note}" for note in added]
+    lines += [
+        f"= {note} (already proposed)" if note in already_proposed else f"= {note} (already stored)"
+        for note in skipped
+    ]
+    lines += [f"! {item['text']} ({item['error']})" for item in refused]
+    if added:
+        lines.append(f"{waiting} waiting for review.")
     return "\n".join(lines)
 
 

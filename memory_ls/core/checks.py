@@ -27,6 +27,7 @@ from memory_ls.core.text import (
     MAX_NOTE_UTF16,
     MAX_STORE_BYTES,
     display_path,
+    escape_unseen,
     has_controls,
     hidden_characters,
     utf16_length,
@@ -401,7 +402,7 @@ def cross_scope_findings(
 def proposal_message(proposal: Proposal) -> str:
     """What a ``proposal`` diagnostic says: who proposes what, waiting for review."""
     if proposal["action"] == "update":
-        what = f"to update this note to: {proposal.get('to', '')}"
+        what = f"to update this note to: {escape_unseen(proposal.get('to', ''))}"
     else:
         what = "to forget this note"
     return f"{proposal['by']} proposes {what} (waiting for review, {proposal['id']})"

@@ -20,7 +20,7 @@ from typing import cast
 
 from memory_ls.core.actions import Change, Request, check_text
 from memory_ls.core.models import SCOPES, InboxResult, Proposal, Scope
-from memory_ls.core.text import BOM, normalise
+from memory_ls.core.text import BOM, escape_unseen, normalise, remove_hidden
 
 PROPOSAL_ACTIONS = ("add", "update", "forget")
 """What an agent may propose: no merge, move or clear."""
@@ -41,13 +41,30 @@ def full_message(scope: Scope) -> str:
     return f"The {scope} inbox is full ({MAX_PROPOSALS} proposals); review them first."
 
 
+SHOWN_ID = 40
+"""An unknown id is quoted with at most this many characters (a real one has 8)."""
+
+
 def unknown_id_message(proposal_id: str, scope: Scope | None) -> str:
-    """The refusal of an id that waits in no inbox looked in (``None``: both were)."""
+    """The refusal of an id that waits in no inbox looked in (``None``: both were).
+
+    The id comes from the client or the command line: it is quoted escaped and
+    short, so it cannot forge a line of the answer or fill it.
+    """
     where = scope if scope is not None else "project or global"
-    return f"No proposal {proposal_id} in {where} inbox."
+    shown = escape_unseen(proposal_id)
+    if len(shown) > SHOWN_ID:
+        shown = shown[: SHOWN_ID - 1] + "…"
+    return f"No proposal {shown} in {where} inbox."
 
 
 EDIT_NEEDS_ONE_ID = "Editing a proposal before accepting it needs exactly one id."
+
+
+def too_many_ids_message(count: int, inboxes: int) -> str:
+    """The refusal of more ids than ``inboxes`` inboxes can hold (each answered alone is huge)."""
+    where = "the inbox holds" if inboxes == 1 else "the inboxes hold"
+    return f"Too many ids ({count}); {where} at most {inboxes * MAX_PROPOSALS} proposals."
 
 
 def edit_mismatch_message(proposal: Proposal, field_name: str) -> str:
@@ -60,10 +77,14 @@ def edit_mismatch_message(proposal: Proposal, field_name: str) -> str:
 
 
 def label(proposal: Proposal) -> str:
-    """The proposal's text as messages show it: ``text``, or ``text → to`` for an update."""
+    """The proposal's text as messages show it: ``text``, or ``text → to`` for an update.
+
+    Hidden characters (bidi overrides, zero-width, tags) are shown escaped: the
+    person reviewing must see what would be stored, not what it renders as.
+    """
     if proposal["action"] == "update":
-        return f"{proposal['text']} → {proposal.get('to', '')}"
-    return proposal["text"]
+        return f"{escape_unseen(proposal['text'])} → {escape_unseen(proposal.get('to', ''))}"
+    return escape_unseen(proposal["text"])
 
 
 def proposed_message(proposal: Proposal, scope: Scope, waiting: int) -> str:
@@ -77,10 +98,15 @@ def already_proposed_message(proposal: Proposal) -> str:
 
 
 def clean_by(value: object, default: str) -> str:
-    """Who proposed: normalised, at most :data:`MAX_BY` characters; ``default`` when blank."""
+    """Who proposed: one line, normalised, without hidden characters (bidi overrides,
+    zero-width), at most :data:`MAX_BY` characters; ``default`` when blank.
+
+    A ``by`` is shown to people (lenses, the picker, notifications) and to agents
+    (``memory://inbox``): it must not forge a line or hide what it says.
+    """
     if not isinstance(value, str):
         return default
-    cleaned = normalise(value)[:MAX_BY].strip()
+    cleaned = normalise(remove_hidden(value))[:MAX_BY].strip()
     return cleaned or default
 
 
@@ -175,7 +201,11 @@ def read_proposal(raw: str) -> Proposal | None:
         return None
     if action not in PROPOSAL_ACTIONS:
         return None
-    if not (isinstance(by, str) and by.strip() and isinstance(at, str) and _AT.match(at)):
+    if not (isinstance(at, str) and _AT.match(at)):
+        return None
+    # A hand-edited `by` is read as a proposer's would have been written: one clean line.
+    by = clean_by(by, "")
+    if not by:
         return None
     text, error = check_text(data.get("text"))
     if error:

@@ -135,7 +135,15 @@ def display_path(path: str | PurePath) -> str:
     line separators become ``\\n``, ``\\x1b``, ``\\u202e``, ``\\U000e0041``;
     everything else (spaces, accents, CJK) is kept as it is.
     """
-    text = str(path)
+    return escape_unseen(str(path))
+
+
+def escape_unseen(text: str) -> str:
+    """``text`` with what could forge a line or hide text escaped (see :func:`display_path`).
+
+    For any text shown to a person who must judge it (a proposal under review)
+    as well as for paths.
+    """
     if text.isascii() and text.isprintable():
         return text  # the common case: nothing to escape
     return "".join(_escape_unseen(char) for char in text)

@@ -32,6 +32,7 @@ from pygls.exceptions import JsonRpcException, JsonRpcInternalError, JsonRpcInva
 from memory_ls.core.actions import Change, check_scope, read_request
 from memory_ls.core.bridges import (
     CHECK_MESSAGE,
+    PROPOSE_MESSAGE,
     TO_MESSAGE,
     check_files,
     check_format,
@@ -250,13 +251,17 @@ async def _import(ls: MemoryServer, runtime: MemoryRuntime, arg: dict[str, Any])
     names, error = check_files(arg.get("files", arg.get("file")))
     fmt, format_error = check_format(arg.get("format"))
     scope, scope_error = check_scope(arg.get("scope"))
-    error = error or format_error or scope_error
+    propose = arg.get("propose", False)
+    propose_error = None if isinstance(propose, bool) else PROPOSE_MESSAGE
+    error = error or format_error or scope_error or propose_error
     if error is None:
         files = read_import_files([_path_field(runtime, n) for n in names], fmt)
         error = files.error
     if error is not None:
         return {"added": [], "skipped": [], "refused": [], "error": error}
     candidates = files.candidates
+    if propose:
+        return await _import_proposals(ls, runtime, candidates, scope, arg.get("by"))
 
     def replay(text: str) -> Change:  # the same import, on a buffer with unsaved edits
         plan = plan_import(text, candidates)
@@ -276,6 +281,25 @@ async def _import(ls: MemoryServer, runtime: MemoryRuntime, arg: dict[str, Any])
             )
             await sync_buffer(ls, doc, change)
     publishing.refresh_all(ls)
+    return result
+
+
+async def _import_proposals(
+    ls: MemoryServer, runtime: MemoryRuntime, candidates: list[str], scope: Scope, by: object
+) -> ImportResult:
+    """``memory.import`` with ``propose``: one inbox write, the store untouched (SPEC §12)."""
+    from memory_ls.core.inbox import clean_by
+    from memory_ls.server import review  # it builds on this module
+    from memory_ls.store.review import Review
+
+    # In a worker thread: the inbox write may wait for another process's lock.
+    review_of = Review(runtime)
+    proposed = await asyncio.to_thread(
+        review_of.import_proposals, candidates, scope, clean_by(by, ls.client_name)
+    )
+    result = proposed[0]
+    if result["added"]:
+        review.inbox_changed(ls)  # lenses, diagnostics and the memory/inbox counts
     return result
 
 

@@ -33,7 +33,7 @@ from memory_ls.core.models import (
     Scope,
 )
 from memory_ls.core.render import result_text
-from memory_ls.core.text import key_of_normalised
+from memory_ls.core.text import escape_unseen, key_of_normalised
 from memory_ls.server import publishing
 from memory_ls.server.commands import BufferChange, sync_buffer
 from memory_ls.server.documents import MemoryDocument
@@ -109,7 +109,9 @@ def counts(ls: MemoryServer) -> InboxCounts:
 
 
 def _short(text: str) -> str:
-    return text if len(text) <= LENS_TEXT else text[: LENS_TEXT - 1] + "…"
+    """At most :data:`LENS_TEXT` characters, hidden characters shown escaped (for the reviewer)."""
+    shown = escape_unseen(text)
+    return shown if len(shown) <= LENS_TEXT else shown[: LENS_TEXT - 1] + "…"
 
 
 def accept_title(proposal: Proposal) -> str:
@@ -224,7 +226,10 @@ async def execute(ls: MemoryServer, runtime: MemoryRuntime, name: str, arg: dict
     if name == "propose":
         by = clean_by(arg.get("by"), ls.client_name)
         fields = {k: v for k, v in arg.items() if k not in ("action", "by", "uri")}
-        result: MemoryResult = review.propose(arg.get("action"), fields, by)[0]
+        # In a worker thread, as every write: waiting for another process's lock must
+        # not stop this server from answering hovers and diagnostics meanwhile.
+        proposed = await asyncio.to_thread(review.propose, arg.get("action"), fields, by)
+        result: MemoryResult = proposed[0]
         if "proposal" in result:
             inbox_changed(ls)
         return result
@@ -242,7 +247,7 @@ async def execute(ls: MemoryServer, runtime: MemoryRuntime, name: str, arg: dict
     if error:
         return _refused(runtime, verb, scope or "project", error)
     if verb == "reject":
-        out = review.reject(ids, scope)
+        out = await asyncio.to_thread(review.reject, ids, scope)
     else:
         out = await _accept(ls, runtime, review, ids, scope, text, to)
     inbox_changed(ls)
@@ -262,7 +267,7 @@ async def _accept(
     scopes = (scope,) if scope is not None else SCOPES
     async with ls.open_buffers.turn(runtime.paths[s] for s in scopes):
         before = {s: runtime.view(s).file.content for s in scopes}
-        out = review.accept(ids, scope, text, to)
+        out = await asyncio.to_thread(review.accept, ids, scope, text, to)
         ls.projects.invalidate()
         for s in scopes:
             after = runtime.view(s).file.content

@@ -632,6 +632,20 @@ def _look(name: str | Path, dir_fd: int | None) -> tuple[int | None, bytes | Non
     return fd, os.pread(fd, MAX_STORE_BYTES + 1, 0)
 
 
+def refuse_change(path: Path, folder: LockedFolder | None = None) -> None:
+    """Raise :class:`StoreRefused` when the existing file at ``path`` may not be replaced or
+    removed by us (symlink, not a regular file, read-only, another owner); call under the lock.
+
+    What :func:`write_store` checks first, for a caller that must know before it
+    writes another file (accepting writes the store, then its inbox).
+    """
+    try:
+        old = os.stat(_at(path, folder), dir_fd=_dir_fd(folder), follow_symlinks=False)
+    except FileNotFoundError:
+        return
+    _refuse_to_replace(path, old)
+
+
 def _refuse_to_replace(path: Path, old: os.stat_result) -> None:
     """Raise :class:`StoreRefused` when the existing store may not be replaced by us."""
     if stat.S_ISLNK(old.st_mode):

@@ -22,18 +22,22 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from memory_ls.core.actions import read_request
+from memory_ls.core.bridges import ProposalImportPlan, plan_import, plan_import_proposals
 from memory_ls.core.doctor import WITHHELD
 from memory_ls.core.inbox import (
     EDIT_NEEDS_ONE_ID,
+    MAX_PROPOSALS,
     PROPOSAL_ACTIONS,
     Inbox,
     Outcome,
     Proposed,
     Reviewed,
     already_proposed_message,
+    full_message,
     parse_inbox,
     proposed_message,
     rejected_message,
+    too_many_ids_message,
     unknown_id_message,
 )
 from memory_ls.core.inbox import accept as accept_inbox
@@ -41,6 +45,7 @@ from memory_ls.core.inbox import propose as propose_inbox
 from memory_ls.core.inbox import reject as reject_inbox
 from memory_ls.core.models import (
     SCOPES,
+    ImportResult,
     InboxCounts,
     InboxResult,
     MemoryResult,
@@ -49,13 +54,16 @@ from memory_ls.core.models import (
     Scope,
 )
 from memory_ls.core.render import result_text
-from memory_ls.core.text import display_path
+from memory_ls.core.text import MAX_STORE_BYTES, display_path
 from memory_ls.store.files import (
     LockedFolder,
     Stamp,
     StoreFile,
     StoreRefused,
+    oversize_message,
     read_store,
+    refuse_change,
+    rewrite_store,
     store_lock,
     write_store,
 )
@@ -76,10 +84,14 @@ def malformed_warning(path: Path, line: int) -> str:
 
 
 def write_inbox(path: Path, text: str, folder: LockedFolder) -> None:
-    """Write an inbox under the store's lock: atomically, or delete it when ``text`` is empty."""
+    """Write an inbox under the store's lock: atomically, or delete it when ``text`` is empty.
+
+    Deleting is refused where replacing would be (a read-only inbox stays as it is).
+    """
     if text:
         write_store(path, text, folder)
         return
+    refuse_change(path, folder)
     name: str | Path = path.name if folder.fd is not None else path
     with contextlib.suppress(FileNotFoundError):
         os.unlink(name, dir_fd=folder.fd)
@@ -123,8 +135,8 @@ class Review:
     def listing(self) -> tuple[InboxResult, list[str]]:
         """The ``memory.inbox`` object, and the warnings about the files (bad lines, refusals).
 
-        An untrusted project's proposals keep their id, action, ``by`` and ``at``;
-        their text is withheld.
+        An untrusted project's proposals keep their id, action and ``at``;
+        their text and ``by`` are withheld.
         """
         out: dict[Scope, list[Proposal]] = {}
         warnings: list[str] = []
@@ -202,6 +214,59 @@ class Review:
             return result, proposed_message(out.proposal, scope, out.waiting)
         return result, already_proposed_message(out.proposal)
 
+    def import_proposals(
+        self, candidates: Sequence[str], scope: Scope, by: str
+    ) -> tuple[ImportResult, ProposalImportPlan | None]:
+        """``import --propose`` (SPEC §15 with §12): one inbox write holding one ``add``
+        proposal per note the import would add; the store is not written.
+
+        Refused whole, nothing queued, when the scope refuses a change (untrusted,
+        read-only), when the store or inbox cannot be read, or when the inbox would
+        pass its 200 proposals or the size cap. The plan is ``None`` when the
+        import was refused before it was planned.
+        """
+        runtime = self.runtime
+        refusal = runtime.refusal(scope)
+        if refusal:
+            return plan_import("", candidates).refused_whole(refusal), None
+        seed, at = os.urandom(8).hex(), utc_now()
+        store_path, path = runtime.paths[scope], self.path(scope)
+        plans: list[ProposalImportPlan] = []
+
+        def planned(store: str, inbox: str) -> str | None:
+            plan = plan_import_proposals(store, inbox, candidates, by, at, seed)
+            plans.append(plan)
+            if plan.full:
+                return full_message(scope)
+            if plan.changed and plan.size > MAX_STORE_BYTES:
+                return oversize_message(path, plan.size)
+            return None
+
+        def locked() -> Proposed:
+            with self._locked(scope) as folder:
+                store = read_store(store_path, folder)
+                inbox = read_store(path, folder)
+                refused = store.mutation_error or inbox.mutation_error
+                if refused:
+                    return Proposed(inbox.content, False, error=refused)
+                error = planned(store.content, inbox.content)
+                if error is None and plans[-1].changed:
+                    write_inbox(path, plans[-1].inbox, folder)
+                return Proposed(inbox.content, False, error=error)
+
+        out: Proposed | None = None
+        if not store_path.parent.exists():
+            # Nothing to lock yet: an import that queues nothing creates no folder.
+            error = planned("", "")
+            if error is not None or not plans[-1].changed:
+                out = Proposed("", False, error=error)
+        if out is None:
+            out = self._guarded(scope, locked)
+        plan = plans[-1] if plans else plan_import_proposals("", "", candidates, by, at, seed)
+        if out.error:
+            return plan.refused_whole(out.error), plan
+        return plan.result(), plan
+
     def _guarded(self, scope: Scope, run: Callable[[], Proposed]) -> Proposed:
         """Run a locked operation; an I/O failure is a refusal, not a crash."""
         try:
@@ -222,14 +287,13 @@ class Review:
         refused = runtime.refusal(scope)
         if refused is not None:
             raise StoreRefused(refused)
-        with (
-            runtime._lock,
-            store_lock(
-                runtime.paths[scope],
-                make_parents=scope == "global",
-                check=lambda real: runtime.store_refusal(scope, real),
-            ) as folder,
-        ):
+        # Not the runtime's own lock while waiting: a reader of this runtime (a hover in
+        # the language server) is never kept waiting for another process's write.
+        with store_lock(
+            runtime.paths[scope],
+            make_parents=scope == "global",
+            check=lambda real: runtime.store_refusal(scope, real),
+        ) as folder:
             yield folder
 
     # -- accept and reject -------------------------------------------------------
@@ -257,15 +321,21 @@ class Review:
         to: str | None,
     ) -> ReviewResult:
         scopes: tuple[Scope, ...] = (scope,) if scope is not None else SCOPES
+        refusal: str | None = None
         if (text is not None or to is not None) and (ids is None or len(set(ids)) != 1):
-            refused = self.runtime.result(verb, scope or "project", error=EDIT_NEEDS_ONE_ID)
+            refusal = EDIT_NEEDS_ONE_ID
+        elif ids is not None and len(set(ids)) > len(scopes) * MAX_PROPOSALS:
+            # More than can wait: one refusal, not one result (with every note) per id.
+            refusal = too_many_ids_message(len(set(ids)), len(scopes))
+        if refusal is not None:
+            refused = self.runtime.result(verb, scope or "project", error=refusal)
             return {
                 "action": "accept" if verb == "accept" else "reject",
                 "changed": False,
                 "results": [refused],
                 "waiting": self.counts(),
                 "text": result_text(refused),
-                "error": EDIT_NEEDS_ONE_ID,
+                "error": refusal,
             }
         # Which inbox holds each id (read unlocked; re-checked under the lock).
         plan: dict[Scope, list[str] | None] = {}
@@ -287,8 +357,10 @@ class Review:
         texts: list[str] = [result_text(r) for r in results]
         changed = False
         for s, chosen in plan.items():
-            if chosen is None and not self.read(s)[0].proposals:
+            inbox, file = self.read(s)
+            if chosen is None and not inbox.proposals and file.error is None:
                 continue  # "all" of an empty inbox: nothing to refuse or report
+            # A refused inbox (a symlink, a FIFO, over the cap) is said, not read as empty.
             outcome_results, outcome_texts, did = self._review_scope(verb, s, chosen, text, to)
             results.extend(outcome_results)
             texts.extend(outcome_texts)
@@ -327,19 +399,34 @@ class Review:
         written_store: tuple[str, Stamp] | None = None
         try:
             with self._locked(scope) as folder:
-                store = read_store(store_path, folder)
                 inbox = read_store(path, folder)
-                bad = inbox.mutation_error or (store.mutation_error if verb == "accept" else None)
-                if bad:
-                    return refused(bad)
+                if inbox.mutation_error:
+                    return refused(inbox.mutation_error)
                 review: Reviewed
                 if verb == "accept":
-                    review = accept_inbox(store.content, inbox.content, scope, ids, text, to)
+                    made: list[Reviewed] = []
+
+                    def decide(file: StoreFile) -> str | None:
+                        # Asked again when a program that takes no lock (an editor) saved the
+                        # store meanwhile: its save is kept, as for an action called directly.
+                        if file.mutation_error:
+                            raise StoreRefused(file.mutation_error)
+                        made.append(accept_inbox(file.content, inbox.content, scope, ids, text, to))
+                        if not made[-1].store_changed:
+                            return None
+                        if made[-1].inbox_changed:
+                            # Before the store: an inbox that cannot be changed (read-only)
+                            # refuses the accept whole, not after the store took the change.
+                            refuse_change(path, folder)
+                        return made[-1].store
+
+                    stamp = rewrite_store(store_path, folder, decide)
+                    review = made[-1]
+                    if stamp is not None:
+                        written_store = (review.store, stamp)
                 else:
+                    store = read_store(store_path, folder)
                     review = reject_inbox(store.content, inbox.content, scope, ids)
-                if review.store_changed:
-                    stamp = write_store(store_path, review.store, folder)
-                    written_store = (review.store, stamp)
                 if review.inbox_changed:
                     write_inbox(path, review.inbox, folder)
         except StoreRefused as exc:
@@ -347,7 +434,8 @@ class Review:
         except OSError as exc:
             return refused(self._io_error(scope, exc))
         if written_store is not None:
-            runtime._adopt(scope, *written_store)
+            with runtime._lock:
+                runtime._adopt(scope, *written_store)
         results: list[MemoryResult] = []
         texts: list[str] = []
         for outcome in review.outcomes:
@@ -383,9 +471,14 @@ class Review:
 
 
 def _withheld(proposal: Proposal) -> Proposal:
-    """A proposal of an untrusted project: everything but its text."""
+    """A proposal of an untrusted project: its id, action and time; its text and ``by`` withheld.
+
+    ``by`` is text from the project's own file like the note itself (a cloned
+    repository can ship an inbox), so it is withheld too (SPEC §4).
+    """
     out = dict(proposal)
     out["text"] = WITHHELD
+    out["by"] = WITHHELD
     if "to" in out:
         out["to"] = WITHHELD
     return out  # type: ignore[return-value]

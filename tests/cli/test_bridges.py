@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from memory_ls.core.bridges import EXPORT_BEGIN, EXPORT_END, block_lines
+from memory_ls.core.inbox import parse_inbox
 from memory_ls.core.recall import recall_plan
 from tests.conftest import Workspace, store_text
 
@@ -180,6 +181,108 @@ def test_a_file_that_cannot_be_read_imports_nothing(workspace: Workspace) -> Non
     assert not workspace.project_store.exists()
     r = workspace.cli("export", "--to", str(fifo), "--trusted", timeout=20)
     assert r.returncode == 1 and f"The export target is not a regular file: {fifo}" in r.stderr
+
+
+# -- import --propose (SPEC §15 with §12) ------------------------------------------------------
+
+
+def inbox_of(workspace: Workspace) -> Path:
+    return workspace.root / ".pi" / "memory.inbox.jsonl"
+
+
+def test_import_propose_queues_proposals_then_accept_adds_them(workspace: Workspace) -> None:
+    workspace.write("project", ["use pnpm"])
+    before = workspace.read("project")
+    assert workspace.cli("add", "--propose", "tests need DATABASE_URL").returncode == 0
+    notes = workspace.root / "notes.md"
+    long = "y" * 501
+    notes.write_text(
+        "- Use pnpm.\n- Tests need DATABASE_URL!\n- run make build first\n"
+        f"- deploys go through staging\n- Run make build first.\n- {long}\n"
+    )
+    r = workspace.cli("import", "--propose", "--by", "claude-code", str(notes))
+    assert r.returncode == 1, r.stderr  # a note was refused
+    assert r.stdout == (
+        "Proposed 2 for review, skipped 3, refused 1.\n"
+        "+ run make build first\n+ deploys go through staging\n"
+        "= Use pnpm. (already stored)\n= Tests need DATABASE_URL! (already proposed)\n"
+        "= Run make build first. (already stored)\n"
+        f"! {long} (text is longer than 500 characters.)\n"
+        "3 waiting for review.\n"
+    )
+    assert workspace.read("project") == before  # nothing written to the store
+    listing = json.loads(workspace.cli("inbox", "--json").stdout)
+    assert [(p["text"], p["by"]) for p in listing["project"]] == [
+        ("tests need DATABASE_URL", "cli"),
+        ("run make build first", "claude-code"),
+        ("deploys go through staging", "claude-code"),
+    ]
+    # Again: everything already waits, so nothing is queued and the inbox is as it was.
+    inbox = inbox_of(workspace).read_bytes()
+    code, result = import_json(workspace, "--propose", str(notes))
+    assert code == 1 and result["added"] == [] and len(result["skipped"]) == 5  # type: ignore[arg-type]
+    assert inbox_of(workspace).read_bytes() == inbox
+    r = workspace.cli("accept", "--all")
+    assert r.returncode == 0, r.stderr
+    assert workspace.text("project") == store_text(
+        "use pnpm", "tests need DATABASE_URL", "run make build first", "deploys go through staging"
+    )
+    assert not inbox_of(workspace).exists()
+
+
+def test_import_propose_json_and_global_scope(workspace: Workspace) -> None:
+    notes = workspace.root / "notes.md"
+    notes.write_text("- one\n- two\n")
+    code, result = import_json(workspace, "--propose", "--scope", "global", str(notes))
+    assert (code, result) == (0, {"added": ["one", "two"], "skipped": [], "refused": []})
+    assert not workspace.global_store.exists()
+    inbox = workspace.agent_dir / "memory.inbox.jsonl"
+    assert [p["text"] for p in parse_inbox(inbox.read_text()).proposals] == ["one", "two"]
+    assert not (workspace.root / ".pi").exists()
+
+
+def test_import_propose_that_would_overflow_the_inbox_is_refused_whole(
+    workspace: Workspace,
+) -> None:
+    big = workspace.root / "big.md"
+    big.write_text("".join(f"- note {i:03d}\n" for i in range(300)))
+    code, result = import_json(workspace, "--propose", str(big))  # into no .pi/ at all
+    assert code == 1 and len(result["refused"]) == 300  # type: ignore[arg-type]
+    assert not (workspace.root / ".pi").exists()
+    assert workspace.cli("add", "--propose", "waiting already").returncode == 0
+    inbox = inbox_of(workspace).read_bytes()
+    code, result = import_json(workspace, "--propose", str(big))
+    assert code == 1
+    assert result["added"] == [] and len(result["refused"]) == 300  # type: ignore[arg-type]
+    full = "The project inbox is full (200 proposals); review them first."
+    assert {r["error"] for r in result["refused"]} == {full}  # type: ignore[attr-defined]
+    assert inbox_of(workspace).read_bytes() == inbox
+    assert not workspace.project_store.exists()
+    # 199 fit beside the one waiting: the inbox holds exactly 200.
+    big.write_text("".join(f"- note {i:03d}\n" for i in range(199)))
+    code, result = import_json(workspace, "--propose", str(big))
+    assert code == 0 and len(result["added"]) == 199  # type: ignore[arg-type]
+    assert len(json.loads(workspace.cli("inbox", "--json").stdout)["project"]) == 200
+
+
+def test_import_propose_is_refused_for_an_untrusted_project(workspace: Workspace) -> None:
+    notes = workspace.root / "notes.md"
+    notes.write_text("- a note\n")
+    r = workspace.cli("import", "--propose", "--untrusted", str(notes))
+    assert r.returncode == 1
+    assert r.stdout == (
+        "Proposed 0 for review, skipped 0, refused 1.\n! a note (Project memory is "
+        'unavailable for an untrusted project; use scope "global".)\n'
+    )
+    assert not (workspace.root / ".pi").exists()
+
+
+def test_import_by_needs_propose(workspace: Workspace) -> None:
+    notes = workspace.root / "notes.md"
+    notes.write_text("- a note\n")
+    r = workspace.cli("import", "--by", "me", str(notes))
+    assert (r.returncode, r.stderr) == (2, "memory-ls import: error: --by needs --propose\n")
+    assert not workspace.project_store.exists()
 
 
 def test_import_needs_a_file_and_a_known_format(workspace: Workspace) -> None:

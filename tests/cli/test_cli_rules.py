@@ -246,7 +246,7 @@ def _options_in_help(text: str) -> set[str]:
         ("inject", set(COMMON)),
         ("doctor", set(COMMON)),
         ("check", {"--format", *COMMON}),
-        ("import", {"--format", "--scope", *COMMON}),
+        ("import", {"--format", "--scope", "--propose", "--by", *COMMON}),
         ("export", {"--to", "--check", *COMMON}),
         ("serve", {"--tcp", "--ws"}),
         ("merge-file", set()),

@@ -154,3 +154,53 @@ def test_concurrent_proposers_lose_nothing(workspace: Workspace, tmp_path: Path)
     assert inbox.malformed == []
     assert len({p["id"] for p in inbox.proposals}) == len(expected)
     assert sorted(os.listdir(project / ".pi")) == ["memory.inbox.jsonl"]
+
+
+EDITOR = """
+import fcntl, os, sys, time
+store = sys.argv[1]
+folder = os.open(os.path.dirname(store), os.O_RDONLY)
+print("ready", flush=True)
+deadline = time.monotonic() + 20
+while time.monotonic() < deadline:
+    try:
+        fcntl.flock(folder, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        fcntl.flock(folder, fcntl.LOCK_UN)
+    except BlockingIOError:  # a writer holds the lock: save now, in place, as an editor does
+        with open(store, "r+", encoding="utf-8") as f:
+            text = f.read()
+            f.seek(0)
+            f.write(text + "- saved by the editor\\n")
+        sys.exit(0)
+sys.exit(1)
+"""
+
+
+def test_accept_keeps_an_editors_save_made_while_it_runs(workspace: Workspace) -> None:
+    # An editor does not take the lock: a save between the accept's read and its rename
+    # must not be overwritten (the action's own write path redoes it, SPEC §3 Writing).
+    store = workspace.write("project", [f"note {i} " + "x" * 200 for i in range(1000)])
+    inbox = workspace.root / INBOX
+    lines = [
+        json.dumps(
+            {
+                "id": f"{i:08x}",
+                "action": "add",
+                "text": f"p {i}",
+                "by": "x",
+                "at": "2026-12-03T06:30:00Z",
+            }
+        )
+        for i in range(200)
+    ]
+    inbox.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    editor = subprocess.Popen(
+        [sys.executable, "-c", EDITOR, str(store)], stdout=subprocess.PIPE, text=True
+    )
+    assert editor.stdout is not None and editor.stdout.readline() == "ready\n"
+    r = workspace.cli("accept", "--all")
+    assert editor.wait(timeout=30) == 0
+    assert r.returncode == 0, r.stderr
+    text = store.read_text(encoding="utf-8")
+    assert "- saved by the editor\n" in text
+    assert "- p 199\n" in text

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 from jsonschema import Draft202012Validator
@@ -256,3 +258,72 @@ async def test_hostile_import_and_export_arguments_are_answered_and_write_nothin
     assert workspace.project_store.read_bytes() == project_before
     assert workspace.global_store.read_bytes() == global_before
     assert outside.read_text() == "export PATH=$PATH\n"
+
+
+async def test_import_command_with_propose_queues_for_review(start, workspace):
+    store = workspace.write("project", ["use pnpm"])
+    before = store.read_bytes()
+    s = await start("visual-studio-code")
+    counts: list[Any] = []
+
+    @s.client.feature("memory/inbox")
+    def inbox_counts(params: Any) -> None:
+        counts.append(params)
+
+    uri = s.open(store)
+    waiting = await s.command("memory.propose", {"action": "add", "text": "tests need DB"})
+    assert waiting["waiting"] == 1
+    notes = workspace.root / "notes.md"
+    notes.write_text("- Use pnpm.\n- Tests need DB!\n- run make build first\n- " + "z" * 501 + "\n")
+    r = await s.command("memory.import", {"files": [str(notes)], "propose": True})
+    validate("import-result", r)
+    assert r == {
+        "added": ["run make build first"],
+        "skipped": ["Use pnpm.", "Tests need DB!"],
+        "refused": [{"text": "z" * 501, "error": "text is longer than 500 characters."}],
+    }
+    assert store.read_bytes() == before and s.buffers[uri] == before.decode()
+    listing = await s.command("memory.inbox", {})
+    assert [(p["text"], p["by"]) for p in listing["project"]] == [
+        ("tests need DB", "lsp"),
+        ("run make build first", "lsp"),  # the test client gives no clientInfo
+    ]
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 10
+    while not any(getattr(c, "project", None) == 2 for c in counts):
+        assert loop.time() < deadline, f"no memory/inbox with 2 proposals: {counts}"
+        await asyncio.sleep(0.05)
+
+    notes.write_text("- deploys go through staging\n")
+    r = await s.command("memory.import", {"files": ["notes.md"], "propose": True, "by": "codex"})
+    assert r["added"] == ["deploys go through staging"]
+    listing = await s.command("memory.inbox", {})
+    assert listing["project"][-1]["by"] == "codex"
+
+    bad = await s.command("memory.import", {"files": ["notes.md"], "propose": "yes"})
+    assert bad == {
+        "added": [],
+        "skipped": [],
+        "refused": [],
+        "error": "propose must be true or false.",
+    }
+    accepted = await s.command("memory.accept", {"all": True})
+    assert "error" not in accepted
+    assert (
+        s.buffers[uri]
+        == store.read_text()
+        == (
+            f"{HEADER}\n\n- use pnpm\n- tests need DB\n- run make build first\n"
+            "- deploys go through staging\n"
+        )
+    )
+
+
+async def test_import_command_with_propose_is_refused_for_an_untrusted_project(start, workspace):
+    s = await start("emacs", init_options={"trusted": False})
+    notes = workspace.root / "notes.md"
+    notes.write_text("- a note\n")
+    r = await s.command("memory.import", {"files": [str(notes)], "propose": True})
+    assert r["added"] == [] and r["refused"][0]["text"] == "a note"
+    assert "untrusted" in r["refused"][0]["error"]
+    assert not (workspace.root / ".pi").exists()

@@ -15,7 +15,9 @@ import pytest
 from lsprotocol import types as lsp
 
 from memory_ls.core.inbox import parse_inbox
+from memory_ls.store.files import locked_message
 from tests.conftest import store_text
+from tests.lock_holder import held_lock
 from tests.unit.test_schemas import validate
 
 from .conftest import TIMEOUT, Session
@@ -173,3 +175,47 @@ async def test_an_untrusted_projects_proposals_are_counted_not_shown(
     assert "secret" not in str(listing) and len(listing["project"]) == 2
     refused = await session.command("memory.accept", {"all": True})
     assert "untrusted project" in refused["error"] and "secret" not in str(refused)
+
+
+@pytest.mark.parametrize("command", ["memory.propose", "memory.accept", "memory.reject"])
+async def test_hover_is_answered_while_a_review_command_waits_for_the_lock(
+    start: Any, workspace: Any, monkeypatch: Any, command: str
+) -> None:
+    # Waiting for another process's lock must not stop the server answering
+    # (as for memory.add: tests/e2e/test_write_path.py).
+    store = workspace.write("project", ["a"])
+    assert workspace.cli("add", "--propose", "b").returncode == 0
+    [pid] = [
+        p["id"]
+        for p in parse_inbox((workspace.root / ".pi" / "memory.inbox.jsonl").read_text()).proposals
+    ]
+    monkeypatch.setenv("MEMORY_LS_LOCK_TIMEOUT", "3")
+    s: Session = await start("neovim")
+    uri = s.open(store)
+    await asyncio.sleep(0.1)
+    arg = {"action": "add", "text": "c"} if command == "memory.propose" else {"id": pid}
+    loop = asyncio.get_running_loop()
+    with held_lock(store, workspace.env()):
+        began = loop.time()
+        running = asyncio.ensure_future(s.command(command, arg))
+        await asyncio.sleep(0.3)  # the command is waiting for the lock by now
+        hover = await asyncio.wait_for(
+            s.client.text_document_hover_async(
+                lsp.HoverParams(
+                    text_document=lsp.TextDocumentIdentifier(uri=uri),
+                    position=lsp.Position(2, 3),
+                )
+            ),
+            2.0,
+        )
+        hovered = loop.time() - began
+        assert not running.done()
+        result = await running
+    assert hovered < 3
+    assert hover is not None and "project memory" in hover.contents.value
+    assert locked_message(store, 3) in result["error"]
+    assert store.read_text() == store_text("a")
+    assert [
+        p["id"]
+        for p in parse_inbox((workspace.root / ".pi" / "memory.inbox.jsonl").read_text()).proposals
+    ] == [pid]

@@ -198,15 +198,17 @@ local function main()
 
   -- The review picker (SPEC §12): a proposal waits, and is accepted from the picker.
   local proposed
-  err, proposed = memory.execute_sync('memory.propose', { action = 'add', text = 'proposed from neovim', scope = 'project' }, timeout)
+  err, proposed = memory.execute_sync('memory.propose', { action = 'add', text = 'proposed from neovim \226\128\174hidden', scope = 'project' }, timeout)
   if err then error('memory.propose: ' .. vim.inspect(err)) end
   out.proposed = proposed
   local review_prompts = {}
+  local review_labels = {}
   vim.ui.select = function(items, opts, on_choice)
     table.insert(review_prompts, opts.prompt or '')
     local format = opts.format_item or tostring
     for index, item in ipairs(items) do
       local label = format(item)
+      table.insert(review_labels, label)
       if label:find('proposed from neovim', 1, true) or label == 'accept' then
         on_choice(item, index)
         return
@@ -219,6 +221,7 @@ local function main()
     return (read_file(file) or ''):find('proposed from neovim', 1, true) ~= nil
   end, 50)
   out.review_prompts = review_prompts
+  out.review_labels = review_labels
   out.after_review = read_file(file)
   step('review picker accept')
 end

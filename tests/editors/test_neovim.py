@@ -142,6 +142,10 @@ def check_report(report: dict[str, Any], workspace: Workspace) -> None:
     assert any(p.startswith("Memory inbox · 1 waiting") for p in report["review_prompts"]), report[
         "review_prompts"
     ]
+    # A hidden character in a proposal is shown escaped, as the server and VS Code show it.
+    labels = report["review_labels"]
+    assert any("proposed from neovim \\u202ehidden" in label for label in labels), labels
+    assert not any("\u202e" in label for label in labels), labels
     assert "- proposed from neovim" in report["after_review"]
     assert not (workspace.root / ".pi" / "memory.inbox.jsonl").exists()
     final = workspace.text("project")

@@ -25,9 +25,12 @@ from memory_ls.core.bridges import (
     looks_generated,
     plan_export,
     plan_import,
+    plan_import_proposals,
+    proposal_summary,
 )
 from memory_ls.core.checks import wire_data
 from memory_ls.core.fixes import apply_edits, quick_fixes
+from memory_ls.core.inbox import MAX_PROPOSALS, full_message, parse_inbox, serialise
 from memory_ls.core.recall import INTRO, recall_plan
 from memory_ls.core.text import HEADER, MAX_STORE_BYTES, normalise, split_text
 
@@ -158,6 +161,82 @@ def test_an_unclosed_fence_hides_the_rest() -> None:
 
 def test_a_backtick_line_with_backticks_in_its_info_is_not_a_fence() -> None:
     assert import_candidates("``` `x` ```\n- a note\n") == ["a note"]
+
+
+# -- import --propose plan -------------------------------------------------------------------
+
+AT = "2026-12-03T08:00:00Z"
+
+
+def test_plan_import_proposals_writes_one_add_line_per_new_note() -> None:
+    store = f"{HEADER}\n\n- use pnpm\n"
+    long = "x" * 501
+    plan = plan_import_proposals(
+        store, "", ["Use pnpm.", "  tests need DB ", long, "new"], "me", AT, "s"
+    )
+    assert plan.added == ["tests need DB", "new"]
+    assert plan.skipped == ["Use pnpm."] and plan.already_proposed == frozenset()
+    assert plan.refused == [{"text": long, "error": "text is longer than 500 characters."}]
+    first, second = plan.proposals
+    assert plan.inbox == f"{serialise(first)}\n{serialise(second)}\n"
+    assert first == {
+        "id": first["id"],
+        "action": "add",
+        "text": "tests need DB",
+        "by": "me",
+        "at": AT,
+    }
+    assert first["id"] != second["id"] and len(first["id"]) == 8
+    assert parse_inbox(plan.inbox).proposals == plan.proposals
+    assert plan.waiting == 2 and plan.changed and not plan.full
+    assert plan.result() == {"added": plan.added, "skipped": plan.skipped, "refused": plan.refused}
+
+
+def test_plan_import_proposals_skips_what_already_waits_and_keeps_every_line() -> None:
+    waiting = {"id": "0000abcd", "action": "add", "text": "tests need DB", "by": "x", "at": AT}
+    forget = {"id": "0000abce", "action": "forget", "text": "new", "by": "x", "at": AT}
+    inbox = f"{serialise(waiting)}\nnot json\n{serialise(forget)}\n"  # type: ignore[arg-type]
+    candidates = ["Tests need DB!", "new", "New.", "other"]
+    plan = plan_import_proposals("", inbox, candidates, "me", AT, "s")
+    # A waiting add with the same near-duplicate key: skipped; a forget is not an add.
+    assert plan.added == ["new", "other"]
+    assert plan.skipped == ["Tests need DB!", "New."]
+    assert plan.already_proposed == frozenset({"Tests need DB!"})
+    assert plan.inbox.startswith(inbox)  # the bad line and the waiting ones, byte for byte
+    assert [p["id"] for p in parse_inbox(plan.inbox).proposals][:2] == ["0000abcd", "0000abce"]
+    assert plan.waiting == 4
+    text = proposal_summary(plan.result(), plan.already_proposed, plan.waiting)
+    assert text == (
+        "Proposed 2 for review, skipped 2, refused 0.\n+ new\n+ other\n"
+        "= Tests need DB! (already proposed)\n= New. (already stored)\n4 waiting for review."
+    )
+
+
+def test_plan_import_proposals_of_nothing_new_leaves_the_inbox_as_it_is() -> None:
+    inbox = "not json\r\n"
+    plan = plan_import_proposals(f"{HEADER}\n\n- a\n", inbox, ["A."], "me", AT, "s")
+    assert not plan.changed and plan.inbox == inbox and plan.waiting == 0
+    assert (
+        proposal_summary(plan.result())
+        == "Proposed 0 for review, skipped 1, refused 0.\n= A. (already stored)"
+    )
+
+
+def test_plan_import_proposals_past_the_inbox_cap_is_full() -> None:
+    lines = [
+        serialise({"id": f"{i:08x}", "action": "add", "text": f"w{i}", "by": "x", "at": AT})  # type: ignore[typeddict-item]
+        for i in range(MAX_PROPOSALS - 1)
+    ]
+    inbox = "".join(f"{line}\n" for line in lines)
+    assert not plan_import_proposals("", inbox, ["a"], "me", AT, "s").full  # exactly 200
+    plan = plan_import_proposals("", inbox, ["a", "b"], "me", AT, "s")
+    assert plan.full and plan.waiting == MAX_PROPOSALS + 1
+    error = full_message("project")
+    assert plan.refused_whole(error) == {
+        "added": [],
+        "skipped": [],
+        "refused": [{"text": "a", "error": error}, {"text": "b", "error": error}],
+    }
 
 
 # -- import plan ---------------------------------------------------------------------------

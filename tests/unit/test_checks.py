@@ -178,6 +178,15 @@ def test_findings_are_in_reading_order() -> None:
     assert (3, "duplicate") in found
 
 
+def test_a_proposal_diagnostic_shows_hidden_characters_escaped() -> None:
+    from memory_ls.core.checks import proposal_message
+
+    update = {"id": "0000000b", "action": "update", "text": "b", "to": "c\u202ed", "by": "me"}
+    assert proposal_message(update) == (  # type: ignore[arg-type]
+        "me proposes to update this note to: c\\u202ed (waiting for review, 0000000b)"
+    )
+
+
 def test_proposal_findings_name_who_proposes_what() -> None:
     from memory_ls.core.checks import proposal_findings
     from memory_ls.core.notes import parse_bullet

@@ -17,9 +17,29 @@ interface ProposalItem extends vscode.QuickPickItem {
   all?: 'accept' | 'reject';
 }
 
-/** `text`, or `text → to` for an update. */
+// What a reviewer cannot see for what it is: controls, zero-width and bidi characters,
+// Unicode tags (the server's `hidden-unicode` set and `escape_unseen`).
+const UNSEEN =
+  /[\u0000-\u001f\u007f-\u009f\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u2069\ufeff]|\udb40[\udc00-\udc7f]/g;
+
+/** `text` with hidden characters shown escaped (`\u202e`), so a reviewer sees what would be stored. */
+export function escapeUnseen(text: string): string {
+  return text.replace(UNSEEN, (char) => {
+    const code = char.codePointAt(0) ?? 0;
+    if (code < 0x100) {
+      return `\\x${code.toString(16).padStart(2, '0')}`;
+    }
+    if (code < 0x10000) {
+      return `\\u${code.toString(16).padStart(4, '0')}`;
+    }
+    return `\\U${code.toString(16).padStart(8, '0')}`;
+  });
+}
+
+/** `text`, or `text → to` for an update (hidden characters escaped). */
 export function proposalLabel(proposal: Proposal): string {
-  return proposal.action === 'update' ? `${proposal.text} → ${proposal.to ?? ''}` : proposal.text;
+  const text = escapeUnseen(proposal.text);
+  return proposal.action === 'update' ? `${text} → ${escapeUnseen(proposal.to ?? '')}` : text;
 }
 
 /** `<by> proposes to remember: <text>` (to forget, for a forget). */
@@ -54,7 +74,7 @@ export async function decide(client: MemoryClient, waiting: Waiting, decision: D
     const field = proposal.action === 'update' ? 'to' : 'text';
     const value = await vscode.window.showInputBox({
       title: `Memory: edit, then accept (${scope})`,
-      prompt: proposal.action === 'update' ? `New text for: ${proposal.text}` : 'The note to remember',
+      prompt: proposal.action === 'update' ? `New text for: ${escapeUnseen(proposal.text)}` : 'The note to remember',
       value: proposal.action === 'update' ? (proposal.to ?? '') : proposal.text,
     });
     if (value === undefined) {

@@ -388,11 +388,54 @@ function M.browse(opts)
   end)
 end
 
+-- What a reviewer cannot see for what it is: controls, zero-width and bidi characters and
+-- Unicode tags (the server's `escape_unseen` set), as UTF-8 byte patterns.
+local UNSEEN = {
+  '[%z\1-\31\127]',
+  '\194[\128-\159]',
+  '\216\156',
+  '\225\160\142',
+  '\226\128[\139-\143]',
+  '\226\128[\168-\174]',
+  '\226\129[\160-\164]',
+  '\226\129[\166-\169]',
+  '\239\187\191',
+  '\243\160[\128-\129][\128-\191]',
+}
+
+local function codepoint(char)
+  local b = { char:byte(1, -1) }
+  if #b == 1 then
+    return b[1]
+  elseif #b == 2 then
+    return (b[1] % 32) * 64 + b[2] % 64
+  elseif #b == 3 then
+    return (b[1] % 16) * 4096 + (b[2] % 64) * 64 + b[3] % 64
+  end
+  return (b[1] % 8) * 262144 + (b[2] % 64) * 4096 + (b[3] % 64) * 64 + b[4] % 64
+end
+
+--- `text` with hidden characters shown escaped (`\u202e`), so a reviewer sees what would be stored.
+function M.escape_unseen(text)
+  for _, pattern in ipairs(UNSEEN) do
+    text = text:gsub(pattern, function(char)
+      local code = codepoint(char)
+      if code < 0x100 then
+        return string.format('\\x%02x', code)
+      elseif code < 0x10000 then
+        return string.format('\\u%04x', code)
+      end
+      return string.format('\\U%08x', code)
+    end)
+  end
+  return text
+end
+
 local function proposal_label(p)
   if p.action == 'update' then
-    return p.text .. ' → ' .. (p.to or '')
+    return M.escape_unseen(p.text) .. ' → ' .. M.escape_unseen(p.to or '')
   end
-  return p.text
+  return M.escape_unseen(p.text)
 end
 
 local function review_command(command, argument)
