@@ -2,8 +2,10 @@
 
 The project store has an exact duplicate, a near-duplicate, a paraphrase, an
 over-long note, a zero-width character, a blank bullet, a note also in the global
-store, and enough notes to overflow the 8 KiB recall budget: every one of them
-shows in `memory-ls check` (tests/cli/test_demo.py holds the README to that).
+store, enough notes to overflow the 8 KiB recall budget, and SPEC §13's four: a
+renamed file, a script no package.json defines, a note AGENTS.md already says, and
+two notes that contradict each other. Every one of them shows in `memory-ls check`
+(tests/cli/test_demo.py holds the README to that).
 """
 
 from __future__ import annotations
@@ -78,6 +80,14 @@ def build(root: Path) -> None:
     (project / ".git").mkdir(parents=True)
     (project / ".pi").mkdir()
     agent.mkdir()
+    (project / "src").mkdir()
+    (project / "src" / "app.py").write_text("app = None\n", encoding="utf-8")
+    (project / "package.json").write_text(
+        '{"scripts": {"build": "vite build", "test": "vitest"}}\n', encoding="utf-8"
+    )
+    (project / "AGENTS.md").write_text(
+        "# Agents\n\n- Run the linter before every push.\n", encoding="utf-8"
+    )
     rng = random.Random(7)
     notes = [
         "use pnpm, not npm",
@@ -91,6 +101,11 @@ def build(root: Path) -> None:
         "long: " + "this note keeps going with detail nobody will read " * 11,
         "",
         "prefer small commits with messages that say why",
+        "the API server starts in `src/server.py`",  # stale-path: it is src/app.py now
+        "preview components with `pnpm run storybook`",  # stale-script: no such script
+        "run the linter before every push",  # instruction-duplicate: AGENTS.md says it
+        "use Docker Compose for local services",  # conflict: with the next note
+        "never use Docker Compose for local services",
     ]
     for i in range(160):  # filler that overflows the 8 KiB recall budget
         words = " ".join(rng.sample(WORDS, 7))

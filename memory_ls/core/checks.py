@@ -54,18 +54,20 @@ CODES: dict[str, Severity] = {
     "similar": "hint",
     "export-stale": "information",
     "proposal": "information",
-}
-"""Every diagnostic code and its default severity."""
-
-STALE_AND_CONFLICT_CODES: dict[str, Severity] = {
     "stale-path": "information",
     "stale-script": "information",
     "instruction-duplicate": "information",
     "conflict": "warning",
 }
-"""SPEC §13's codes and their default severities (``conflict`` across scopes is
-Information). Not in :data:`CODES` yet: the server, ``check`` and the doctor do not
-report them until they are wired (issue 13); then this joins :data:`CODES`."""
+"""Every diagnostic code and its default severity (``conflict`` across scopes is
+Information: :attr:`Finding.severity`)."""
+
+STALE_AND_CONFLICT_CODES: dict[str, Severity] = {
+    code: CODES[code]
+    for code in ("stale-path", "stale-script", "instruction-duplicate", "conflict")
+}
+"""SPEC §13's codes: ``check`` and the doctor report them; the language server does
+not yet (its wiring is the next step of issue 13)."""
 
 
 class DiagnosticData(TypedDict):
@@ -255,7 +257,11 @@ class Finding:
 
     @property
     def severity(self) -> Severity:
-        """The default severity of this finding's code."""
+        """The default severity of this finding: its code's, except a ``conflict`` across
+        scopes, which is Information (SPEC §13)."""
+        if self.code == "conflict" and "otherScope" in self.data:
+            scope, other = self.data.get("scope"), self.data.get("otherScope")
+            return "warning" if scope == other else "information"
         return CODES[self.code]
 
 

@@ -14,7 +14,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from memory_ls.core.checks import duplicate_message, duplicate_pairs, key_index, line_findings
+from memory_ls.core.checks import (
+    STALE_AND_CONFLICT_CODES,
+    Finding,
+    duplicate_message,
+    duplicate_pairs,
+    key_index,
+    line_findings,
+)
 from memory_ls.core.models import (
     ConfigReport,
     CrossScopePair,
@@ -22,6 +29,7 @@ from memory_ls.core.models import (
     DuplicatePair,
     FileType,
     RecallReport,
+    ReviewFinding,
     Scope,
     ScopeReport,
     TrustReport,
@@ -49,6 +57,8 @@ class StoreFacts:
     """Why the store cannot be changed (e.g. invalid UTF-8)."""
     file_type: FileType | None = None
     """What is at the path when it is not a regular file (then it is never read)."""
+    findings: tuple[Finding, ...] = ()
+    """SPEC §13's findings on the store (the shell computes them, as ``check`` does)."""
 
 
 def _scope_report(facts: StoreFacts, withhold: bool) -> ScopeReport:
@@ -74,6 +84,18 @@ def _scope_report(facts: StoreFacts, withhold: bool) -> ScopeReport:
         }
         for first, later in duplicate_pairs(facts.parsed.bullets)
     ]
+    review: list[ReviewFinding] = [
+        {
+            "line": f.line + 1,
+            "code": f.code,
+            "severity": f.severity,
+            # Every §13 message quotes a note, a path from one, or a line of the
+            # repository's own instruction files: all the repository author's words.
+            "message": WITHHELD if withhold else f.message,
+        }
+        for f in facts.findings
+        if f.code in STALE_AND_CONFLICT_CODES
+    ]
     report: ScopeReport = {
         "path": facts.path,
         "exists": facts.exists,
@@ -85,6 +107,7 @@ def _scope_report(facts: StoreFacts, withhold: bool) -> ScopeReport:
         "controlCharacters": by_code["control-characters"],
         "hiddenUnicode": by_code["hidden-unicode"],
         "duplicates": pairs,
+        "staleAndConflicts": review,
     }
     if facts.error:
         report["error"] = facts.error
@@ -143,6 +166,10 @@ def doctor_report(
             problems.append(f"{scope}: {len(rep['controlCharacters'])} note(s) with controls")
         if rep["hiddenUnicode"]:
             problems.append(f"{scope}: {len(rep['hiddenUnicode'])} note(s) with hidden characters")
+        for code, what in _REVIEW_PROBLEMS.items():
+            n = sum(1 for f in rep["staleAndConflicts"] if f["code"] == code)
+            if n:
+                problems.append(f"{scope}: {n} {what}")
     if cross:
         problems.append(f"{len(cross)} note(s) in both scopes")
     if recall["omitted"]:
@@ -158,6 +185,15 @@ def doctor_report(
         "recall": recall,
         "problems": problems,
     }
+
+
+_REVIEW_PROBLEMS = {
+    "stale-path": "note(s) naming a path that does not exist",
+    "stale-script": "note(s) running a script nothing defines",
+    "instruction-duplicate": "note(s) an instruction file already says",
+    "conflict": "conflicting note(s)",
+}
+"""How the problems list counts each §13 code (``conflict`` counts the flagged notes)."""
 
 
 FILE_TYPE_NAMES: dict[FileType, str] = {
@@ -202,6 +238,9 @@ def _scope_lines(name: str, rep: ScopeReport) -> list[str]:
         # Word for word what `check` says on the later line (SPEC §9).
         message = duplicate_message(p["firstLine"], _clip(p["first"]))
         lines.append(f"  line {p['secondLine']}: {message}")
+    for f in rep["staleAndConflicts"]:
+        # Word for word what `check` says on that line (or withheld).
+        lines.append(f"  line {f['line']}: {f['code']} {f['message']}")
     return lines
 
 

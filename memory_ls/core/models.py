@@ -201,6 +201,18 @@ class DuplicatePair(TypedDict):
     secondLine: int
 
 
+class ReviewFinding(TypedDict):
+    """One of SPEC §13's findings on a store (``stale-path``, ``stale-script``,
+    ``instruction-duplicate``, ``conflict``), as the doctor reports it."""
+
+    line: int
+    """1-based."""
+    code: str
+    severity: str
+    message: str
+    """Word for word what ``check`` says (withheld for an untrusted project)."""
+
+
 FileType = Literal[
     "directory", "fifo", "socket", "character-device", "block-device", "symlink", "other"
 ]
@@ -220,6 +232,8 @@ class ScopeReport(TypedDict):
     controlCharacters: list[str]
     hiddenUnicode: list[str]
     duplicates: list[DuplicatePair]
+    staleAndConflicts: list[ReviewFinding]
+    """Stale mentions, notes an instruction file already says, conflicting notes (§13)."""
     error: NotRequired[str]
     readOnlyReason: NotRequired[str]
     fileType: NotRequired[FileType]

@@ -90,8 +90,23 @@ def _report(
     )
     from memory_ls.core.similar import DEFAULT_THRESHOLD, similar_findings
 
-    findings = sort_findings([*findings, *similar_findings(parsed.bullets, DEFAULT_THRESHOLD)])
-    return FileReport(str(path), lines, findings)
+    findings = [*findings, *similar_findings(parsed.bullets, DEFAULT_THRESHOLD)]
+    if runtime is not None and scope is not None and real_store is None:
+        # SPEC §13: stale mentions, instruction-file repeats and conflicting notes.
+        from memory_ls.store.project_files import stale_and_conflict_findings
+
+        other_parsed = runtime.view("global").parsed if scope == "project" else None
+        findings.extend(
+            stale_and_conflict_findings(
+                runtime.project_root,
+                runtime.agent_dir,
+                scope,
+                parsed,
+                other_parsed,
+                str(runtime.paths["global"]),
+            )
+        )
+    return FileReport(str(path), lines, sort_findings(findings))
 
 
 def lint_path(

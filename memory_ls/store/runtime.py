@@ -22,6 +22,7 @@ from memory_ls.core.actions import (
     read_request,
 )
 from memory_ls.core.bridges import ImportPlan, plan_import
+from memory_ls.core.checks import Finding
 from memory_ls.core.config import EffectiveConfig
 from memory_ls.core.models import (
     DoctorReport,
@@ -654,6 +655,7 @@ class MemoryRuntime:
                 error=file.error,
                 write_error=file.mutation_error,
                 file_type=kind,
+                findings=() if unread or kind is not None else self._review_findings(scope),
             )
         plan = self.plan()
         report = doctor_report(
@@ -679,6 +681,22 @@ class MemoryRuntime:
 
         report["problems"].extend(f"inbox: {w}" for w in Review(self).listing()[1])
         return report
+
+    def _review_findings(self, scope: Scope) -> tuple[Finding, ...]:
+        """SPEC §13's findings on one store, exactly as ``check`` computes them."""
+        from memory_ls.store.project_files import stale_and_conflict_findings
+
+        other = self.view("global").parsed if scope == "project" else None
+        return tuple(
+            stale_and_conflict_findings(
+                self.project_root,
+                self.agent_dir,
+                scope,
+                self.view(scope).parsed,
+                other,
+                str(self.paths["global"]),
+            )
+        )
 
     def doctor_text(self) -> str:
         """The doctor's report as readable text."""

@@ -21,6 +21,10 @@ CLAIMS = {
     "a blank bullet": "blank-note",
     "a note that is also in the global store": "cross-scope-duplicate",
     "more notes than the 8 KiB recall budget holds": "not-injected",
+    "a file that was renamed": "stale-path",
+    "a script no package.json defines": "stale-script",
+    "a note AGENTS.md already says": "instruction-duplicate",
+    "two notes that contradict each other": "conflict",
 }
 """What the README's `make demo` paragraph promises, and the code that shows each."""
 

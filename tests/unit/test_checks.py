@@ -44,6 +44,10 @@ def test_every_spec_code_and_default_severity() -> None:
         "similar": "hint",
         "export-stale": "information",
         "proposal": "information",
+        "stale-path": "information",
+        "stale-script": "information",
+        "instruction-duplicate": "information",
+        "conflict": "warning",
     }
 
 

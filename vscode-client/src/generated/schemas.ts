@@ -52,6 +52,7 @@ export interface ScopeReport {
   controlCharacters: string[];
   hiddenUnicode: string[];
   duplicates: DuplicatePair[];
+  staleAndConflicts: ReviewFinding[];
   error?: string;
   readOnlyReason?: string;
   fileType?: 'directory' | 'fifo' | 'socket' | 'character-device' | 'block-device' | 'symlink' | 'other';
@@ -67,6 +68,19 @@ export interface DuplicatePair {
   second: string;
   firstLine: number;
   secondLine: number;
+}
+/**
+ * One of SPEC §13's findings on a store (``stale-path``, ``stale-script``,
+ * ``instruction-duplicate``, ``conflict``), as the doctor reports it.
+ *
+ * This interface was referenced by `ServerShapes`'s JSON-Schema
+ * via the `definition` "ReviewFinding".
+ */
+export interface ReviewFinding {
+  line: number;
+  code: string;
+  severity: string;
+  message: string;
 }
 /**
  * A note held by both stores.
