@@ -243,22 +243,24 @@ class ImportPlan:
         return {"added": [], "skipped": list(self.skipped), "refused": [*self.refused, *whole]}
 
 
-def plan_import(store: str, candidates: Sequence[str]) -> ImportPlan:
-    """Normalise each candidate; refuse the over-long, skip what the store or the import
-    already holds (same near-duplicate key); append the rest as ``- <note>`` lines.
+def _judge(
+    store: str, candidates: Sequence[str], waiting: Collection[str] = ()
+) -> tuple[list[str], list[str], list[ImportRefusal], set[str]]:
+    """Each candidate's verdict, in order: added, skipped, refused, and the skipped notes
+    whose key a waiting ``add`` proposal holds (``waiting``: those keys).
 
-    The store's text is kept as ``add`` keeps it (end trimmed, header for an
-    empty store, its line endings and BOM), so an import of one note writes
-    exactly what ``memory-ls add`` would.
+    A blank candidate is not a note (SPEC §2); an over-long one is refused; a key the
+    store or an earlier candidate holds is skipped, and so is one in ``waiting``.
     """
     seen = set(parse(store).keys)
     added: list[str] = []
     skipped: list[str] = []
     refused: list[ImportRefusal] = []
+    already: set[str] = set()
     for raw in candidates:
         note, error = check_text(raw)
         if not note:
-            continue  # blank: not a note (SPEC §2)
+            continue
         if error is not None:
             refused.append({"text": note, "error": error})
             continue
@@ -267,7 +269,23 @@ def plan_import(store: str, candidates: Sequence[str]) -> ImportPlan:
             skipped.append(note)
             continue
         seen.add(key)
+        if key in waiting:
+            skipped.append(note)
+            already.add(note)
+            continue
         added.append(note)
+    return added, skipped, refused, already
+
+
+def plan_import(store: str, candidates: Sequence[str]) -> ImportPlan:
+    """Normalise each candidate; refuse the over-long, skip what the store or the import
+    already holds (same near-duplicate key); append the rest as ``- <note>`` lines.
+
+    The store's text is kept as ``add`` keeps it (end trimmed, header for an
+    empty store, its line endings and BOM), so an import of one note writes
+    exactly what ``memory-ls add`` would.
+    """
+    added, skipped, refused, _ = _judge(store, candidates)
     content = store
     if added:
         split = split_text(store)
@@ -347,27 +365,9 @@ def plan_import_proposals(
     inbox = parse_inbox(inbox_text)
     waiting_keys = {key_of_normalised(p["text"]) for p in inbox.proposals if p["action"] == "add"}
     taken = {p["id"] for p in inbox.proposals}
-    seen = set(parse(store).keys)
+    added, skipped, refused, already = _judge(store, candidates, waiting_keys)
     proposals: list[Proposal] = []
-    skipped: list[str] = []
-    already: set[str] = set()
-    refused: list[ImportRefusal] = []
-    for raw in candidates:
-        note, error = check_text(raw)
-        if not note:
-            continue  # blank: not a note (SPEC §2)
-        if error is not None:
-            refused.append({"text": note, "error": error})
-            continue
-        key = key_of_normalised(note)
-        if key in seen:
-            skipped.append(note)
-            continue
-        seen.add(key)
-        if key in waiting_keys:
-            skipped.append(note)
-            already.add(note)
-            continue
+    for note in added:
         pid = new_id(taken, f"{seed}:{len(proposals)}")
         taken.add(pid)
         proposal = cast(Proposal, {"id": pid, "action": "add", "text": note, "by": by, "at": at})
