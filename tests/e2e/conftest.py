@@ -196,6 +196,37 @@ class Session:
             TIMEOUT,
         )
 
+    async def command_while_locked(
+        self, locked: Path, env: dict[str, str], name: str, argument: Any, hover_uri: str
+    ) -> tuple[Any, lsp.Hover | None]:
+        """Run a command while another process holds ``locked``'s lock, and hover meanwhile.
+
+        The hover must be answered (within 2 s) while the command still waits: a
+        command waits for a lock off the event loop. Returns the command's result
+        once the lock is released, and the hover.
+        """
+        from tests.lock_holder import held_lock
+
+        loop = asyncio.get_running_loop()
+        with held_lock(locked, env):
+            began = loop.time()
+            running = asyncio.ensure_future(self.command(name, argument))
+            await asyncio.sleep(0.3)  # the command is waiting for the lock by now
+            hover = await asyncio.wait_for(
+                self.client.text_document_hover_async(
+                    lsp.HoverParams(
+                        text_document=lsp.TextDocumentIdentifier(uri=hover_uri),
+                        position=lsp.Position(2, 3),
+                    )
+                ),
+                2.0,
+            )
+            hovered = loop.time() - began
+            assert not running.done(), f"{name} did not wait for the lock"
+            result = await running
+        assert hovered < 3, f"the hover waited for {name}"
+        return result, hover
+
 
 def _install_handlers(session: Session) -> None:
     client = session.client

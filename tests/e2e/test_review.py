@@ -17,7 +17,6 @@ from lsprotocol import types as lsp
 from memory_ls.core.inbox import parse_inbox
 from memory_ls.store.files import locked_message
 from tests.conftest import store_text
-from tests.lock_holder import held_lock
 from tests.unit.test_schemas import validate
 
 from .conftest import TIMEOUT, Session
@@ -194,24 +193,7 @@ async def test_hover_is_answered_while_a_review_command_waits_for_the_lock(
     uri = s.open(store)
     await asyncio.sleep(0.1)
     arg = {"action": "add", "text": "c"} if command == "memory.propose" else {"id": pid}
-    loop = asyncio.get_running_loop()
-    with held_lock(store, workspace.env()):
-        began = loop.time()
-        running = asyncio.ensure_future(s.command(command, arg))
-        await asyncio.sleep(0.3)  # the command is waiting for the lock by now
-        hover = await asyncio.wait_for(
-            s.client.text_document_hover_async(
-                lsp.HoverParams(
-                    text_document=lsp.TextDocumentIdentifier(uri=uri),
-                    position=lsp.Position(2, 3),
-                )
-            ),
-            2.0,
-        )
-        hovered = loop.time() - began
-        assert not running.done()
-        result = await running
-    assert hovered < 3
+    result, hover = await s.command_while_locked(store, workspace.env(), command, arg, uri)
     assert hover is not None and "project memory" in hover.contents.value
     assert locked_message(store, 3) in result["error"]
     assert store.read_text() == store_text("a")

@@ -8,11 +8,8 @@ from __future__ import annotations
 
 import asyncio
 
-from lsprotocol import types as lsp
-
 from memory_ls.store.files import locked_message, read_only_message
 from tests.conftest import store_text
-from tests.lock_holder import held_lock
 
 
 async def test_hover_is_answered_while_a_command_waits_for_the_lock(start, workspace, monkeypatch):
@@ -21,24 +18,9 @@ async def test_hover_is_answered_while_a_command_waits_for_the_lock(start, works
     s = await start("visual-studio-code")
     uri = s.open(store)
     await asyncio.sleep(0.1)
-    loop = asyncio.get_running_loop()
-    with held_lock(store, workspace.env()):
-        began = loop.time()
-        command = asyncio.ensure_future(s.command("memory.add", {"text": "b"}))
-        await asyncio.sleep(0.3)  # the command is waiting for the lock by now
-        hover = await asyncio.wait_for(
-            s.client.text_document_hover_async(
-                lsp.HoverParams(
-                    text_document=lsp.TextDocumentIdentifier(uri=uri),
-                    position=lsp.Position(2, 3),
-                )
-            ),
-            2.0,
-        )
-        hovered = loop.time() - began
-        assert not command.done()
-        result = await command
-    assert hovered < 3
+    result, hover = await s.command_while_locked(
+        store, workspace.env(), "memory.add", {"text": "b"}, uri
+    )
     assert hover is not None and "project memory" in hover.contents.value
     assert result["error"] == locked_message(store, 3)
     assert result["changed"] is False and result["project"] == ["a"]
@@ -69,28 +51,11 @@ async def test_hover_is_answered_while_an_import_or_export_waits_for_the_lock(
     s = await start("visual-studio-code")
     uri = s.open(store)
     await asyncio.sleep(0.1)
-    loop = asyncio.get_running_loop()
     for name, arg, locked in (
         ("memory.import", {"files": [str(notes)]}, store),
         ("memory.export", {"to": str(agents)}, agents),
     ):
-        with held_lock(locked, workspace.env()):
-            began = loop.time()
-            command = asyncio.ensure_future(s.command(name, arg))
-            await asyncio.sleep(0.3)  # the command is waiting for the lock by now
-            hover = await asyncio.wait_for(
-                s.client.text_document_hover_async(
-                    lsp.HoverParams(
-                        text_document=lsp.TextDocumentIdentifier(uri=uri),
-                        position=lsp.Position(2, 3),
-                    )
-                ),
-                2.0,
-            )
-            hovered = loop.time() - began
-            assert not command.done(), name
-            result = await command
-        assert hovered < 3, name
+        result, hover = await s.command_while_locked(locked, workspace.env(), name, arg, uri)
         assert hover is not None and "project memory" in hover.contents.value
         assert "locked by another process" in str(result), (name, result)
     assert store.read_text() == store_text("a")
