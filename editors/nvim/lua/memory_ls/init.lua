@@ -343,46 +343,54 @@ end
 
 local ACTIONS = { 'edit', 'forget', 'move', 'merge' }
 
+--- Run a server command; on success call ``on_result(result)`` in the main loop, else say
+--- why (every picker and view starts this way).
+local function fetch(command_name, args, on_result)
+  M.execute(command_name, args, function(err, result)
+    vim.schedule(function()
+      if err or result == nil then
+        notify(err and err.message or (command_name .. ' failed'), vim.log.levels.ERROR)
+        return
+      end
+      on_result(result)
+    end)
+  end)
+end
+
 --- The note picker: every note of both scopes, tagged with its scope; then edit / forget / move / merge.
 --- opts.scope = 'project' | 'global' limits the list to one scope.
 function M.browse(opts)
   opts = opts or {}
-  M.execute('memory.list', {}, function(err, result)
-    vim.schedule(function()
-      if err or result == nil then
-        notify(err and err.message or 'memory.list failed', vim.log.levels.ERROR)
+  fetch('memory.list', {}, function(result)
+    local notes = notes_of(result)
+    local shown = vim.tbl_filter(function(note)
+      return opts.scope == nil or note.scope == opts.scope
+    end, notes)
+    local label = opts.scope == nil and 'All' or (opts.scope == 'project' and 'Project' or 'Global')
+    vim.ui.select(shown, {
+      prompt = 'Memory: ' .. label .. ' · ' .. counts(result),
+      format_item = function(note)
+        return '[' .. note.scope .. '] ' .. note.text
+      end,
+    }, function(note)
+      if note == nil then
         return
       end
-      local notes = notes_of(result)
-      local shown = vim.tbl_filter(function(note)
-        return opts.scope == nil or note.scope == opts.scope
-      end, notes)
-      local label = opts.scope == nil and 'All' or (opts.scope == 'project' and 'Project' or 'Global')
-      vim.ui.select(shown, {
-        prompt = 'Memory: ' .. label .. ' · ' .. counts(result),
-        format_item = function(note)
-          return '[' .. note.scope .. '] ' .. note.text
+      vim.ui.select(ACTIONS, {
+        prompt = '[' .. note.scope .. '] ' .. note.text,
+        format_item = function(action)
+          return action == 'move' and ('move to ' .. other_scope(note.scope)) or action
         end,
-      }, function(note)
-        if note == nil then
-          return
+      }, function(action)
+        if action == 'edit' then
+          M.edit(note)
+        elseif action == 'forget' then
+          M.forget(note)
+        elseif action == 'move' then
+          M.move(note)
+        elseif action == 'merge' then
+          M.merge(note, notes)
         end
-        vim.ui.select(ACTIONS, {
-          prompt = '[' .. note.scope .. '] ' .. note.text,
-          format_item = function(action)
-            return action == 'move' and ('move to ' .. other_scope(note.scope)) or action
-          end,
-        }, function(action)
-          if action == 'edit' then
-            M.edit(note)
-          elseif action == 'forget' then
-            M.forget(note)
-          elseif action == 'move' then
-            M.move(note)
-          elseif action == 'merge' then
-            M.merge(note, notes)
-          end
-        end)
       end)
     end)
   end)
@@ -458,60 +466,54 @@ end
 --- The review picker (SPEC §12): every proposal waiting in both inboxes, then accept,
 --- edit and accept, or reject it; or accept / reject them all.
 function M.review()
-  M.execute('memory.inbox', {}, function(err, result)
-    vim.schedule(function()
-      if err or result == nil then
-        notify(err and err.message or 'memory.inbox failed', vim.log.levels.ERROR)
-        return
+  fetch('memory.inbox', {}, function(result)
+    local items = {}
+    for _, scope in ipairs({ 'project', 'global' }) do
+      for _, proposal in ipairs(result[scope] or {}) do
+        table.insert(items, { scope = scope, proposal = proposal })
       end
-      local items = {}
-      for _, scope in ipairs({ 'project', 'global' }) do
-        for _, proposal in ipairs(result[scope] or {}) do
-          table.insert(items, { scope = scope, proposal = proposal })
-        end
-      end
-      if #items == 0 then
-        notify('no proposals are waiting for review')
-        return
-      end
-      local waiting = #items
-      table.insert(items, { all = 'accept' })
-      table.insert(items, { all = 'reject' })
-      vim.ui.select(items, {
-        prompt = 'Memory inbox · ' .. waiting .. ' waiting',
-        format_item = function(item)
-          if item.all ~= nil then
-            return item.all == 'accept' and 'Accept all' or 'Reject all'
-          end
-          local p = item.proposal
-          return '[' .. item.scope .. '] ' .. p.action .. ': ' .. proposal_label(p) .. ' (by ' .. p.by .. ', ' .. p.at .. ')'
-        end,
-      }, function(item)
-        if item == nil then
-          return
-        end
+    end
+    if #items == 0 then
+      notify('no proposals are waiting for review')
+      return
+    end
+    local waiting = #items
+    table.insert(items, { all = 'accept' })
+    table.insert(items, { all = 'reject' })
+    vim.ui.select(items, {
+      prompt = 'Memory inbox · ' .. waiting .. ' waiting',
+      format_item = function(item)
         if item.all ~= nil then
-          review_command('memory.' .. item.all, { all = true })
-          return
+          return item.all == 'accept' and 'Accept all' or 'Reject all'
         end
         local p = item.proposal
-        local choices = p.action == 'forget' and { 'accept', 'reject' } or { 'accept', 'edit and accept', 'reject' }
-        vim.ui.select(choices, { prompt = p.by .. ' proposes to ' .. p.action .. ': ' .. proposal_label(p) }, function(choice)
-          local argument = { id = p.id, scope = item.scope }
-          if choice == 'accept' then
-            review_command('memory.accept', argument)
-          elseif choice == 'reject' then
-            review_command('memory.reject', argument)
-          elseif choice == 'edit and accept' then
-            local field = p.action == 'update' and 'to' or 'text'
-            vim.ui.input({ prompt = 'Accept as: ', default = p[field] }, function(value)
-              if value ~= nil and value ~= '' then
-                argument[field] = value
-                review_command('memory.accept', argument)
-              end
-            end)
-          end
-        end)
+        return '[' .. item.scope .. '] ' .. p.action .. ': ' .. proposal_label(p) .. ' (by ' .. p.by .. ', ' .. p.at .. ')'
+      end,
+    }, function(item)
+      if item == nil then
+        return
+      end
+      if item.all ~= nil then
+        review_command('memory.' .. item.all, { all = true })
+        return
+      end
+      local p = item.proposal
+      local choices = p.action == 'forget' and { 'accept', 'reject' } or { 'accept', 'edit and accept', 'reject' }
+      vim.ui.select(choices, { prompt = p.by .. ' proposes to ' .. p.action .. ': ' .. proposal_label(p) }, function(choice)
+        local argument = { id = p.id, scope = item.scope }
+        if choice == 'accept' then
+          review_command('memory.accept', argument)
+        elseif choice == 'reject' then
+          review_command('memory.reject', argument)
+        elseif choice == 'edit and accept' then
+          local field = p.action == 'update' and 'to' or 'text'
+          vim.ui.input({ prompt = 'Accept as: ', default = p[field] }, function(value)
+            if value ~= nil and value ~= '' then
+              argument[field] = value
+              review_command('memory.accept', argument)
+            end
+          end)
+        end
       end)
     end)
   end)
@@ -553,29 +555,17 @@ local function show_scratch(name, text)
 end
 
 function M.doctor()
-  M.execute('memory.doctor', {}, function(err, result)
-    vim.schedule(function()
-      if err or result == nil then
-        notify(err and err.message or 'memory.doctor failed', vim.log.levels.ERROR)
-        return
-      end
-      show_scratch('memory://doctor', result.text or vim.inspect(result.report))
-    end)
+  fetch('memory.doctor', {}, function(result)
+    show_scratch('memory://doctor', result.text or vim.inspect(result.report))
   end)
 end
 
 function M.recall()
-  M.execute('memory.inject', {}, function(err, result)
-    vim.schedule(function()
-      if err or result == nil then
-        notify(err and err.message or 'memory.inject failed', vim.log.levels.ERROR)
-        return
-      end
-      local header = string.format('<!-- recall: %d of %d bytes, %d notes, %d left out -->', result.bytes or 0,
-        result.maxInjectBytes or 0, result.included or 0, #(result.omitted or {}))
-      local body = (result.body == nil or result.body == vim.NIL) and '(nothing to inject)' or result.body
-      show_scratch('memory://recall', header .. '\n' .. body)
-    end)
+  fetch('memory.inject', {}, function(result)
+    local header = string.format('<!-- recall: %d of %d bytes, %d notes, %d left out -->', result.bytes or 0,
+      result.maxInjectBytes or 0, result.included or 0, #(result.omitted or {}))
+    local body = (result.body == nil or result.body == vim.NIL) and '(nothing to inject)' or result.body
+    show_scratch('memory://recall', header .. '\n' .. body)
   end)
 end
 
