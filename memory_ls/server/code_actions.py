@@ -8,10 +8,12 @@ command so its two writes stay ordered.
 
 from __future__ import annotations
 
+import asyncio
 from typing import TYPE_CHECKING, Any
 
 import attrs
 from lsprotocol import types as lsp
+from lsprotocol.converters import get_converter
 
 from memory_ls.core import fixes
 from memory_ls.core.config import without_infinities
@@ -19,8 +21,9 @@ from memory_ls.core.fixes import Fix
 from memory_ls.core.models import other_scope
 from memory_ls.server import instructions
 from memory_ls.server.documents import MemoryDocument
-from memory_ls.server.edits import text_edits
+from memory_ls.server.edits import text_edits, text_range
 from memory_ls.server.positions import from_client
+from memory_ls.server.protocol import CLIENT_TIMEOUT
 
 if TYPE_CHECKING:
     from memory_ls.server.server import MemoryServer
@@ -29,7 +32,10 @@ FIX_ALL = "source.fixAll.memory"
 REWRITE = lsp.CodeActionKind.RefactorRewrite.value
 MOVE = "refactor.move"
 QUICKFIX = lsp.CodeActionKind.QuickFix.value
+CONVERTER = get_converter()
 KINDS = [QUICKFIX, REWRITE, MOVE, FIX_ALL]
+REVEAL = "memory.reveal"
+"""The command a fix that selects (rather than edits) runs: ``window/showDocument``."""
 
 
 def register(ls: MemoryServer) -> None:
@@ -82,6 +88,16 @@ def _edit_action(
     diagnostic: lsp.Diagnostic | None = None,
 ) -> lsp.CodeAction:
     """A core fix as an LSP code action (a quick fix names its diagnostic)."""
+    if fix.select is not None:
+        sel = fix.select
+        where = text_range(doc, sel.line, sel.start, sel.line, sel.end, ls.analysis.encoding)
+        argument = {"uri": doc.uri, "range": CONVERTER.unstructure(where)}
+        return lsp.CodeAction(
+            title=fix.title,
+            kind=kind,
+            diagnostics=None if diagnostic is None else [diagnostic],
+            command=lsp.Command(title=fix.title, command=REVEAL, arguments=[argument]),
+        )
     edits = text_edits(doc, fix.edits, ls.analysis.encoding)
     return lsp.CodeAction(
         title=fix.title,
@@ -138,3 +154,24 @@ def _note_actions(
         if merge is not None:
             out.append(_edit_action(ls, doc, merge, REWRITE))
     return out
+
+
+async def reveal(ls: MemoryServer, arg: dict[str, Any]) -> dict[str, Any]:
+    """``memory.reveal`` (``uri``, ``range``): show the document with ``range`` selected
+    (``window/showDocument``), so the user edits the stale mention; ``{shown}``, and
+    ``error`` when the client cannot show documents or the range is not one."""
+    uri = arg.get("uri")
+    try:
+        selection = CONVERTER.structure(arg.get("range"), lsp.Range)
+    except Exception:
+        selection = None
+    if not isinstance(uri, str) or selection is None:
+        return {"shown": False, "error": "memory.reveal needs a uri and a range"}
+    if not ls.capability("window.show_document.support"):
+        return {"shown": False, "error": "this client cannot show a document (window/showDocument)"}
+    params = lsp.ShowDocumentParams(uri=uri, take_focus=True, selection=selection)
+    try:
+        result = await asyncio.wait_for(ls.window_show_document_async(params), CLIENT_TIMEOUT)
+    except Exception as exc:
+        return {"shown": False, "error": f"the client did not show the document: {exc}"}
+    return {"shown": bool(result.success)}

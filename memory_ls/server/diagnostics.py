@@ -30,6 +30,7 @@ from memory_ls.core.text import MAX_STORE_BYTES
 from memory_ls.server import review
 from memory_ls.server.documents import MemoryDocument
 from memory_ls.server.positions import to_client
+from memory_ls.server.project_watch import STALE_CODES, ProjectFiles
 from memory_ls.server.uris import uri_of_path
 from memory_ls.server.workspace import DocumentInfo, Projects
 from memory_ls.store.facts import memory_file_facts
@@ -101,6 +102,12 @@ class Published:
     sim: dict[Pair, Finding] = dataclasses.field(default_factory=dict)
     sim_at: dict[int, dict[Pair, Finding]] = dataclasses.field(default_factory=dict)
     sim_version: int = -1
+    # SPEC §13 stale-path, stale-script, instruction-duplicate (`_stale`).
+    st_source: object = None
+    """The judge (project_watch.py) the notes were judged by."""
+    st: dict[str, list[Finding]] = dataclasses.field(default_factory=dict)
+    """Key -> the findings on its notes."""
+    st_at: dict[int, list[Finding]] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass(slots=True)
@@ -157,6 +164,8 @@ class Analysis:
         self.states: dict[str, DocState] = {}
         self.encoding = "utf-16"
         self.related = True
+        self.files = ProjectFiles()
+        """What each project's files hold, for SPEC §13's checks (``project_watch.py``)."""
 
     # -- publishing ----------------------------------------------------------------
 
@@ -182,6 +191,8 @@ class Analysis:
         for by_line in (pub.dup_at, pub.cross_at, pub.ni_at):
             found.extend(by_line.values())
         found.extend(pub.sim.values())
+        for st_found in pub.st_at.values():
+            found.extend(st_found)
         return sort_findings(found)
 
     def items(self, doc: MemoryDocument) -> list[Json]:
@@ -218,6 +229,7 @@ class Analysis:
             self._cross_all(doc, state, pub, dirty)
             self._not_injected(doc, state, pub, set(), dirty)
             self._similar_all(doc, state, pub, dirty)
+            self._stale(doc, state, pub, dirty)
         else:
             moved, doc.moved_from = doc.moved_from, None
             touched, doc.dirty_lines = doc.dirty_lines, set()
@@ -244,6 +256,7 @@ class Analysis:
                     changed |= state.similar_by_key.get(key, set())
                 for pair in changed:
                     self._pair(doc, state, pub, pair, dirty)
+            self._stale(doc, state, pub, dirty, keys)
         for line in dirty:
             self._bucket(doc, pub, line)
         return pub
@@ -438,6 +451,7 @@ class Analysis:
         sim = pub.sim_at.get(line)
         if sim:
             found.extend(sim.values())
+        found.extend(pub.st_at.get(line, ()))
         overrides: Mapping[str, str] = self.projects.settings.severity
         encoded: list[tuple[int, str, bytes]] = []
         for f in found:
@@ -461,6 +475,52 @@ class Analysis:
         else:
             return
         pub.joined = None
+
+    def _stale(
+        self,
+        doc: MemoryDocument,
+        state: DocState,
+        pub: Published,
+        dirty: set[int],
+        keys: set[str] | None = None,
+    ) -> None:
+        """``stale-path``, ``stale-script`` and ``instruction-duplicate`` (SPEC §13): the
+        notes of ``keys`` judged again, or every note when the project's files changed.
+
+        The judge answers from what it cached of the tree and the instruction files
+        (``project_watch.py``); a note it has not seen costs a few regular expressions
+        and one fuzzy scan of the instruction lines. Never a read or a walk.
+        """
+        judge = self.files.judge_for(doc.uri, state.info)
+        if judge is not None and not any(self._enabled(code) for code in STALE_CODES):
+            judge = None  # all three off: nothing to judge
+        if judge is not pub.st_source or keys is None:
+            pub.st_source = judge
+            keys = set(pub.st)
+            if judge is not None:
+                keys.update(doc.key_lines)
+        lines = doc.lines
+        for key in keys:
+            for f in pub.st.pop(key, ()):
+                at = pub.st_at.get(f.line)
+                if at is not None:
+                    # By identity: after lines moved, the line may hold another key's finding.
+                    kept = [x for x in at if x is not f]
+                    if kept:
+                        pub.st_at[f.line] = kept
+                    else:
+                        del pub.st_at[f.line]
+                dirty.add(f.line)
+            if judge is None or key not in doc.key_lines:
+                continue
+            found: list[Finding] = []
+            for b in doc.bullets_for((key,)):
+                found.extend(judge.findings(b, lines[b.line]))
+            if found:
+                pub.st[key] = found
+                for f in found:
+                    pub.st_at.setdefault(f.line, []).append(f)
+                    dirty.add(f.line)
 
     # -- similar hints (off the edit path) -----------------------------------------
 

@@ -1,0 +1,214 @@
+"""``server/project_watch.py`` in process: the editor's ``stale-path``, ``stale-script`` and
+``instruction-duplicate`` are ``check``'s, a keystroke never reads the project, and the
+watched-file events that matter (and only those) look at the project again."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+
+from lsprotocol import types as lsp
+from pytest_lsp import client_capabilities
+
+from memory_ls.core.notes import parse_lines
+from memory_ls.core.text import split_text
+from memory_ls.server import project_watch
+from memory_ls.server.document_sync import did_change, did_change_watched_files
+from memory_ls.server.project_watch import STALE_CODES
+from memory_ls.store.project_files import stale_and_conflict_findings
+from tests import stale_project
+
+from .conftest import TIMEOUT, InProcess, uri_of
+
+
+async def judged(server: InProcess, uri: str) -> None:
+    """Wait until the store's first judge is installed (built in a thread)."""
+    ls = server.ls
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + TIMEOUT
+    while True:
+        found = ls.document(uri)
+        assert found is not None
+        if ls.analysis.files.judge_for(uri, found.state.info) is not None:
+            return
+        assert loop.time() < deadline, "the project's files were never looked at"
+        await asyncio.sleep(0.02)
+
+
+def editor_findings(server: InProcess, uri: str) -> list[tuple[object, ...]]:
+    found = server.ls.document(uri)
+    assert found is not None
+    return sorted(
+        (f.code, f.line, f.start, f.end_line, f.end, f.message, dict(f.data), f.related)
+        for f in server.ls.analysis.findings(found.doc)
+        if f.code in STALE_CODES
+    )
+
+
+def check_findings(server: InProcess, path: Path, scope: str) -> list[tuple[object, ...]]:
+    ws = server.workspace
+    runtime = ws.runtime()
+    lines = split_text(path.read_text(encoding="utf-8")).lines
+    found = stale_and_conflict_findings(
+        runtime.project_root, runtime.agent_dir, scope, parse_lines(lines)  # type: ignore[arg-type]
+    )
+    return sorted(
+        (f.code, f.line, f.start, f.end_line, f.end, f.message, dict(f.data), f.related)
+        for f in found
+        if f.code in STALE_CODES
+    )
+
+
+async def test_the_editor_reports_what_check_reports(server: InProcess) -> None:
+    ws = server.workspace
+    stale_project.project(ws)
+    (ws.agent_dir / "AGENTS.md").write_text("# Me\n\nAlways use tabs for indentation.\n")
+    await server.initialize("neovim")
+    uri = server.open(ws.project_store)
+    g = server.open(ws.global_store)
+    await judged(server, uri)
+    await judged(server, g)
+    mine = editor_findings(server, uri)
+    assert {m[0] for m in mine} == set(STALE_CODES)
+    assert mine == check_findings(server, ws.project_store, "project")
+    theirs = editor_findings(server, g)
+    assert [m[0] for m in theirs] == ["instruction-duplicate"]
+    assert theirs == check_findings(server, ws.global_store, "global")
+
+
+async def test_typing_reads_nothing_and_rejudges_the_edited_note(
+    server: InProcess, monkeypatch
+) -> None:
+    ws = server.workspace
+    stale_project.project(ws)
+    await server.initialize("visual-studio-code")
+    uri = server.open(ws.project_store)
+    await judged(server, uri)
+
+    def no_io(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a keystroke looked at the project's files")
+
+    for name in ("project_snapshot", "project_instruction_texts", "global_instruction_texts"):
+        monkeypatch.setattr(project_watch, name, no_io)
+    monkeypatch.setattr(os, "scandir", no_io)
+    # Line 8 names `src/new_name.py`, which exists: type it into a name that does not.
+    found = server.ls.document(uri)
+    assert found is not None
+    line = found.doc.lines[8]
+    col = line.index("new_name")
+    did_change(
+        server.ls,
+        lsp.DidChangeTextDocumentParams(
+            text_document=lsp.VersionedTextDocumentIdentifier(uri=uri, version=2),
+            content_changes=[
+                lsp.TextDocumentContentChangePartial(
+                    range=lsp.Range(
+                        start=lsp.Position(8, col), end=lsp.Position(8, col + len("new"))
+                    ),
+                    text="gone",
+                )
+            ],
+        ),
+    )
+    stale = [f for f in server.ls.analysis.findings(found.doc) if f.code == "stale-path"]
+    assert [(f.line, f.data["mention"]) for f in stale] == [  # type: ignore[typeddict-item]
+        (2, "src/old_name.py"),
+        (8, "src/gone_name.py"),
+    ]
+
+
+async def test_only_events_that_matter_look_again(server: InProcess) -> None:
+    ws = server.workspace
+    stale_project.project(ws)
+    await server.initialize("visual-studio-code")
+    uri = server.open(ws.project_store)
+    await judged(server, uri)
+    found = server.ls.document(uri)
+    assert found is not None
+    files = server.ls.analysis.files
+    judge = files.judge_for(uri, found.state.info)
+
+    def event(path: Path, kind: lsp.FileChangeType) -> None:
+        did_change_watched_files(
+            server.ls,
+            lsp.DidChangeWatchedFilesParams(changes=[lsp.FileEvent(uri=uri_of(path), type=kind)]),
+        )
+
+    # Noise: a change of a plain file, anything under .git or node_modules.
+    event(ws.root / "src" / "new_name.py", lsp.FileChangeType.Changed)
+    event(ws.root / ".git" / "index", lsp.FileChangeType.Created)
+    event(ws.root / "node_modules" / "x" / "y.js", lsp.FileChangeType.Deleted)
+    await asyncio.sleep(project_watch.REBUILD_DELAY * 3)
+    assert files.judge_for(uri, found.state.info) is judge
+    # A file renamed away: looked at again, and the note's path is stale.
+    os.rename(ws.root / "src" / "new_name.py", ws.root / "src" / "renamed.py")
+    event(ws.root / "src" / "new_name.py", lsp.FileChangeType.Deleted)
+    event(ws.root / "src" / "renamed.py", lsp.FileChangeType.Created)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + TIMEOUT
+    while not any(
+        f.code == "stale-path" and f.line == 8 for f in server.ls.analysis.findings(found.doc)
+    ):
+        assert loop.time() < deadline, "the rename was never seen"
+        await asyncio.sleep(0.02)
+
+
+async def test_watchers_registered_for_the_tree_and_the_instruction_files(
+    server: InProcess,
+) -> None:
+    ws = server.workspace
+    caps = client_capabilities("visual-studio-code")
+    assert caps.workspace is not None and caps.workspace.did_change_watched_files is not None
+    caps.workspace.did_change_watched_files.relative_pattern_support = True
+    await server.initialize(caps)
+    registrations = [
+        r
+        for p in server.client.requests(lsp.CLIENT_REGISTER_CAPABILITY)
+        for r in p["registrations"]
+        if r["id"] == project_watch.WATCH_ID
+    ]
+    assert len(registrations) == 1
+    watchers = registrations[0]["registerOptions"]["watchers"]
+    patterns = [w["globPattern"] for w in watchers]
+    tree = [p for p in patterns if isinstance(p, dict) and p["pattern"] == "**/*"]
+    assert tree and tree[0]["baseUri"] == uri_of(ws.root)
+    assert watchers[patterns.index(tree[0])]["kind"] == 5  # create | delete
+    assert any(isinstance(p, dict) and "package.json" in p["pattern"] for p in patterns)
+    assert any(isinstance(p, dict) and p["pattern"] == "AGENTS.md" for p in patterns)
+
+
+async def test_plain_globs_without_relative_patterns(server: InProcess) -> None:
+    await server.initialize("visual-studio-code")  # it declares no relativePatternSupport
+    registrations = [
+        r
+        for p in server.client.requests(lsp.CLIENT_REGISTER_CAPABILITY)
+        for r in p["registrations"]
+        if r["id"] == project_watch.WATCH_ID
+    ]
+    watchers = registrations[0]["registerOptions"]["watchers"]
+    assert {"globPattern": "**/*", "kind": 5} in watchers
+    agents = str(server.workspace.agent_dir / "AGENTS.md")
+    assert {"globPattern": agents, "kind": 7} in watchers
+
+
+async def test_no_dynamic_registration_no_watchers_and_open_looks_again(
+    server: InProcess,
+) -> None:
+    ws = server.workspace
+    stale_project.project(ws)
+    caps = lsp.ClientCapabilities(
+        workspace=lsp.WorkspaceClientCapabilities(
+            did_change_watched_files=lsp.DidChangeWatchedFilesClientCapabilities(
+                dynamic_registration=False
+            )
+        )
+    )
+    await server.initialize(caps)
+    assert not server.client.requests(lsp.CLIENT_REGISTER_CAPABILITY)
+    uri = server.open(ws.project_store)
+    await judged(server, uri)
+    found = server.ls.document(uri)
+    assert found is not None
+    codes = {f.code for f in server.ls.analysis.findings(found.doc)}
+    assert {"stale-path", "stale-script", "instruction-duplicate"} <= codes
