@@ -494,12 +494,25 @@ class Analysis:
         judge = self.files.judge_for(doc.uri, state.info)
         if judge is not None and not any(self._enabled(code) for code in STALE_CODES):
             judge = None  # all three off: nothing to judge
-        if judge is not pub.st_source or keys is None:
-            pub.st_source = judge
-            keys = set(pub.st)
-            if judge is not None:
-                keys.update(doc.key_lines)
         lines = doc.lines
+        if judge is not pub.st_source or keys is None:
+            # Every note again, in one pass over the lines (no per-key look-ups).
+            pub.st_source = judge
+            for line in pub.st_at:
+                dirty.add(line)
+            pub.st = {}
+            pub.st_at = {}
+            if judge is None:
+                return
+            for b in doc.bullets:
+                if b is None or not b.key:
+                    continue
+                found = judge.findings(b, lines[b.line])
+                if found:
+                    pub.st.setdefault(b.key, []).extend(found)
+                    pub.st_at.setdefault(b.line, []).extend(found)
+                    dirty.add(b.line)
+            return
         for key in keys:
             for f in pub.st.pop(key, ()):
                 at = pub.st_at.get(f.line)
@@ -513,7 +526,7 @@ class Analysis:
                 dirty.add(f.line)
             if judge is None or key not in doc.key_lines:
                 continue
-            found: list[Finding] = []
+            found = []
             for b in doc.bullets_for((key,)):
                 found.extend(judge.findings(b, lines[b.line]))
             if found:

@@ -190,14 +190,22 @@ class Judge:
                 self.repeat_of(key, warm=True)
 
     def findings(self, b: Bullet, line: str) -> list[Finding]:
-        """The three codes' findings of one note (``line`` is the note's line)."""
+        """The three codes' findings of one note (``line`` is the note's line).
+
+        Called for every note when the judge is new: the warmed answers are looked up
+        first, directly (most notes have nothing to report)."""
         out: list[Finding] = []
         if self.snapshot is not None:
-            stale = self.stale_of(line[b.start : b.end])
+            text = line[b.start : b.end]
+            stale = self._stale.base.get(text)
+            if stale is None:
+                stale = self.stale_of(text)
             if stale:
                 out.extend(stale_note_findings(b, stale, self.snapshot))
         if self.index is not None:
-            hit = self.repeat_of(b.key)
+            hit = self._repeats.base.get(b.key, _MISSING)
+            if hit is _MISSING:
+                hit = self.repeat_of(b.key)
             if hit is not None:
                 out.append(instruction_duplicate_finding(b, *hit))
         return out
@@ -379,6 +387,8 @@ def _relevant(key: FactsKey, path: str, kind: lsp.FileChangeType) -> bool:
     rel = Path(os.path.relpath(path, where)).parts
     if not rel or rel == (".",):
         return False
+    if "/".join(rel) in PROJECT_INSTRUCTION_FILES:
+        return True  # .claude/CLAUDE.md is read, though the search skips .claude
     if rel[:2] != ("node_modules", ".bin") and any(skipped_folder(p) for p in rel[:-1]):
         return False  # the search never looks in there
     if kind != lsp.FileChangeType.Changed:
@@ -386,7 +396,7 @@ def _relevant(key: FactsKey, path: str, kind: lsp.FileChangeType) -> bool:
     name = rel[-1]
     if name == "package.json":
         return True  # the root's or a workspace package's
-    return "/".join(rel) in PROJECT_INSTRUCTION_FILES or (len(rel) == 1 and name in WATCHED_NAMES)
+    return len(rel) == 1 and name in WATCHED_NAMES
 
 
 def files_changed(ls: MemoryServer, changes: Sequence[lsp.FileEvent]) -> None:

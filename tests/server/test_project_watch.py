@@ -11,6 +11,7 @@ from pathlib import Path
 from lsprotocol import types as lsp
 from pytest_lsp import client_capabilities
 
+from memory_ls.core.models import Scope
 from memory_ls.core.notes import parse_lines
 from memory_ls.core.text import split_text
 from memory_ls.server import project_watch
@@ -46,12 +47,12 @@ def editor_findings(server: InProcess, uri: str) -> list[tuple[object, ...]]:
     )
 
 
-def check_findings(server: InProcess, path: Path, scope: str) -> list[tuple[object, ...]]:
+def check_findings(server: InProcess, path: Path, scope: Scope) -> list[tuple[object, ...]]:
     ws = server.workspace
     runtime = ws.runtime()
     lines = split_text(path.read_text(encoding="utf-8")).lines
     found = stale_and_conflict_findings(
-        runtime.project_root, runtime.agent_dir, scope, parse_lines(lines)  # type: ignore[arg-type]
+        runtime.project_root, runtime.agent_dir, scope, parse_lines(lines)
     )
     return sorted(
         (f.code, f.line, f.start, f.end_line, f.end, f.message, dict(f.data), f.related)
@@ -212,3 +213,77 @@ async def test_no_dynamic_registration_no_watchers_and_open_looks_again(
     assert found is not None
     codes = {f.code for f in server.ls.analysis.findings(found.doc)}
     assert {"stale-path", "stale-script", "instruction-duplicate"} <= codes
+
+
+def test_which_events_can_change_a_judgement(tmp_path: Path) -> None:
+    root = str(tmp_path / "p")
+    key = ("project", root)
+    created, changed = lsp.FileChangeType.Created, lsp.FileChangeType.Changed
+    deleted = lsp.FileChangeType.Deleted
+    cases = [
+        (f"{root}/src/app.py", created, True),  # a path mention may name any file
+        (f"{root}/src/app.py", deleted, True),
+        (f"{root}/src/app.py", changed, False),  # its content changes nothing
+        (f"{root}/package.json", changed, True),
+        (f"{root}/packages/web/package.json", changed, True),  # a workspace package's
+        (f"{root}/Makefile", changed, True),
+        (f"{root}/sub/Makefile", changed, False),  # only the root's is read
+        (f"{root}/AGENTS.md", changed, True),
+        (f"{root}/.github/copilot-instructions.md", changed, True),
+        (f"{root}/.claude/CLAUDE.md", changed, True),
+        (f"{root}/.git/index", created, False),  # never searched
+        (f"{root}/node_modules/x/y.js", deleted, False),
+        (f"{root}/node_modules/.bin/vite", created, True),  # a binary a shorthand may run
+        (f"{root}/dist", deleted, True),  # at the root: it decides how a mention is read
+        (f"{root}x/src/app.py", created, False),  # another folder with the same prefix
+        ("/elsewhere/src/app.py", created, False),
+    ]
+    for path, kind, expected in cases:
+        assert project_watch._relevant(key, path, kind) is expected, (path, kind)
+    agent = tmp_path / "agent"
+    assert project_watch._relevant(("global", str(agent)), str(agent / "AGENTS.md"), changed)
+    assert not project_watch._relevant(("global", str(agent)), str(agent / "x.md"), changed)
+
+
+def test_memory_files_go_the_full_recheck() -> None:
+    assert project_watch.is_memory_file("file:///p/.pi/memory.md")
+    assert project_watch.is_memory_file("file:///agent/trust.json")
+    assert project_watch.is_memory_file("file:///p/.pi")
+    assert not project_watch.is_memory_file("file:///p/src/app.py")
+    assert not project_watch.is_memory_file("file:///p/package.json")
+
+
+def test_a_judge_answers_from_its_cache(monkeypatch) -> None:
+    from memory_ls.core.instruction_duplicates import instruction_index
+    from memory_ls.core.notes import parse_bullet
+    from memory_ls.core.stale import ProjectSnapshot
+
+    calls: list[str] = []
+    real = project_watch.note_mentions
+
+    def counted(text: str):  # type: ignore[no-untyped-def]
+        calls.append(text)
+        return real(text)
+
+    monkeypatch.setattr(project_watch, "note_mentions", counted)
+    snapshot = ProjectSnapshot(frozenset({"src"}), frozenset({"src", "src/a.py"}))
+    index = instruction_index({"/p/AGENTS.md": "- Keep commits small.\n"})
+    judge = project_watch.Judge(snapshot, index)
+    line = "- See `src/b.py` and keep commits small."
+    judge.warm([line[2:]], [], None)
+    assert calls == [line[2:]]
+    b = parse_bullet(line, 4)
+    assert b is not None
+    found = judge.findings(b, line)
+    assert [(f.code, f.line, f.start, f.end) for f in found] == [("stale-path", 4, 7, 15)]
+    judge.findings(b, line)
+    assert calls == [line[2:]]  # warmed: asked once
+    other = parse_bullet("- Keep commits small.", 5)
+    assert other is not None
+    assert [f.code for f in judge.findings(other, "- Keep commits small.")] == [
+        "instruction-duplicate"
+    ]
+    # A new snapshot reuses the old judge's mentions: no note is read twice.
+    fresh = project_watch.Judge(ProjectSnapshot(frozenset({"src"}), frozenset({"src"})), None)
+    fresh.warm([line[2:]], [], judge)
+    assert calls == [line[2:], "Keep commits small."]
