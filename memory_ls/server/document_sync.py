@@ -218,4 +218,5 @@ def did_change_folders(ls: MemoryServer, params: lsp.DidChangeWorkspaceFoldersPa
     folders = [f for f in ls.projects.folders if str(f) not in removed]
     folders += [Path(p) for f in params.event.added if (p := path_of_uri(f.uri))]
     ls.projects.configure(ls.projects.settings, folders)
+    project_watch.folders_changed(ls)
     publishing.refresh_all(ls, redescribe=True)

@@ -31,7 +31,7 @@ import contextlib
 import logging
 import os
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -247,6 +247,10 @@ class ProjectFiles:
     """Every project's (and agent dir's) :class:`Judge`, for the open stores."""
 
     entries: dict[FactsKey, _Entry] = field(default_factory=dict)
+    request: Callable[[FactsKey], None] | None = None
+    """Asks for a look at files no judge covers yet (set by the server: a build in the
+    background), so a store whose project or agent dir changed (settings, folders) is
+    judged without being opened again."""
 
     @staticmethod
     def key_of(info: DocumentInfo) -> FactsKey | None:
@@ -262,12 +266,22 @@ class ProjectFiles:
         """The judge of an open store, once it was warmed for it (else ``None``: nothing
         is judged yet). A dictionary look-up: no I/O."""
         key = self.key_of(info)
-        entry = self.entries.get(key) if key is not None else None
+        if key is None:
+            return None
+        entry = self.entries.get(key)
+        if entry is None and self.request is not None:
+            self.entries[key] = _Entry()
+            self.request(key)
         judge = entry.judge if entry is not None else None
         return judge if judge is not None and uri in judge.ready else None
 
 
 # -- wiring -----------------------------------------------------------------------------
+
+
+def register(ls: MemoryServer) -> None:
+    """Build a judge wherever a store needs one and none is there (see ``request``)."""
+    ls.analysis.files.request = lambda key: build_soon(ls, key, 0.0)
 
 
 def _files(ls: MemoryServer) -> ProjectFiles:
@@ -488,6 +502,26 @@ async def register_watchers(ls: MemoryServer) -> None:
     if not _can_watch(ls):
         return
     await _register(ls, WATCH_ID, watchers_for(ls, ls.projects.folders or [Path.cwd()]))
+
+
+def folders_changed(ls: MemoryServer) -> None:
+    """Workspace folders were added or removed: watch the new set instead."""
+    if not _can_watch(ls):
+        return
+
+    async def again() -> None:
+        gone = lsp.UnregistrationParams(
+            unregisterations=[
+                lsp.Unregistration(id=WATCH_ID, method=lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES)
+            ]
+        )
+        try:
+            await asyncio.wait_for(ls.client_unregister_capability_async(gone), CLIENT_TIMEOUT)
+        except Exception as exc:  # the old watchers stay: more events, never fewer
+            log.info("could not unregister the project watchers: %r", exc)
+        await register_watchers(ls)
+
+    asyncio.get_running_loop().create_task(again())
 
 
 def _watch_outside_folders(ls: MemoryServer, key: FactsKey) -> None:

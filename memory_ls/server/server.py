@@ -209,6 +209,7 @@ def create_server() -> MemoryServer:
     hover.register(ls)
     lens.register(ls)
     formatting.register(ls)
+    project_watch.register(ls)
     return ls
 
 

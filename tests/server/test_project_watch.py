@@ -287,3 +287,49 @@ def test_a_judge_answers_from_its_cache(monkeypatch) -> None:
     fresh = project_watch.Judge(ProjectSnapshot(frozenset({"src"}), frozenset({"src"})), None)
     fresh.warm([line[2:]], [], judge)
     assert calls == [line[2:], "Keep commits small."]
+
+
+async def test_a_store_without_a_judge_gets_one_without_being_opened_again(
+    server: InProcess,
+) -> None:
+    from memory_ls.server import publishing
+
+    ws = server.workspace
+    stale_project.project(ws)
+    await server.initialize("visual-studio-code")
+    uri = server.open(ws.project_store)
+    await judged(server, uri)
+    server.ls.analysis.files.entries.clear()  # as after a change of settings or folders
+    publishing.refresh_all(server.ls, redescribe=True)
+    await judged(server, uri)
+
+
+async def test_new_folders_are_watched_instead(server: InProcess) -> None:
+    from memory_ls.server.document_sync import did_change_folders
+
+    ws = server.workspace
+    caps = client_capabilities("visual-studio-code")
+    assert caps.workspace is not None and caps.workspace.did_change_watched_files is not None
+    caps.workspace.did_change_watched_files.relative_pattern_support = True
+    await server.initialize(caps)
+    other = ws.root.parent / "other"
+    other.mkdir()
+    did_change_folders(
+        server.ls,
+        lsp.DidChangeWorkspaceFoldersParams(
+            event=lsp.WorkspaceFoldersChangeEvent(
+                added=[lsp.WorkspaceFolder(uri=uri_of(other), name="other")], removed=[]
+            )
+        ),
+    )
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + TIMEOUT
+    while len(server.client.requests(lsp.CLIENT_REGISTER_CAPABILITY)) < 3:
+        assert loop.time() < deadline, "the new folder was never watched"
+        await asyncio.sleep(0.02)
+    gone = server.client.requests(lsp.CLIENT_UNREGISTER_CAPABILITY)
+    assert gone[-1]["unregisterations"][0]["id"] == project_watch.WATCH_ID
+    last = server.client.requests(lsp.CLIENT_REGISTER_CAPABILITY)[-1]["registrations"][0]
+    assert last["id"] == project_watch.WATCH_ID
+    bases = {w["globPattern"]["baseUri"] for w in last["registerOptions"]["watchers"]}
+    assert uri_of(other) in bases and uri_of(ws.root) in bases
