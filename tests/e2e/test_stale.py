@@ -241,3 +241,21 @@ async def test_a_hostile_tree_neither_hangs_nor_holds_up_a_hover(start, workspac
     send_events(s, (many / "d0" / "f0.txt", lsp.FileChangeType.Deleted))
     r = await asyncio.wait_for(s.command("memory.list"), TIMEOUT)
     assert len(r["project"]) == 2
+
+
+async def test_without_file_watchers_a_save_of_the_store_looks_again(start, workspace):
+    # Neovim's preset declares no dynamic registration of file watchers.
+    (workspace.root / "src").mkdir()
+    app = workspace.root / "src" / "app.py"
+    app.write_text("")
+    workspace.write("project", ["The entry point is `src/app.py`."])
+    s = await start("neovim")
+    assert not [r for r in s.registrations if r.id == WATCH_ID]
+    uri = s.open(workspace.project_store)
+    await asyncio.sleep(0.3)
+    assert not by_code(await s.diagnostics(uri), "stale-path")
+    os.rename(app, workspace.root / "src" / "main.py")
+    s.client.text_document_did_save(
+        lsp.DidSaveTextDocumentParams(text_document=lsp.TextDocumentIdentifier(uri=uri))
+    )
+    await s.codes(uri, "stale-path")
