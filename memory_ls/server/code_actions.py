@@ -157,9 +157,10 @@ def _note_actions(
 
 
 async def reveal(ls: MemoryServer, arg: dict[str, Any]) -> dict[str, Any]:
-    """``memory.reveal`` (``uri``, ``range``): show the document with ``range`` selected
-    (``window/showDocument``), so the user edits the stale mention; ``{shown}``, and
-    ``error`` when the client cannot show documents or the range is not one."""
+    """``memory.reveal`` (``uri``, ``range``): show an open memory document with ``range``
+    selected (``window/showDocument``), so the user edits the stale mention; ``{shown}``,
+    and ``error`` when the client cannot show documents, the document is not an open
+    store, or the range is not one."""
     uri = arg.get("uri")
     try:
         selection = CONVERTER.structure(arg.get("range"), lsp.Range)
@@ -167,6 +168,8 @@ async def reveal(ls: MemoryServer, arg: dict[str, Any]) -> dict[str, Any]:
         selection = None
     if not isinstance(uri, str) or selection is None:
         return {"shown": False, "error": "memory.reveal needs a uri and a range"}
+    if ls.document(uri) is None:  # it shows open stores only, nothing a caller names
+        return {"shown": False, "error": f"not an open memory document: {uri}"}
     if not ls.capability("window.show_document.support"):
         return {"shown": False, "error": "this client cannot show a document (window/showDocument)"}
     params = lsp.ShowDocumentParams(uri=uri, take_focus=True, selection=selection)
@@ -174,4 +177,4 @@ async def reveal(ls: MemoryServer, arg: dict[str, Any]) -> dict[str, Any]:
         result = await asyncio.wait_for(ls.window_show_document_async(params), CLIENT_TIMEOUT)
     except Exception as exc:
         return {"shown": False, "error": f"the client did not show the document: {exc}"}
-    return {"shown": bool(result.success)}
+    return {"shown": bool(result is not None and result.success)}

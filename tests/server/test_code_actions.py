@@ -412,3 +412,36 @@ async def test_actions_in_the_global_store(serve: Any) -> None:
     assert [a.title for a in acts] == ["Move to project memory"]
     assert acts[0].command is not None
     assert acts[0].command.arguments == [{"text": "g", "scope": "global", "uri": s.uri}]
+
+
+async def test_reveal_shows_open_stores_only_and_says_why_not(server: Any) -> None:
+    from tests.server.conftest import uri_of
+
+    ws = server.workspace
+    ws.write("project", ["see `src/gone.py`"])
+    await server.initialize("visual-studio-code")
+    uri = server.open(ws.project_store)
+    where = {"start": {"line": 2, "character": 7}, "end": {"line": 2, "character": 18}}
+
+    async def reveal(argument: Any) -> Any:
+        answer = await server.client.request(
+            lsp.WORKSPACE_EXECUTE_COMMAND,
+            lsp.ExecuteCommandParams(command="memory.reveal", arguments=[argument]),
+        )
+        return answer["result"]
+
+    # The in-process client answers window/showDocument with null: not shown, and why.
+    result = await reveal({"uri": uri, "range": where})
+    assert result["shown"] is False
+    assert result["error"].startswith("the client did not show the document")
+    shown = server.client.requests(lsp.WINDOW_SHOW_DOCUMENT)
+    assert shown == [{"uri": uri, "takeFocus": True, "selection": where}]
+    other = uri_of(ws.root / "README.md")
+    assert (await reveal({"uri": other, "range": where}))["error"].startswith(
+        "not an open memory document"
+    )
+    assert await reveal({"uri": uri, "range": {"start": 1}}) == {
+        "shown": False,
+        "error": "memory.reveal needs a uri and a range",
+    }
+    assert len(server.client.requests(lsp.WINDOW_SHOW_DOCUMENT)) == 1
