@@ -388,6 +388,13 @@ def is_memory_file(uri: str) -> bool:
     return parts[-1] in MEMORY_FILE_NAMES or ".pi" in parts
 
 
+def _under(key: FactsKey, path: str) -> bool:
+    """Whether ``path`` (as written) lies in the key's project (always false for an agent
+    dir's key: its files are named one by one)."""
+    scope, where = key
+    return scope == "project" and (path == where or path.startswith(where.rstrip(os.sep) + os.sep))
+
+
 def _relevant(key: FactsKey, path: str, kind: lsp.FileChangeType) -> bool:
     """Whether an event about ``path`` can change the key's judgements."""
     scope, where = key
@@ -396,7 +403,7 @@ def _relevant(key: FactsKey, path: str, kind: lsp.FileChangeType) -> bool:
         watched = {str(home / p.removeprefix("~/")) for p in GLOBAL_INSTRUCTION_FILES}
         watched.add(str(Path(where) / "AGENTS.md"))
         return path in watched
-    if path != where and not path.startswith(where.rstrip(os.sep) + os.sep):
+    if not _under(key, path):
         return False
     rel = Path(os.path.relpath(path, where)).parts
     if not rel or rel == (".",):
@@ -420,13 +427,21 @@ def files_changed(ls: MemoryServer, changes: Sequence[lsp.FileEvent]) -> None:
         return
     touched: set[FactsKey] = set()
     for change in changes:
+        if len(touched) == len(entries):
+            break  # a burst (`npm install`, `git checkout`): every project is looked at anyway
         path = path_of_uri(change.uri) if change.uri.startswith("file:") else ""
         if not path:
             continue
-        spellings = {path, os.path.realpath(path)}
         for key in entries:
-            if key not in touched and any(_relevant(key, p, change.type) for p in spellings):
+            if key in touched:
+                continue
+            if _relevant(key, path, change.type):
                 touched.add(key)
+            elif key[0] == "project" and not _under(key, path):
+                # Another spelling of the path (a symlinked folder): as the server knows it.
+                real = os.path.realpath(path)
+                if real != path and _relevant(key, real, change.type):
+                    touched.add(key)
     for key in touched:
         build_soon(ls, key)
 

@@ -333,3 +333,30 @@ async def test_new_folders_are_watched_instead(server: InProcess) -> None:
     assert last["id"] == project_watch.WATCH_ID
     bases = {w["globPattern"]["baseUri"] for w in last["registerOptions"]["watchers"]}
     assert uri_of(other) in bases and uri_of(ws.root) in bases
+
+
+async def test_an_event_through_a_symlinked_folder_counts(server: InProcess) -> None:
+    ws = server.workspace
+    stale_project.project(ws)
+    link = ws.root.parent / "link"
+    link.symlink_to(ws.root)
+    await server.initialize("visual-studio-code")
+    uri = server.open(ws.project_store)
+    await judged(server, uri)
+    found = server.ls.document(uri)
+    assert found is not None
+    os.rename(ws.root / "src" / "new_name.py", ws.root / "src" / "renamed.py")
+    gone = link / "src" / "new_name.py"  # how a client with the link as its folder says it
+    did_change_watched_files(
+        server.ls,
+        lsp.DidChangeWatchedFilesParams(
+            changes=[lsp.FileEvent(uri=uri_of(gone), type=lsp.FileChangeType.Deleted)]
+        ),
+    )
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + TIMEOUT
+    while not any(
+        f.code == "stale-path" and f.line == 8 for f in server.ls.analysis.findings(found.doc)
+    ):
+        assert loop.time() < deadline, "the event through the link was never seen"
+        await asyncio.sleep(0.02)
