@@ -81,6 +81,9 @@ WATCH_ID = "memory-ls-project-files"
 """The registration id of the project-tree watchers (the stores' own are separate)."""
 REBUILD_DELAY = 0.1
 """Seconds of quiet after a watched-file event before the project is looked at again."""
+FIRST_LOOK_WAIT = 1.0
+"""Seconds a pull that cannot be repeated waits for a store's first look (see
+:func:`first_look`)."""
 RECENT_LIMIT = 2000
 """Judgements of typed text kept per generation (two generations are kept)."""
 
@@ -236,10 +239,21 @@ def build_judge(
 class _Entry:
     judge: Judge | None = None
     building: bool = False
+    pending: bool = False
+    """A build is scheduled (:func:`build_soon`) and has not started."""
     again: bool = False
     """Asked for again while a build ran: build once more when it ends."""
     watched_root: bool = False
     """A watcher was registered for this project's root (it lies outside every folder)."""
+    waiters: list[asyncio.Future[None]] = field(default_factory=list)
+    """Pulls waiting for the first judge (:func:`first_look`)."""
+
+    def wake(self) -> None:
+        """A look ended (or will not happen): the waiting pulls go on."""
+        waiters, self.waiters = self.waiters, []
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(None)
 
 
 @dataclass(slots=True)
@@ -325,6 +339,9 @@ def closed(ls: MemoryServer, uri: str) -> None:
 
 def build_soon(ls: MemoryServer, key: FactsKey, delay: float = REBUILD_DELAY) -> None:
     """Build the key's judge again after ``delay`` (a pending build is pushed back)."""
+    entry = _files(ls).entries.get(key)
+    if entry is not None:
+        entry.pending = True
     ls.timers.later("project-files", "\0".join(key), delay, lambda: _build(ls, key))
 
 
@@ -332,11 +349,13 @@ def _build(ls: MemoryServer, key: FactsKey) -> None:
     entry = _files(ls).entries.get(key)
     if entry is None:
         return
+    entry.pending = False
     if entry.building:
         entry.again = True
         return
     docs = _docs_of(ls, key)
     if not docs:
+        entry.wake()
         return
     entry.building = True
     texts: list[str] = []
@@ -351,6 +370,7 @@ def _build(ls: MemoryServer, key: FactsKey) -> None:
 
     def done(judge: Judge | None) -> None:
         entry.building = False
+        entry.wake()
         if _files(ls).entries.get(key) is not entry:
             return  # dropped meanwhile (every store of it closed)
         if judge is not None:
@@ -373,6 +393,29 @@ def _build(ls: MemoryServer, key: FactsKey) -> None:
             loop.call_soon_threadsafe(done, judge)
 
     threading.Thread(target=work, name="memory-ls-project-files", daemon=True).start()
+
+
+async def first_look(ls: MemoryServer, uri: str, limit: float = FIRST_LOOK_WAIT) -> None:
+    """Wait (at most ``limit`` seconds, never blocking the loop) until the open store at
+    ``uri`` has its first judge, when one is on its way. For a pull client that cannot
+    be asked to pull again: its answer then holds the §13 findings from the start."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + limit
+    while (left := deadline - loop.time()) > 0:
+        found = ls.document(uri)
+        if found is None:
+            return
+        files = _files(ls)
+        key = files.key_of(found.state.info)
+        entry = files.entries.get(key) if key is not None else None
+        if entry is None or (entry.judge is not None and uri in entry.judge.ready):
+            return
+        if not (entry.building or entry.pending or entry.again):
+            return  # no look on its way (the last one failed): answer now
+        waiter: asyncio.Future[None] = loop.create_future()
+        entry.waiters.append(waiter)
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(waiter, left)
 
 
 # -- watched files ------------------------------------------------------------------------

@@ -360,3 +360,45 @@ async def test_an_event_through_a_symlinked_folder_counts(server: InProcess) -> 
     ):
         assert loop.time() < deadline, "the event through the link was never seen"
         await asyncio.sleep(0.02)
+
+
+def _pull_without_refresh() -> lsp.ClientCapabilities:
+    caps = client_capabilities("neovim")  # pull, and no workspace.diagnostics.refreshSupport
+    assert caps.text_document is not None and caps.text_document.diagnostic is not None
+    assert caps.workspace is not None and caps.workspace.diagnostics is None
+    return caps
+
+
+async def test_a_pull_that_cannot_be_repeated_waits_for_the_first_look(
+    server: InProcess,
+) -> None:
+    from memory_ls.server import publishing
+
+    ws = server.workspace
+    stale_project.project(ws)
+    await server.initialize(_pull_without_refresh())
+    uri = server.open(ws.project_store)
+    params = lsp.DocumentDiagnosticParams(text_document=lsp.TextDocumentIdentifier(uri=uri))
+    report = await publishing.pull_after_first_look(server.ls, params)
+    codes = {d["code"] for d in report["items"]}
+    assert {"stale-path", "stale-script", "instruction-duplicate"} <= codes
+
+
+async def test_a_failed_look_does_not_hold_pulls(server: InProcess, monkeypatch) -> None:
+    from memory_ls.server import publishing
+
+    def broken(*args: object) -> project_watch.Judge:
+        raise OSError("the tree is gone")
+
+    monkeypatch.setattr(project_watch, "build_judge", broken)
+    ws = server.workspace
+    stale_project.project(ws)
+    await server.initialize(_pull_without_refresh())
+    uri = server.open(ws.project_store)
+    params = lsp.DocumentDiagnosticParams(text_document=lsp.TextDocumentIdentifier(uri=uri))
+    await publishing.pull_after_first_look(server.ls, params)  # waits for the look to fail
+    loop = asyncio.get_running_loop()
+    began = loop.time()
+    report = await publishing.pull_after_first_look(server.ls, params)
+    assert loop.time() - began < project_watch.FIRST_LOOK_WAIT / 2
+    assert not {d["code"] for d in report["items"]} & set(STALE_CODES)
