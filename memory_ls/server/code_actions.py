@@ -71,6 +71,9 @@ def code_action(ls: MemoryServer, params: lsp.CodeActionParams) -> list[lsp.Code
             quick = fixes.quick_fixes(doc.lines, code, diag.data)
             if quick is None:  # no data the fix can read: use the diagnostic as it is now
                 quick = fixes.quick_fixes(doc.lines, code, _data_for(ls, doc, diag)) or []
+            # A fix that selects needs window/showDocument: without it, it would do nothing.
+            shows = bool(ls.capability("window.show_document.support"))
+            quick = [fix for fix in quick if fix.select is None or shows]
             actions.extend(_edit_action(ls, doc, fix, QUICKFIX, diag) for fix in quick)
     if found is None:
         return actions  # an instruction file: its export-stale fix, nothing else

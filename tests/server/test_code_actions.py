@@ -445,3 +445,35 @@ async def test_reveal_shows_open_stores_only_and_says_why_not(server: Any) -> No
         "error": "memory.reveal needs a uri and a range",
     }
     assert len(server.client.requests(lsp.WINDOW_SHOW_DOCUMENT)) == 1
+
+
+@pytest.mark.parametrize(
+    ("preset", "titles"),
+    [
+        ("visual-studio-code", ["Forget this note", "Edit the note"]),
+        ("emacs", ["Forget this note"]),  # no window/showDocument: nothing to select with
+    ],
+)
+async def test_edit_the_note_only_where_the_client_can_show_it(
+    server: Any, preset: str, titles: list[str]
+) -> None:
+    from tests import stale_project
+    from tests.server.test_project_watch import judged
+
+    ws = server.workspace
+    stale_project.project(ws)
+    await server.initialize(preset)
+    uri = server.open(ws.project_store)
+    await judged(server, uri)
+    doc = server.ls.projects.documents[uri]
+    item = next(i for i in server.ls.analysis.items(doc) if i["code"] == "stale-path")
+    diagnostic = get_converter().structure(item, lsp.Diagnostic)
+    actions = code_actions.code_action(
+        server.ls,
+        lsp.CodeActionParams(
+            text_document=lsp.TextDocumentIdentifier(uri=uri),
+            range=diagnostic.range,
+            context=lsp.CodeActionContext(diagnostics=[diagnostic], only=["quickfix"]),
+        ),
+    )
+    assert actions is not None and [a.title for a in actions] == titles
