@@ -334,6 +334,7 @@ def closed(ls: MemoryServer, uri: str) -> None:
         if entry.judge is not None:
             entry.judge.ready.discard(uri)
         if not entry.building and not _docs_of(ls, key):
+            entry.wake()
             del files.entries[key]
 
 
