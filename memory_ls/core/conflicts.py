@@ -282,9 +282,11 @@ def conflict_severity(data: ConflictData) -> Severity:
     return "warning" if data["scope"] == data["otherScope"] else "information"
 
 
-def _finding(
+def conflict_finding(
     b: Bullet, other: Bullet, scope: Scope, other_scope: Scope, subject: str, path: str | None
 ) -> Finding:
+    """The ``conflict`` finding on ``b`` (of ``scope``) for its pair with ``other`` (of
+    ``other_scope``, in the file ``path``; ``None``: the same file), about ``subject``."""
     if scope == other_scope:
         message = f"Conflicts with the note on line {other.line + 1} about {subject}: {other.note}"
         where = "The conflicting note"
@@ -338,6 +340,6 @@ def conflict_findings(
     for i, b in enumerate(mine):
         for other_ref, subject in index.conflicts_of((scope, i)):
             other, where, path = notes[other_ref]
-            out.append(_finding(b, other, scope, where, subject, path))
+            out.append(conflict_finding(b, other, scope, where, subject, path))
     # Reading order, then the same scope's note before the other's, by line.
     return sorted(out, key=lambda f: (f.line, f.start, f.related[0].path or "", f.related[0].line))
