@@ -194,9 +194,15 @@ def claims_of_key(key: str) -> tuple[Claim, ...]:
     return read_claims(key)
 
 
+# A note's history, as the quick fix "Merge the two notes" writes it: "never use X (was:
+# use X)" says what to do now, and what it replaced is no claim.
+_HISTORY_RE = re.compile(r"\((?:was|previously|formerly):?\s[^()]*\)")
+
+
 def read_claims(key: str) -> tuple[Claim, ...]:
     """The claims of a key whose emphasis is removed (:func:`claims_of_key` without its
     cache and its quick look for a marker word)."""
+    key = _HISTORY_RE.sub(" ", key)
     label = _LABEL_RE.match(key)
     scope: frozenset[str] = frozenset()
     if label is not None:
