@@ -145,6 +145,9 @@ class DocState:
     result_id: int = 0
     behind: list[str] = dataclasses.field(default_factory=list)
     """``buffer-behind-file`` messages: changes commands wrote that the buffer lacks."""
+    conflicts_ready: bool = True
+    """False while a large store's claims are first read in a thread (no ``conflict``
+    findings until then; :func:`memory_ls.server.background.start_conflicts`)."""
 
     def set_similar(self, pairs: dict[Pair, float]) -> None:
         """Replace every ``similar`` pair (after a full pass)."""
@@ -475,8 +478,8 @@ class Analysis:
         scope = info.scope
         if scope is None or info.runtime.store_refusal(scope) is not None:
             return
-        if not self._enabled("conflict"):
-            return
+        if not self._enabled("conflict") or not state.conflicts_ready:
+            return  # (the first pass runs once the claims are read: the index is None)
         theirs = self.projects.global_claims(info.runtime) if scope == "project" else None
         index = pub.conf_index
         changed: set[ConflictRef] = set()

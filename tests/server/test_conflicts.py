@@ -9,15 +9,18 @@ core's fresh :func:`conflict_findings` of the same texts.
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from lsprotocol import types as lsp
 
 from memory_ls.core.checks import Finding
-from memory_ls.core.conflicts import conflict_findings
+from memory_ls.core.conflicts import claims_of_key, conflict_findings
 from memory_ls.core.notes import parse_lines
 from memory_ls.core.text import split_text
+from memory_ls.server.background import CONFLICT_INLINE_NOTES
 from memory_ls.server.diagnostics import Analysis, DocState
 from memory_ls.server.documents import MemoryDocument, Span
 from memory_ls.server.positions import to_client
@@ -25,6 +28,7 @@ from memory_ls.server.settings import Settings
 from memory_ls.server.workspace import Projects
 from memory_ls.store.project_files import stale_and_conflict_findings
 from tests.conftest import Workspace
+from tests.server.conftest import InProcess
 
 CLAIMS = [
     "Use pnpm for installs",
@@ -247,3 +251,41 @@ def test_incremental_conflicts_equal_fresh_conflict_findings(
     fresh_doc = open_doc(again, fresh, doc.path, doc.text())
     open_doc(again, fresh, glob.path, glob.text())
     assert analysis.encoded(doc) == fresh.encoded(fresh_doc)
+
+
+async def test_a_large_store_reads_its_claims_in_a_thread_first(server: InProcess) -> None:
+    """Opening a store of many notes does not wait for every note's claims: the first
+    publish has no conflict, the one after the thread has read them has it."""
+    claims_of_key.cache_clear()
+    notes = [f"note number {i} about topic {i}" for i in range(CONFLICT_INLINE_NOTES)]
+    server.workspace.write("project", [*notes, "use pnpm", "never use pnpm"])
+    await server.initialize("emacs")  # a push client
+    uri = server.open(server.workspace.project_store)
+    found = server.ls.document(uri)
+    assert found is not None
+    publishes = server.client.notifications(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    assert not [d for d in publishes[-1]["diagnostics"] if d["code"] == "conflict"]
+    assert not found.state.conflicts_ready
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 10
+    while not found.state.conflicts_ready and loop.time() < deadline:
+        await asyncio.sleep(0.02)
+    last = server.client.notifications(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)[-1]
+    lines = sorted(
+        d["range"]["start"]["line"] for d in last["diagnostics"] if d["code"] == "conflict"
+    )
+    first = 2 + CONFLICT_INLINE_NOTES  # after the header and the blank line
+    assert lines == [first, first + 1]
+    # And from now on a keystroke keeps them up to date (the index exists).
+    doc = found.doc
+    doc.apply_change(Span(first + 1, 2, first + 1, 8), "", "utf-16")  # "never use pnpm" -> "pnpm"
+    assert [f for f in server.ls.analysis.findings(doc) if f.code == "conflict"] == []
+
+
+async def test_a_small_store_has_its_conflicts_in_the_first_publish(server: InProcess) -> None:
+    server.workspace.write("project", ["use pnpm", "never use pnpm"])
+    await server.initialize("emacs")
+    uri = server.open(server.workspace.project_store)
+    first = server.client.notifications(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)[0]
+    assert first["uri"] == uri
+    assert sorted(d["range"]["start"]["line"] for d in first["diagnostics"]) == [2, 3]
