@@ -260,6 +260,10 @@ class ConflictIndex:
         for c in claims:
             self._by_subject.setdefault(c.subject, set()).add(ref)
 
+    def __contains__(self, ref: object) -> bool:
+        """Whether ``ref`` is indexed (a note that makes a claim)."""
+        return ref in self._claims
+
     def remove(self, ref: Hashable) -> None:
         """Forget a note."""
         for c in self._claims.pop(ref, ()):

@@ -119,6 +119,8 @@ class Published:
     """The document's notes (and, for a project store, the global store's) by subject."""
     conf_source: ClaimingNotes | None = None
     """The global store's claiming notes the index holds."""
+    conf_seen: object = None
+    """The :attr:`cross_source` seen when :attr:`conf_source` was last asked for."""
     conf: dict[ConflictPair, list[Finding]] = dataclasses.field(default_factory=dict)
     """Each conflicting pair's findings (on this document's notes only)."""
     conf_by_ref: dict[ConflictRef, set[ConflictPair]] = dataclasses.field(default_factory=dict)
@@ -480,17 +482,37 @@ class Analysis:
             return
         if not self._enabled("conflict") or not state.conflicts_ready:
             return  # (the first pass runs once the claims are read: the index is None)
-        theirs = self.projects.global_claims(info.runtime) if scope == "project" else None
+        theirs: ClaimingNotes | None = None
+        if scope == "project":
+            # The global store's key index, which _cross_all fetched just before, is a new
+            # object exactly when that store changed (both caches are keyed alike): only
+            # then is the claims cache asked (each ask looks at the file or the buffer).
+            seen = pub.cross_source
+            if seen is None or seen is not pub.conf_seen or pub.conf_source is None:
+                pub.conf_seen = seen
+                theirs = self.projects.global_claims(info.runtime)
+            else:
+                theirs = pub.conf_source
         index = pub.conf_index
         changed: set[ConflictRef] = set()
         if index is None or keys is None:
             index = pub.conf_index = ConflictIndex()
             keys = set(doc.key_lines)
         for key in keys:
-            if key in doc.key_lines:
-                index.add(key, key)
-            else:
+            claims = claims_of_key(key)
+            if not claims:
+                continue  # a note that makes no claim is in no pair
+            if key not in doc.key_lines:
                 index.remove(key)
+            elif key not in index:
+                index.add(key, key)
+            elif key not in pub.conf_by_ref and (
+                len(doc.key_lines[key]) < 2 or conflict_subject(claims, claims) is None
+            ):
+                # Indexed already (claims depend on the key alone) and in no pair: a pair
+                # can only come from a note that changed, which is judged itself.
+                continue
+            # Else its findings name a note or line that may have changed.
             changed.add(key)
         if theirs is not pub.conf_source:
             # The global store changed (or this is the first look): only its notes that
