@@ -66,8 +66,8 @@ STALE_AND_CONFLICT_CODES: dict[str, Severity] = {
     code: CODES[code]
     for code in ("stale-path", "stale-script", "instruction-duplicate", "conflict")
 }
-"""SPEC §13's codes: ``check`` and the doctor report them; the language server does
-not yet (its wiring is the next step of issue 13)."""
+"""SPEC §13's codes: ``check`` and the doctor report them; the language server shows
+``conflict`` (the other three: the next step of issue 13)."""
 
 
 class DiagnosticData(TypedDict):

@@ -82,6 +82,16 @@ def _edit_action(
     diagnostic: lsp.Diagnostic | None = None,
 ) -> lsp.CodeAction:
     """A core fix as an LSP code action (a quick fix names its diagnostic)."""
+    if fix.command is not None:
+        # A change to another store: the server's command writes it (SPEC §3), not an edit.
+        argument: dict[str, Any] = {**fix.command.argument, "uri": doc.uri}
+        return lsp.CodeAction(
+            title=fix.title,
+            kind=kind,
+            diagnostics=None if diagnostic is None else [diagnostic],
+            is_preferred=None if diagnostic is None else fix.preferred,
+            command=lsp.Command(title=fix.title, command=fix.command.command, arguments=[argument]),
+        )
     edits = text_edits(doc, fix.edits, ls.analysis.encoding)
     return lsp.CodeAction(
         title=fix.title,
