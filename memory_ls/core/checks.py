@@ -68,7 +68,7 @@ STALE_AND_CONFLICT_CODES: dict[str, Severity] = {
 }
 """SPEC §13's codes: ``check`` and the doctor report them; the language server shows
 ``stale-path``, ``stale-script`` and ``instruction-duplicate`` from its cached picture
-of the project (``server/project_watch.py``)."""
+of the project (``server/project_watch.py``), and ``conflict``."""
 
 
 class DiagnosticData(TypedDict):

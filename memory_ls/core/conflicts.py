@@ -178,11 +178,31 @@ _EMPHASIS_LABEL_RE = re.compile(
 )
 
 
+# Every claim starts with one of these words (see _LEAD_RE): a note without any makes
+# none. Looked for first, because most notes make no claim and an editor opening a store
+# of thousands of notes reads every one.
+_ANY_MARK_RE = re.compile(rf"\b(?:{_NEGATORS}|{_POSITIVES})\b")
+
+
 @functools.lru_cache(maxsize=65536)
 def claims_of_key(key: str) -> tuple[Claim, ...]:
     """The claims of a note, from its near-duplicate key (lowercase, trimmed): cached, so
     an edit reads only the notes it changed."""
     key = key.replace("*", "").replace("__", "")  # emphasis: "**never** use X"
+    if _ANY_MARK_RE.search(key) is None:
+        return ()
+    return read_claims(key)
+
+
+# A note's history, as the quick fix "Merge the two notes" writes it: "never use X (was:
+# use X)" says what to do now, and what it replaced is no claim.
+_HISTORY_RE = re.compile(r"\((?:was|previously|formerly):?\s[^()]*\)")
+
+
+def read_claims(key: str) -> tuple[Claim, ...]:
+    """The claims of a key whose emphasis is removed (:func:`claims_of_key` without its
+    cache and its quick look for a marker word)."""
+    key = _HISTORY_RE.sub(" ", key)
     label = _LABEL_RE.match(key)
     scope: frozenset[str] = frozenset()
     if label is not None:
@@ -240,6 +260,10 @@ class ConflictIndex:
         for c in claims:
             self._by_subject.setdefault(c.subject, set()).add(ref)
 
+    def __contains__(self, ref: object) -> bool:
+        """Whether ``ref`` is indexed (a note that makes a claim)."""
+        return ref in self._claims
+
     def remove(self, ref: Hashable) -> None:
         """Forget a note."""
         for c in self._claims.pop(ref, ()):
@@ -282,9 +306,11 @@ def conflict_severity(data: ConflictData) -> Severity:
     return "warning" if data["scope"] == data["otherScope"] else "information"
 
 
-def _finding(
+def conflict_finding(
     b: Bullet, other: Bullet, scope: Scope, other_scope: Scope, subject: str, path: str | None
 ) -> Finding:
+    """The ``conflict`` finding on ``b`` (of ``scope``) for its pair with ``other`` (of
+    ``other_scope``, in the file ``path``; ``None``: the same file), about ``subject``."""
     if scope == other_scope:
         message = f"Conflicts with the note on line {other.line + 1} about {subject}: {other.note}"
         where = "The conflicting note"
@@ -338,6 +364,6 @@ def conflict_findings(
     for i, b in enumerate(mine):
         for other_ref, subject in index.conflicts_of((scope, i)):
             other, where, path = notes[other_ref]
-            out.append(_finding(b, other, scope, where, subject, path))
+            out.append(conflict_finding(b, other, scope, where, subject, path))
     # Reading order, then the same scope's note before the other's, by line.
     return sorted(out, key=lambda f: (f.line, f.start, f.related[0].path or "", f.related[0].line))

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, Literal, TypeVar, cast, get_args, get_origin, get_type_hints
 
 from memory_ls.core.checks import (
+    ConflictData,
     CrossScopeData,
     DiagnosticData,
     DuplicateData,
@@ -60,15 +61,25 @@ class Selection:
 
 
 @dataclass(frozen=True, slots=True)
+class CommandCall:
+    """A change that is not an edit of this document: a ``memory.*`` command the server
+    runs through the store's safe writer, with its argument (the server adds ``uri``)."""
+
+    command: str
+    argument: dict[str, str]
+
+
+@dataclass(frozen=True, slots=True)
 class Fix:
-    """One code action's change: its title, its edits, and whether to prefer it; or,
-    instead of edits, a range to select for the user to edit (no snippet: the server
-    shows the document with that selection)."""
+    """One code action's change: its title, its edits (or its command), and whether to
+    prefer it; or, instead of edits, a range to select for the user to edit (no snippet:
+    the server shows the document with that selection)."""
 
     title: str
     edits: list[Edit]
     preferred: bool = False
     select: Selection | None = None
+    command: CommandCall | None = None
 
 
 def shorten(text: str, limit: int = 60) -> str:
@@ -150,6 +161,29 @@ def merge_pair(
     if expected_note(lines, line, note) is None or expected_note(lines, first_line, first) is None:
         return []
     return merge_lines(lines, [first_line, line])
+
+
+def conflict_merge_text(earlier: str, later: str) -> str:
+    """Two conflicting notes as one: the later one (a note is appended, so the later is
+    usually the newer decision) with the earlier kept as its history, for the user to
+    reword: ``"Never use pnpm (was: Use pnpm for installs)"``. The claim reader skips a
+    ``(was: …)`` part, so the merged note conflicts with nothing the later one did not."""
+    return normalise(f"{later.rstrip('.')} (was: {earlier.rstrip('.')})")
+
+
+def merge_conflicting(
+    lines: Sequence[str], line: int, note: str, other_line: int, other: str
+) -> list[Edit]:
+    """Replace the earlier of two conflicting notes with :func:`conflict_merge_text` and
+    remove the later one (if both still hold what the data says)."""
+    if line == other_line or note == other:
+        return []
+    if expected_note(lines, line, note) is None or expected_note(lines, other_line, other) is None:
+        return []
+    (first_line, first), (later_line, later) = sorted([(line, note), (other_line, other)])
+    replace = replace_note(lines, first_line, conflict_merge_text(first, later))
+    remove = remove_line(lines, later_line)
+    return [e for e in (replace, remove) if e is not None]
 
 
 def normalise_line(lines: Sequence[str], line: int) -> list[Edit]:
@@ -338,6 +372,34 @@ def _cross_scope(lines: Sequence[str], line: int, data: CrossScopeData) -> list[
     return [Fix(title, remove_duplicate(lines, line, data["note"]))]
 
 
+def _conflict(lines: Sequence[str], line: int, data: ConflictData) -> list[Fix]:
+    """Forget either note, or merge them (inside one store); across scopes, forget this
+    note or, through the ``memory.forget`` command, the other store's."""
+    note, other, other_line = data["note"], data["other"], data["otherLine"]
+    if data["scope"] == data["otherScope"]:
+        earlier, later = (note, other) if line < other_line else (other, note)
+        return [
+            Fix(f"Forget this note: “{shorten(note)}”", remove_duplicate(lines, line, note)),
+            Fix(
+                f"Forget the other note: “{shorten(other)}”",
+                remove_duplicate(lines, other_line, other),
+            ),
+            Fix(
+                f"Merge the two notes: “{shorten(conflict_merge_text(earlier, later))}”",
+                merge_conflicting(lines, line, note, other_line, other),
+            ),
+        ]
+    where = data["otherScope"]
+    forget = CommandCall("memory.forget", {"text": other, "scope": where})
+    return [
+        Fix(
+            f"Forget this note (the {where} note then applies here)",
+            remove_duplicate(lines, line, note),
+        ),
+        Fix(f"Forget the {where} note, in every project: “{shorten(other)}”", [], command=forget),
+    ]
+
+
 def _blank(lines: Sequence[str], line: int, _: NoteData) -> list[Fix]:
     return [Fix("Remove the blank bullet", remove_blank(lines, line), True)]
 
@@ -420,6 +482,7 @@ QUICK_FIXES: dict[str, _QuickFixes[Any]] = {
     "stale-path": _QuickFixes(StalePathData, _stale_path),
     "stale-script": _QuickFixes(StaleScriptData, _stale_script),
     "instruction-duplicate": _QuickFixes(InstructionDuplicateData, _instruction_duplicate),
+    "conflict": _QuickFixes(ConflictData, _conflict),
 }
 """Every code that has quick fixes: the data it reads, and how it makes them."""
 
@@ -439,7 +502,11 @@ def quick_fixes(lines: Sequence[str], code: str, data: object) -> list[Fix] | No
     if header is None or header["code"] != code:
         return None
     found = make(lines, header["line"], data)
-    return None if found is None else [f for f in found if f.edits or f.select is not None]
+    return (
+        None
+        if found is None
+        else [f for f in found if f.edits or f.command is not None or f.select is not None]
+    )
 
 
 def forget_fix(lines: Sequence[str], line: int) -> Fix | None:

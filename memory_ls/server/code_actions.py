@@ -94,12 +94,22 @@ def _edit_action(
     if fix.select is not None:
         sel = fix.select
         where = text_range(doc, sel.line, sel.start, sel.line, sel.end, ls.analysis.encoding)
-        argument = {"uri": doc.uri, "range": CONVERTER.unstructure(where)}
+        shown = {"uri": doc.uri, "range": CONVERTER.unstructure(where)}
         return lsp.CodeAction(
             title=fix.title,
             kind=kind,
             diagnostics=None if diagnostic is None else [diagnostic],
-            command=lsp.Command(title=fix.title, command=REVEAL, arguments=[argument]),
+            command=lsp.Command(title=fix.title, command=REVEAL, arguments=[shown]),
+        )
+    if fix.command is not None:
+        # A change to another store: the server's command writes it (SPEC §3), not an edit.
+        argument: dict[str, Any] = {**fix.command.argument, "uri": doc.uri}
+        return lsp.CodeAction(
+            title=fix.title,
+            kind=kind,
+            diagnostics=None if diagnostic is None else [diagnostic],
+            is_preferred=None if diagnostic is None else fix.preferred,
+            command=lsp.Command(title=fix.title, command=fix.command.command, arguments=[argument]),
         )
     edits = text_edits(doc, fix.edits, ls.analysis.encoding)
     return lsp.CodeAction(

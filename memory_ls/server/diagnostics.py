@@ -15,7 +15,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from memory_ls.core.checks import (
-    CODES,
     FileContext,
     Finding,
     cross_scope_findings,
@@ -25,6 +24,13 @@ from memory_ls.core.checks import (
     sort_findings,
     wire_data,
 )
+from memory_ls.core.conflicts import (
+    ConflictIndex,
+    claims_of_key,
+    conflict_finding,
+    conflict_subject,
+)
+from memory_ls.core.models import Scope
 from memory_ls.core.similar import pair_finding, similar_pairs, similar_to
 from memory_ls.core.text import MAX_STORE_BYTES
 from memory_ls.server import review
@@ -32,7 +38,7 @@ from memory_ls.server.documents import MemoryDocument
 from memory_ls.server.positions import to_client
 from memory_ls.server.project_watch import STALE_CODES, ProjectFiles
 from memory_ls.server.uris import uri_of_path
-from memory_ls.server.workspace import DocumentInfo, Projects
+from memory_ls.server.workspace import ClaimingNotes, DocumentInfo, Projects
 from memory_ls.store.facts import memory_file_facts
 
 SOURCE = "memory"
@@ -67,6 +73,13 @@ def disk_facts(doc: MemoryDocument) -> DiskFacts:
 
 Pair = tuple[str, str]
 """A ``similar`` pair: two keys, the smaller first."""
+
+ConflictRef = str | tuple[str, str]
+"""A note in a document's conflict index: its key, or ``("global", key)`` for a note of
+the global store (compared with a project document)."""
+ConflictPair = tuple[ConflictRef, ConflictRef]
+"""Two refs that conflict: two keys (the smaller first; the same key twice for the
+copies of a note that contradicts itself), or a key and a global note's ref."""
 
 
 @dataclasses.dataclass(slots=True)
@@ -108,6 +121,17 @@ class Published:
     st: dict[str, list[Finding]] = dataclasses.field(default_factory=dict)
     """Key -> the findings on its notes."""
     st_at: dict[int, list[Finding]] = dataclasses.field(default_factory=dict)
+    # -- conflict (SPEC §13), kept apart: the index and the findings of each pair ---------
+    conf_index: ConflictIndex | None = None
+    """The document's notes (and, for a project store, the global store's) by subject."""
+    conf_source: ClaimingNotes | None = None
+    """The global store's claiming notes the index holds."""
+    conf_seen: object = None
+    """The :attr:`cross_source` seen when :attr:`conf_source` was last asked for."""
+    conf: dict[ConflictPair, list[Finding]] = dataclasses.field(default_factory=dict)
+    """Each conflicting pair's findings (on this document's notes only)."""
+    conf_by_ref: dict[ConflictRef, set[ConflictPair]] = dataclasses.field(default_factory=dict)
+    conf_at: dict[int, list[Finding]] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass(slots=True)
@@ -130,6 +154,9 @@ class DocState:
     result_id: int = 0
     behind: list[str] = dataclasses.field(default_factory=list)
     """``buffer-behind-file`` messages: changes commands wrote that the buffer lacks."""
+    conflicts_ready: bool = True
+    """False while a large store's claims are first read in a thread (no ``conflict``
+    findings until then; :func:`memory_ls.server.background.start_conflicts`)."""
 
     def set_similar(self, pairs: dict[Pair, float]) -> None:
         """Replace every ``similar`` pair (after a full pass)."""
@@ -193,6 +220,8 @@ class Analysis:
         found.extend(pub.sim.values())
         for st_found in pub.st_at.values():
             found.extend(st_found)
+        for on_line in pub.conf_at.values():
+            found.extend(on_line)
         return sort_findings(found)
 
     def items(self, doc: MemoryDocument) -> list[Json]:
@@ -230,6 +259,7 @@ class Analysis:
             self._not_injected(doc, state, pub, set(), dirty)
             self._similar_all(doc, state, pub, dirty)
             self._stale(doc, state, pub, dirty)
+            self._conflicts(doc, state, pub, dirty)
         else:
             moved, doc.moved_from = doc.moved_from, None
             touched, doc.dirty_lines = doc.dirty_lines, set()
@@ -257,6 +287,7 @@ class Analysis:
                 for pair in changed:
                     self._pair(doc, state, pub, pair, dirty)
             self._stale(doc, state, pub, dirty, keys)
+            self._conflicts(doc, state, pub, dirty, keys)
         for line in dirty:
             self._bucket(doc, pub, line)
         return pub
@@ -439,6 +470,168 @@ class Analysis:
         pub.sim_at.setdefault(f.line, {})[pair] = f
         dirty.add(f.line)
 
+    # -- conflict (SPEC §13) -------------------------------------------------------
+
+    def _conflicts(
+        self,
+        doc: MemoryDocument,
+        state: DocState,
+        pub: Published,
+        dirty: set[int],
+        keys: set[str] | None = None,
+    ) -> None:
+        """``conflict`` findings: of the pairs touching ``keys`` (or the global store's
+        notes that changed), or of every pair when ``keys`` is ``None`` (a fresh start).
+
+        As ``check`` computes them (:func:`memory_ls.core.conflicts.conflict_findings`):
+        inside the store on both notes, and for a project store on its note of a pair
+        with a global note. A keystroke re-reads only the edited notes' claims and
+        re-judges only the pairs touching them (the index finds the notes about the
+        same subjects); nothing here walks every note unless it starts afresh.
+        """
+        info = state.info
+        scope = info.scope
+        if scope is None or info.runtime.store_refusal(scope) is not None:
+            return
+        if not self._enabled("conflict") or not state.conflicts_ready:
+            return  # (the first pass runs once the claims are read: the index is None)
+        theirs: ClaimingNotes | None = None
+        if scope == "project":
+            # The global store's key index, which _cross_all fetched just before, is a new
+            # object exactly when that store changed (both caches are keyed alike): only
+            # then is the claims cache asked (each ask looks at the file or the buffer).
+            seen = pub.cross_source
+            if seen is None or seen is not pub.conf_seen or pub.conf_source is None:
+                pub.conf_seen = seen
+                theirs = self.projects.global_claims(info.runtime)
+            else:
+                theirs = pub.conf_source
+        index = pub.conf_index
+        changed: set[ConflictRef] = set()
+        if index is None or keys is None:
+            index = pub.conf_index = ConflictIndex()
+            keys = set(doc.key_lines)
+        for key in keys:
+            claims = claims_of_key(key)
+            if not claims:
+                continue  # a note that makes no claim is in no pair
+            if key not in doc.key_lines:
+                index.remove(key)
+            elif key not in index:
+                index.add(key, key)
+            elif key not in pub.conf_by_ref and (
+                len(doc.key_lines[key]) < 2 or conflict_subject(claims, claims) is None
+            ):
+                # Indexed already (claims depend on the key alone) and in no pair: a pair
+                # can only come from a note that changed, which is judged itself.
+                continue
+            # Else its findings name a note or line that may have changed.
+            changed.add(key)
+        if theirs is not pub.conf_source:
+            # The global store changed (or this is the first look): only its notes that
+            # came, went or moved are indexed again.
+            old = pub.conf_source.by_key if pub.conf_source is not None else {}
+            new = theirs.by_key if theirs is not None else {}
+            for key in old.keys() | new.keys():
+                if old.get(key) != new.get(key):
+                    ref: ConflictRef = ("global", key)
+                    if key in new:
+                        index.add(ref, key)
+                    else:
+                        index.remove(ref)
+                    changed.add(ref)
+            pub.conf_source = theirs
+        for ref in changed:
+            for pair in list(pub.conf_by_ref.get(ref, ())):
+                self._drop_conflict(pub, pair, dirty)
+        for ref in changed:
+            for other, _ in index.conflicts_of(ref):
+                assert isinstance(other, str | tuple)
+                if isinstance(ref, str):
+                    self._add_conflict(doc, pub, scope, _conflict_pair(ref, other), dirty)
+                elif isinstance(other, str):
+                    self._add_conflict(doc, pub, scope, _conflict_pair(other, ref), dirty)
+            if isinstance(ref, str) and len(doc.key_lines.get(ref, ())) > 1:
+                claims = claims_of_key(ref)
+                if conflict_subject(claims, claims) is not None:
+                    # Copies of a note that says both: each conflicts with the others.
+                    self._add_conflict(doc, pub, scope, (ref, ref), dirty)
+
+    def _add_conflict(
+        self,
+        doc: MemoryDocument,
+        pub: Published,
+        scope: Scope,
+        pair: ConflictPair,
+        dirty: set[int],
+    ) -> None:
+        """The findings of one conflicting pair (unless already made this time)."""
+        if pair in pub.conf:
+            return
+        mine, other = pair
+        assert isinstance(mine, str)
+        claims = claims_of_key(mine)
+        found: list[Finding] = []
+        xs = doc.bullets_for((mine,))
+        if isinstance(other, tuple):
+            source = pub.conf_source
+            assert source is not None
+            subject = conflict_subject(claims, claims_of_key(other[1]))
+            if subject is not None:
+                found = [
+                    conflict_finding(x, y, scope, "global", subject, source.path)
+                    for x in xs
+                    for y in source.by_key.get(other[1], ())
+                ]
+        elif other == mine:
+            subject = conflict_subject(claims, claims)
+            if subject is not None:
+                found = [
+                    conflict_finding(x, y, scope, scope, subject, None)
+                    for x in xs
+                    for y in xs
+                    if x.line != y.line
+                ]
+        else:
+            theirs = claims_of_key(other)
+            ys = doc.bullets_for((other,))
+            ours_first, theirs_first = (
+                conflict_subject(claims, theirs),
+                conflict_subject(theirs, claims),
+            )
+            if ours_first is not None and theirs_first is not None:
+                found = [
+                    conflict_finding(x, y, scope, scope, ours_first, None) for x in xs for y in ys
+                ]
+                found.extend(
+                    conflict_finding(y, x, scope, scope, theirs_first, None) for y in ys for x in xs
+                )
+        pub.conf[pair] = found
+        for ref in pair:
+            pub.conf_by_ref.setdefault(ref, set()).add(pair)
+        for f in found:
+            pub.conf_at.setdefault(f.line, []).append(f)
+            dirty.add(f.line)
+
+    @staticmethod
+    def _drop_conflict(pub: Published, pair: ConflictPair, dirty: set[int]) -> None:
+        """Forget one pair's findings (by identity: their lines may have moved since)."""
+        for f in pub.conf.pop(pair, ()):
+            at = pub.conf_at.get(f.line)
+            if at is not None:
+                kept = [g for g in at if g is not f]
+                if kept:
+                    pub.conf_at[f.line] = kept
+                else:
+                    del pub.conf_at[f.line]
+            dirty.add(f.line)
+        for ref in pair:
+            pairs = pub.conf_by_ref.get(ref)
+            if pairs is not None:
+                pairs.discard(pair)
+                if not pairs:
+                    del pub.conf_by_ref[ref]
+
     def _bucket(self, doc: MemoryDocument, pub: Published, line: int) -> None:
         """Encode the diagnostics on ``line`` again (its findings or its text changed)."""
         found: list[Finding] = []
@@ -452,10 +645,13 @@ class Analysis:
         if sim:
             found.extend(sim.values())
         found.extend(pub.st_at.get(line, ()))
+        found.extend(pub.conf_at.get(line, ()))
         overrides: Mapping[str, str] = self.projects.settings.severity
         encoded: list[tuple[int, str, bytes]] = []
         for f in found:
-            level = overrides.get(f.code) or CODES[f.code]
+            # The finding's own default (a conflict across scopes is Information, SPEC §13);
+            # the user's memoryLs.severity wins over it.
+            level = overrides.get(f.code) or f.severity
             if level == "off":
                 continue
             item = self.diagnostic(doc, f, SEVERITY_NUMBER[level])
@@ -637,6 +833,14 @@ def _uri(path: str) -> str:
 
 def _line_range(line: int) -> Json:
     return {"start": {"line": line, "character": 0}, "end": {"line": line, "character": 0}}
+
+
+def _conflict_pair(mine: str, other: object) -> ConflictPair:
+    """The pair of a document key and another ref, in its one order."""
+    if isinstance(other, str):
+        return (mine, other) if mine <= other else (other, mine)
+    assert isinstance(other, tuple)
+    return (mine, (str(other[0]), str(other[1])))
 
 
 def _dedupe_pairs(pairs: dict[Pair, float]) -> dict[Pair, float]:

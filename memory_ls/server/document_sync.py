@@ -136,6 +136,7 @@ def did_open(ls: MemoryServer, params: lsp.DidOpenTextDocumentParams) -> None:
         return
     doc = MemoryDocument(item.uri, path, item.text, item.version)
     ls.track(doc, DocState(info, disk_facts(doc)))
+    background.start_conflicts(ls, doc)  # a large store's claims: read in a thread first
     publishing.publish(ls, doc, always=True)
     background.start_similar(ls, doc)
     project_watch.opened(ls, doc, info)  # SPEC §13: the project's files, in the background

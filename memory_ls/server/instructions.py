@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any
 from lsprotocol import types as lsp
 
 from memory_ls.core.bridges import INSTRUCTION_FILES, export_stale_finding
-from memory_ls.core.checks import CODES
 from memory_ls.server import publishing
 from memory_ls.server.diagnostics import SEVERITY_NUMBER
 from memory_ls.server.documents import MemoryDocument, Span
@@ -48,13 +47,15 @@ class InstructionFiles:
 
 def items(ls: MemoryServer, doc: MemoryDocument) -> list[Json]:
     """The document's diagnostics: ``export-stale`` or nothing."""
-    level = ls.projects.settings.severity.get(CODE) or CODES[CODE]
-    if level == "off":
+    override = ls.projects.settings.severity.get(CODE)
+    if override == "off":
         return []
     runtime = ls.projects.runtime_for_uri_path(doc.path)
     finding = export_stale_finding(doc.lines, doc.eol, runtime.plan().body)
     if finding is None:
         return []
+    # As for memory documents: the finding's own default, the user's level over it.
+    level = override or finding.severity
     return [ls.analysis.diagnostic(doc, finding, SEVERITY_NUMBER[level])]
 
 

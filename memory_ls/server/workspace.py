@@ -6,9 +6,10 @@ a command's ``uri`` picks one, the first folder is the default. The client's
 decided by ``trust.json`` and its resources, as the CLI decides it (SPEC §4). A
 document is a memory document when its path is the global store or ends in
 ``/.pi/memory.md``; the store layer decides which (:func:`classify_store_path`).
-Other-scope key indexes and one recall plan per project are cached here, keyed
-on what they depend on, so an edit does not re-read files (each
-:class:`MemoryRuntime` caches its own trust, configuration and store reads).
+Other-scope key indexes, the global store's claiming notes (for ``conflict``) and
+one recall plan per project are cached here, keyed on what they depend on, so an
+edit does not re-read files (each :class:`MemoryRuntime` caches its own trust,
+configuration and store reads).
 """
 
 from __future__ import annotations
@@ -18,7 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from memory_ls.core.checks import key_index
+from memory_ls.core.conflicts import claims_of_key
 from memory_ls.core.models import Scope, other_scope
+from memory_ls.core.notes import Bullet
 from memory_ls.core.recall import RecallPlan, incremental_plan, recall_plan
 from memory_ls.server.documents import MemoryDocument
 from memory_ls.server.settings import Settings
@@ -57,6 +60,16 @@ class DocumentInfo:
     real_store: str | None = None
 
 
+@dataclass(frozen=True, slots=True, eq=False)
+class ClaimingNotes:
+    """The global store's notes that make a claim (SPEC §13 ``conflict``), by key, and
+    the store's path: what a project document's conflicts across scopes compare with.
+    A new object whenever the store changed (callers compare by identity)."""
+
+    by_key: dict[str, tuple[Bullet, ...]]
+    path: str
+
+
 class Projects:
     """Every project the server knows, the open documents, and cached facts about both."""
 
@@ -67,6 +80,7 @@ class Projects:
         self.documents: dict[str, MemoryDocument] = {}
         self.by_path: dict[str, MemoryDocument] = {}
         self._keys: dict[tuple[str, Scope], tuple[object, dict[str, str]]] = {}
+        self._claiming: dict[str, tuple[object, ClaimingNotes]] = {}
         self._plans: dict[Path, tuple[RecallPlan, int]] = {}
         """Per project root: its last plan and that plan's decision id."""
         self._decisions = 0
@@ -86,6 +100,7 @@ class Projects:
     def invalidate(self) -> None:
         """Forget cached key indexes and plans (runtimes re-check their own stamps)."""
         self._keys.clear()
+        self._claiming.clear()
         self._plans.clear()
         for runtime in self.runtimes.values():
             # A watcher may see what no stamp shows (an edit that kept size and mtime).
@@ -241,6 +256,37 @@ class Projects:
             keys = key_index(view.parsed.bullets) if view.readable else {}
         self._keys[cache_key] = (version, keys)
         return keys
+
+    def global_claims(self, runtime: MemoryRuntime) -> ClaimingNotes:
+        """The global store's notes that make a claim, as the editor shows them (its buffer
+        when open, else the file), cached until that store changes.
+
+        Only the global store is ever compared across scopes (SPEC §13: the finding is
+        on the project note), so no untrusted project note reaches this cache.
+        """
+        doc = self.open_store(runtime, "global")
+        path = str(runtime.paths["global"])
+        version: object
+        if doc is not None:
+            version = (id(doc), doc.notes_version)
+        else:
+            view = runtime.view("global")
+            version = (view.file.stamp, view.readable)
+        cached = self._claiming.get(path)
+        if cached is not None and cached[0] == version:
+            return cached[1]
+        if doc is not None:
+            bullets = doc.note_bullets()
+        else:
+            view = runtime.view("global")
+            bullets = view.parsed.bullets
+        by_key: dict[str, list[Bullet]] = {}
+        for b in bullets:
+            if not b.blank and claims_of_key(b.key):
+                by_key.setdefault(b.key, []).append(b)
+        claiming = ClaimingNotes({k: tuple(v) for k, v in by_key.items()}, path)
+        self._claiming[path] = (version, claiming)
+        return claiming
 
     def plan(self, runtime: MemoryRuntime) -> tuple[RecallPlan, int]:
         """The recall plan over both stores as the editor shows them, and its decision id.

@@ -477,3 +477,59 @@ async def test_edit_the_note_only_where_the_client_can_show_it(
         ),
     )
     assert actions is not None and [a.title for a in actions] == titles
+
+
+CONFLICTING = HEADER + (
+    "- Use pnpm for installs\n"  # 2
+    "- keep it short\n"  # 3
+    "- Never use pnpm for installs.\n"  # 4: conflicts with 2
+    "- use tabs\n"  # 5: conflicts with the global note
+)
+
+
+async def test_quick_fixes_for_a_conflict(serve: Any) -> None:
+    s = serve(CONFLICTING, HEADER + "- Never use tabs\n")
+    diags = {d.range.start.line: d for d in s.diagnostics("conflict")}
+    warning, information = lsp.DiagnosticSeverity.Warning, lsp.DiagnosticSeverity.Information
+    assert {line: d.severity for line, d in diags.items()} == {
+        2: warning,
+        4: warning,
+        5: information,
+    }
+    assert diags[2].data == {
+        "code": "conflict",
+        "line": 2,
+        "note": "Use pnpm for installs",
+        "other": "Never use pnpm for installs.",
+        "otherLine": 4,
+        "scope": "project",
+        "otherScope": "project",
+        "subject": "pnpm",
+    }
+    acts = s.actions(2, diagnostics=[diags[2]], only=["quickfix"])
+    assert _titles(acts) == [
+        ("Forget this note: “Use pnpm for installs”", "quickfix", False),
+        ("Forget the other note: “Never use pnpm for installs.”", "quickfix", False),
+        (
+            "Merge the two notes: “Never use pnpm for installs (was: Use pnpm for installs)”",
+            "quickfix",
+            False,
+        ),
+    ]
+    assert [_notes(s.applied(a)) for a in acts] == [
+        ["keep it short", "Never use pnpm for installs.", "use tabs"],
+        ["Use pnpm for installs", "keep it short", "use tabs"],
+        ["Never use pnpm for installs (was: Use pnpm for installs)", "keep it short", "use tabs"],
+    ]
+    acts = s.actions(5, diagnostics=[diags[5]], only=["quickfix"])
+    assert _titles(acts) == [
+        ("Forget this note (the global note then applies here)", "quickfix", False),
+        ("Forget the global note, in every project: “Never use tabs”", "quickfix", False),
+    ]
+    assert _notes(s.applied(acts[0]))[-1] == "Never use pnpm for installs."
+    # The global store is another file: the server's command writes it, not an edit.
+    assert acts[1].edit is None and acts[1].command is not None
+    assert acts[1].command.command == "memory.forget"
+    assert acts[1].command.arguments == [
+        {"text": "Never use tabs", "scope": "global", "uri": s.uri}
+    ]

@@ -18,10 +18,12 @@ from hypothesis import strategies as st
 from memory_ls.core.conflicts import (
     Claim,
     ConflictIndex,
+    claims_of_key,
     conflict_findings,
     conflict_severity,
     note_claims,
     notes_conflict,
+    read_claims,
 )
 from memory_ls.core.notes import parse_lines
 from memory_ls.core.text import near_duplicate_key
@@ -195,3 +197,27 @@ def test_findings_in_one_scope_and_across() -> None:
 def test_claims_never_crash(text: str) -> None:
     for claim in note_claims(text):
         assert claim.subject and claim.subject == claim.subject.strip()
+
+
+MARKED_TEXT = st.lists(
+    st.sampled_from(
+        [*"`,.;:()—-_*' ", "use", "never", "don't", "no", "uses", "avoid", "x", "é", "😀", "always"]
+    ),
+    max_size=30,
+).map("".join)
+
+
+@settings(max_examples=500, deadline=None)
+@given(MARKED_TEXT)
+def test_the_quick_look_for_a_marker_never_changes_the_claims(text: str) -> None:
+    """``claims_of_key`` skips a note without a marker word; reading it in full finds
+    nothing either (the quick look is only a shortcut)."""
+    key = near_duplicate_key(text)
+    assert claims_of_key(key) == read_claims(key.replace("*", "").replace("__", ""))
+
+
+def test_the_quick_look_on_the_corpus() -> None:
+    for row in load_corpus():
+        for note in (str(row["a"]), str(row["b"])):
+            key = near_duplicate_key(note)
+            assert claims_of_key(key) == read_claims(key.replace("*", "").replace("__", ""))

@@ -17,7 +17,8 @@ from memory_ls.core.checks import (
     file_findings,
     wire_data,
 )
-from memory_ls.core.fixes import Fix, quick_fixes, read_data
+from memory_ls.core.conflicts import conflict_findings, notes_conflict
+from memory_ls.core.fixes import Fix, quick_fixes, read_data, shorten
 from memory_ls.core.notes import parse
 from memory_ls.core.similar import similar_findings
 
@@ -59,14 +60,16 @@ def test_every_fixable_finding_reads_its_own_wire_data() -> None:
     found += similar_findings(parsed.bullets, 85)
     fixable = [f for f in found if f.code in fixes.QUICK_FIXES]
     # cross-scope-duplicate needs the other store; export-stale is on an instruction
-    # file (tests/unit/test_bridges.py reads its wire data back); SPEC §13's codes need
-    # the project's files (test_stale_fixes_read_their_own_wire_data).
+    # file (tests/unit/test_bridges.py reads its wire data back); SPEC §13's stale codes
+    # need the project's files (test_stale_fixes_read_their_own_wire_data), conflict
+    # needs notes that disagree (test_conflict_fixes_read_their_own_wire_data).
     assert {f.code for f in fixable} == set(fixes.QUICK_FIXES) - {
         "cross-scope-duplicate",
         "export-stale",
         "stale-path",
         "stale-script",
         "instruction-duplicate",
+        "conflict",
     }
     for f in fixable:
         offered = quick_fixes(LINES, f.code, wire_data(f))
@@ -296,3 +299,75 @@ def test_stale_fixes_read_their_own_wire_data() -> None:
             assert select is not None and select.line == f.line and select.start <= f.start
             line = STALE_LINES[f.line]
             assert line[select.start : select.end] == line[f.start : f.end]
+
+
+# -- conflict (SPEC §13) --------------------------------------------------------------------
+
+CONFLICTS = parse("- Use pnpm for installs\n- keep it short\n- Never use pnpm for installs.")
+ACROSS = parse("- use tabs")
+GLOBAL_NOTES = parse("- Never use tabs\n").bullets
+MERGED = "- Never use pnpm for installs (was: Use pnpm for installs)"
+
+
+def test_conflict_fixes_read_their_own_wire_data() -> None:
+    inside = conflict_findings(CONFLICTS.bullets, "project")
+    across = conflict_findings(ACROSS.bullets, "project", GLOBAL_NOTES, "/g.md")
+    assert len(inside) == 2 and len(across) == 1
+    for lines, found in ((CONFLICTS.lines, inside), (ACROSS.lines, across)):
+        for f in found:
+            assert quick_fixes(lines, "conflict", wire_data(f)), f
+
+
+def test_conflict_fixes_inside_one_store() -> None:
+    lines = CONFLICTS.lines
+    first, later = conflict_findings(CONFLICTS.bullets, "project")
+    assert (first.line, later.line) == (0, 2)
+    without_first = "\n".join(lines[1:])
+    without_later = "\n".join(lines[:2])
+    merged = f"{MERGED}\n{lines[1]}"
+    found = quick_fixes(lines, "conflict", wire_data(first)) or []
+    assert [(f.title, f.preferred, fixes.apply_edits(lines, f.edits)) for f in found] == [
+        ("Forget this note: “Use pnpm for installs”", False, without_first),
+        ("Forget the other note: “Never use pnpm for installs.”", False, without_later),
+        (f"Merge the two notes: “{shorten(MERGED[2:])}”", False, merged),
+    ]
+    # From the other note's diagnostic: the same merge (the later note wins either way).
+    again = quick_fixes(lines, "conflict", wire_data(later)) or []
+    assert [fixes.apply_edits(lines, f.edits) for f in again] == [
+        without_later,
+        without_first,
+        merged,
+    ]
+
+
+def test_a_merged_conflict_conflicts_with_nothing_its_winner_did_not() -> None:
+    merged = fixes.conflict_merge_text("Use pnpm for installs", "Never use pnpm for installs.")
+    assert merged == MERGED[2:]
+    assert notes_conflict(merged, "Never use pnpm for installs") is None
+    assert notes_conflict(merged, "Use pnpm for installs") == "pnpm"
+
+
+def test_conflict_fixes_across_scopes() -> None:
+    lines = ACROSS.lines
+    (f,) = conflict_findings(ACROSS.bullets, "project", GLOBAL_NOTES, "/g.md")
+    found = quick_fixes(lines, "conflict", wire_data(f)) or []
+    assert [(x.title, x.edits, x.command) for x in found] == [
+        (
+            "Forget this note (the global note then applies here)",
+            [fixes.Edit(0, 0, 0, len(lines[0]), "")],
+            None,
+        ),
+        (
+            "Forget the global note, in every project: “Never use tabs”",
+            [],
+            fixes.CommandCall("memory.forget", {"text": "Never use tabs", "scope": "global"}),
+        ),
+    ]
+
+
+def test_conflict_fixes_of_stale_data() -> None:
+    first, _ = conflict_findings(CONFLICTS.bullets, "project")
+    moved = ["- keep it short", *CONFLICTS.lines]  # both notes one line further down
+    assert quick_fixes(moved, "conflict", wire_data(first)) == []
+    bad = {**wire_data(first), "otherScope": "elsewhere"}
+    assert quick_fixes(CONFLICTS.lines, "conflict", bad) is None

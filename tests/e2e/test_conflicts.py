@@ -1,0 +1,147 @@
+"""``conflict`` in the editor (SPEC §13), end to end: the real server over stdio.
+
+Inside one store a Warning on both notes, with related information pointing at the other
+one; editing a note to agree removes both; across scopes an Information on the project
+note only; each quick fix works when applied; ``memoryLs.severity`` re-levels or hides it.
+"""
+
+from __future__ import annotations
+
+import pytest
+from lsprotocol import types as lsp
+
+from tests.conftest import store_text
+
+from .conftest import PRESETS, apply_text_edits, code_actions, command_of, edits_for, uri_of
+
+WARNING, INFORMATION = lsp.DiagnosticSeverity.Warning, lsp.DiagnosticSeverity.Information
+NOTES = ["Use pnpm for installs", "keep commits small", "Never use pnpm for installs."]
+"""Lines 2-4 of the project store: 2 and 4 disagree."""
+
+
+def conflicts(ds: list[lsp.Diagnostic]) -> dict[int, lsp.Diagnostic]:
+    return {d.range.start.line: d for d in ds if d.code == "conflict"}
+
+
+def has_conflicts(*lines: int):
+    return lambda ds: sorted(conflicts(ds)) == sorted(lines)
+
+
+def notes_of(text: str) -> list[str]:
+    return [line[2:] for line in text.splitlines() if line.startswith("- ")]
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+async def test_a_conflict_in_one_store_is_a_warning_on_both_notes(start, workspace, preset):
+    workspace.write("project", NOTES)
+    s = await start(preset)
+    uri = s.open(workspace.project_store)
+    found = conflicts(await s.wait_for(uri, has_conflicts(2, 4)))
+    assert {line: d.severity for line, d in found.items()} == {2: WARNING, 4: WARNING}
+    assert found[2].source == "memory"
+    assert found[2].message.startswith("Conflicts with the note on line 5 about pnpm")
+    assert found[4].data["otherLine"] == 2
+    td = s.client.capabilities.text_document
+    related = (td.diagnostic if s.pull else td.publish_diagnostics).related_information
+    if related:  # only for clients that declare relatedInformation
+        for line, other in ((2, 4), (4, 2)):
+            (info,) = found[line].related_information or []
+            assert info.location.uri == uri and info.location.range.start.line == other
+    # Editing the later note to agree removes both diagnostics.
+    line = s.buffers[uri].split("\n")[4]
+    s.edit(
+        uri,
+        [lsp.TextEdit(lsp.Range(lsp.Position(4, 2), lsp.Position(4, len(line))), "Use pnpm")],
+    )
+    await s.wait_for(uri, has_conflicts())
+
+
+async def test_a_conflict_across_scopes_is_information_on_the_project_note_only(start, workspace):
+    workspace.write("global", ["Never use tabs", "keep it short"])
+    workspace.write("project", ["use tabs", "keep commits small"])
+    s = await start("visual-studio-code")
+    project = s.open(workspace.project_store)
+    glob = s.open(workspace.global_store)
+    (d,) = conflicts(await s.wait_for(project, has_conflicts(2))).values()
+    assert d.severity == INFORMATION
+    assert "global note about tabs" in d.message and "the project note wins" in d.message
+    (info,) = d.related_information or []
+    assert info.location.uri == uri_of(workspace.global_store)
+    assert info.location.range.start.line == 2
+    assert conflicts(await s.diagnostics(glob)) == {}
+    # The global note changes in its buffer: the project note follows.
+    s.edit(glob, [lsp.TextEdit(lsp.Range(lsp.Position(2, 2), lsp.Position(2, 11)), "Avoid")])
+    (d,) = conflicts(await s.wait_for(project, lambda ds: "Avoid tabs" in str(ds))).values()
+    assert d.data["other"] == "Avoid tabs"
+    s.edit(glob, [lsp.TextEdit(lsp.Range(lsp.Position(2, 2), lsp.Position(2, 7)), "Use")])
+    await s.wait_for(project, has_conflicts())
+
+
+@pytest.mark.parametrize("index", [0, 1, 2])
+async def test_each_quick_fix_in_one_store(start, workspace, index):
+    workspace.write("project", NOTES)
+    s = await start("visual-studio-code")
+    uri = s.open(workspace.project_store)
+    found = conflicts(await s.wait_for(uri, has_conflicts(2, 4)))
+    actions = await code_actions(s, uri, 2, only=["quickfix"], diagnostics=[found[2]])
+    actions = [a for a in actions if isinstance(a, lsp.CodeAction) and a.edit is not None]
+    assert [a.title.split(":")[0] for a in actions] == [
+        "Forget this note",
+        "Forget the other note",
+        "Merge the two notes",
+    ]
+    s.edit(uri, edits_for(actions[index].edit, uri))
+    assert (
+        notes_of(s.buffers[uri])
+        == [
+            ["keep commits small", "Never use pnpm for installs."],
+            ["Use pnpm for installs", "keep commits small"],
+            ["Never use pnpm for installs (was: Use pnpm for installs)", "keep commits small"],
+        ][index]
+    )
+    await s.wait_for(uri, has_conflicts())
+
+
+async def test_quick_fixes_across_scopes(start, workspace):
+    workspace.write("global", ["Never use tabs", "keep it short"])
+    workspace.write("project", ["use tabs", "keep commits small"])
+    s = await start("visual-studio-code")
+    uri = s.open(workspace.project_store)
+    (d,) = conflicts(await s.wait_for(uri, has_conflicts(2))).values()
+    actions = await code_actions(s, uri, 2, only=["quickfix"], diagnostics=[d])
+    titles = [a.title for a in actions]
+    assert titles == [
+        "Forget this note (the global note then applies here)",
+        "Forget the global note, in every project: “Never use tabs”",
+    ]
+    forget_here = actions[0]
+    assert isinstance(forget_here, lsp.CodeAction) and forget_here.edit is not None
+    after = apply_text_edits(s.buffers[uri], edits_for(forget_here.edit, uri), s.encoding)
+    assert notes_of(after) == ["keep commits small"]  # (not applied: the command goes next)
+    # Forgetting the global note runs the server's command (the safe writer).
+    cmd = command_of(actions[1])
+    assert cmd["command"] == "memory.forget"
+    result = await s.command(cmd["command"], cmd["arguments"][0])
+    assert "error" not in result, result
+    assert result["global"] == ["keep it short"]
+    assert notes_of(workspace.text("global")) == ["keep it short"]
+    await s.wait_for(uri, has_conflicts())
+
+
+async def test_severity_override_and_off(start, workspace):
+    workspace.write("global", ["Never use tabs"])
+    workspace.write("project", [*NOTES, "use tabs"])
+    s = await start("visual-studio-code", init_options={"severity": {"conflict": "error"}})
+    uri = s.open(workspace.project_store)
+    found = conflicts(await s.wait_for(uri, has_conflicts(2, 4, 5)))
+    # The user's level wins over both defaults (Warning inside, Information across).
+    assert {d.severity for d in found.values()} == {lsp.DiagnosticSeverity.Error}
+    s.client.set_configuration({"severity": {"conflict": "off"}}, section="memoryLs")
+    s.client.workspace_did_change_configuration(lsp.DidChangeConfigurationParams(settings=None))
+    found = await s.wait_for(uri, has_conflicts())
+    assert found == [] or all(d.code != "conflict" for d in found)
+    s.client.set_configuration({"severity": {"conflict": "hint"}}, section="memoryLs")
+    s.client.workspace_did_change_configuration(lsp.DidChangeConfigurationParams(settings=None))
+    found = conflicts(await s.wait_for(uri, has_conflicts(2, 4, 5)))
+    assert {d.severity for d in found.values()} == {lsp.DiagnosticSeverity.Hint}
+    assert store_text(*NOTES, "use tabs") == workspace.text("project")  # nothing was written
