@@ -286,7 +286,7 @@ class Analysis:
                     changed |= state.similar_by_key.get(key, set())
                 for pair in changed:
                     self._pair(doc, state, pub, pair, dirty)
-            self._stale(doc, state, pub, dirty, keys)
+            self._stale(doc, state, pub, dirty, keys, moved)
             self._conflicts(doc, state, pub, dirty, keys)
         for line in dirty:
             self._bucket(doc, pub, line)
@@ -679,9 +679,12 @@ class Analysis:
         pub: Published,
         dirty: set[int],
         keys: set[str] | None = None,
+        moved: int | None = None,
     ) -> None:
         """``stale-path``, ``stale-script`` and ``instruction-duplicate`` (SPEC §13): the
-        notes of ``keys`` judged again, or every note when the project's files changed.
+        notes of ``keys`` judged again, or every note when the project's files changed,
+        or, when lines moved, the notes from ``moved`` on (every line an edit changed
+        is there: the document moves ``moved`` back over earlier edits).
 
         The judge answers from what it cached of the tree and the instruction files
         (``project_watch.py``); a note it has not seen costs a few regular expressions
@@ -708,6 +711,24 @@ class Analysis:
                     pub.st.setdefault(b.key, []).extend(found)
                     pub.st_at.setdefault(b.line, []).extend(found)
                     dirty.add(b.line)
+            return
+        if moved is not None:
+            # One pass over the lines from `moved` on: cheaper than thousands of keys.
+            for line in [line for line in pub.st_at if line >= moved]:
+                del pub.st_at[line]
+                dirty.add(line)
+            if judge is not None:
+                for b in doc.bullets[moved:]:
+                    if b is not None and b.key:
+                        found = judge.findings(b, lines[b.line])
+                        if found:
+                            pub.st_at[b.line] = found
+                            dirty.add(b.line)
+            pub.st = {}
+            for line, on_line in pub.st_at.items():
+                b = doc.bullets[line]
+                if b is not None:
+                    pub.st.setdefault(b.key, []).extend(on_line)
             return
         for key in keys:
             for f in pub.st.pop(key, ()):

@@ -402,3 +402,48 @@ async def test_a_failed_look_does_not_hold_pulls(server: InProcess, monkeypatch)
     report = await publishing.pull_after_first_look(server.ls, params)
     assert loop.time() - began < project_watch.FIRST_LOOK_WAIT / 2
     assert not {d["code"] for d in report["items"]} & set(STALE_CODES)
+
+
+async def test_lines_added_and_removed_keep_each_finding_on_its_note(server: InProcess) -> None:
+    ws = server.workspace
+    stale_project.project(ws)
+    await server.initialize("visual-studio-code")
+    uri = server.open(ws.project_store)
+    await judged(server, uri)
+    found = server.ls.document(uri)
+    assert found is not None
+    doc = found.doc
+
+    def change(line: int, end_line: int, text: str, version: int) -> None:
+        did_change(
+            server.ls,
+            lsp.DidChangeTextDocumentParams(
+                text_document=lsp.VersionedTextDocumentIdentifier(uri=uri, version=version),
+                content_changes=[
+                    lsp.TextDocumentContentChangePartial(
+                        range=lsp.Range(start=lsp.Position(line, 0), end=lsp.Position(end_line, 0)),
+                        text=text,
+                    )
+                ],
+            ),
+        )
+
+    def where() -> list[tuple[str, int]]:
+        return sorted(
+            (f.code, f.line) for f in server.ls.analysis.findings(doc) if f.code in STALE_CODES
+        )
+
+    before = where()
+    assert before == [("instruction-duplicate", 4), ("stale-path", 2), ("stale-script", 3)]
+    change(0, 0, "- A new first note about `lib/nowhere.py`.\n", 2)  # a line in, itself stale
+    assert where() == [
+        ("instruction-duplicate", 5),
+        ("stale-path", 0),
+        ("stale-path", 3),
+        ("stale-script", 4),
+    ]
+    change(0, 1, "", 3)  # and out again
+    assert where() == before
+    # What was published matches what the analysis holds.
+    published = {(d["code"], d["range"]["start"]["line"]) for d in server.ls.analysis.items(doc)}
+    assert set(before) <= published
