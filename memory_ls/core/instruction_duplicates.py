@@ -118,6 +118,25 @@ def repeated_line(
     return index.lines[i], score
 
 
+def instruction_duplicate_finding(b: Bullet, x: InstructionLine, score: float) -> Finding:
+    """The ``instruction-duplicate`` finding of a note that repeats the instruction line
+    ``x`` (:func:`repeated_line`'s answer, which a caller may have cached by key)."""
+    where = f"{display_path(x.path)} line {x.line + 1}"
+    how = "already says this" if score >= 100 else f"says nearly this ({score:.0f}% alike)"
+    return Finding(
+        "instruction-duplicate",
+        b.line,
+        b.start,
+        b.line,
+        b.end,
+        f"{where} {how}: {x.text}",
+        InstructionDuplicateData(
+            note=b.note, file=x.path, fileLine=x.line, text=x.text, score=score
+        ),
+        (Related(x.line, x.start, x.end, "Said here", path=x.path),),
+    )
+
+
 def instruction_duplicate_findings(
     bullets: Sequence[Bullet], index: InstructionIndex, threshold: float = DEFAULT_THRESHOLD
 ) -> list[Finding]:
@@ -128,23 +147,6 @@ def instruction_duplicate_findings(
         if b.blank:
             continue
         hit = repeated_line(b.key, index, threshold)
-        if hit is None:
-            continue
-        x, score = hit
-        where = f"{display_path(x.path)} line {x.line + 1}"
-        how = "already says this" if score >= 100 else f"says nearly this ({score:.0f}% alike)"
-        out.append(
-            Finding(
-                "instruction-duplicate",
-                b.line,
-                b.start,
-                b.line,
-                b.end,
-                f"{where} {how}: {x.text}",
-                InstructionDuplicateData(
-                    note=b.note, file=x.path, fileLine=x.line, text=x.text, score=score
-                ),
-                (Related(x.line, x.start, x.end, "Said here", path=x.path),),
-            )
-        )
+        if hit is not None:
+            out.append(instruction_duplicate_finding(b, *hit))
     return out

@@ -770,6 +770,28 @@ def stale_mentions(
     return out
 
 
+def stale_note_findings(
+    b: Bullet, stale: Sequence[tuple[Mention, str]], project: ProjectSnapshot
+) -> list[Finding]:
+    """The ``stale-path`` / ``stale-script`` findings of one note, from its stale mentions
+    (:func:`stale_mentions` of its text, which a caller may have cached), each on the
+    mention itself."""
+    out: list[Finding] = []
+    for m, message in stale:
+        start, end = b.start + m.start, b.start + m.end
+        if m.kind == "path":
+            rule = path_is_stale(m.text, project) or "anywhere"
+            data: StalePathData | StaleScriptData = StalePathData(
+                note=b.note, mention=m.text, rule=rule
+            )
+            code = "stale-path"
+        else:
+            data = StaleScriptData(note=b.note, tool=m.tool, script=m.text)
+            code = "stale-script"
+        out.append(Finding(code, b.line, start, b.line, end, message, data))
+    return out
+
+
 def stale_findings(
     bullets: Sequence[Bullet], lines: Sequence[str], project: ProjectSnapshot
 ) -> list[Finding]:
@@ -780,16 +802,7 @@ def stale_findings(
         if b.blank or b.line >= len(lines):
             continue
         text = lines[b.line][b.start : b.end]
-        for m, message in stale_mentions(text, note_mentions(text), project):
-            start, end = b.start + m.start, b.start + m.end
-            if m.kind == "path":
-                rule = path_is_stale(m.text, project) or "anywhere"
-                data: StalePathData | StaleScriptData = StalePathData(
-                    note=b.note, mention=m.text, rule=rule
-                )
-                code = "stale-path"
-            else:
-                data = StaleScriptData(note=b.note, tool=m.tool, script=m.text)
-                code = "stale-script"
-            out.append(Finding(code, b.line, start, b.line, end, message, data))
+        out.extend(
+            stale_note_findings(b, stale_mentions(text, note_mentions(text), project), project)
+        )
     return out
