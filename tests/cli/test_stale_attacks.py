@@ -1,0 +1,89 @@
+"""SPEC §13's checks against a hostile repository and a hostile store, through a real
+``check`` / ``doctor`` process: what the attack on ``stale-path``, ``stale-script``,
+``instruction-duplicate`` and ``conflict`` found (each test failed before its fix).
+
+A cloned repository controls its Makefile, justfile, package.json, pnpm-workspace.yaml,
+instruction files and its own ``.pi/memory.md``: none of them may make a verb hang, and
+nothing in them may reach a terminal or a model unescaped.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+
+import pytest
+
+from tests.conftest import Workspace, store_text
+
+QUICK = 30.0
+"""Seconds a verb may take on a hostile file (each took minutes or forever before)."""
+
+
+def timed_check(ws: Workspace, *flags: str) -> list[dict[str, object]]:
+    """``check --format json`` rows, failing the test when the process does not finish."""
+    started = time.monotonic()
+    try:
+        r = ws.cli("check", "--trusted", "--format", "json", *flags, timeout=QUICK)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"check took over {QUICK:.0f} s")
+    assert r.returncode in (0, 1), r.stderr
+    assert time.monotonic() - started < QUICK
+    rows: list[dict[str, object]] = json.loads(r.stdout)
+    return rows
+
+
+def scripts_flagged(rows: list[dict[str, object]]) -> set[str]:
+    return {str(r["message"]).split("`")[1] for r in rows if r["code"] == "stale-script"}
+
+
+# -- build files whose one long line made a regex backtrack ------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        # A repeated group inside a repeated group: exponential in the run of "=".
+        ("justfile", "build:\n    cargo build\na" + "=" * 80 + "\n"),
+        # A lazy group before `\s*`: quadratic in a line without a colon (300 KB).
+        ("justfile", "build:\n    cargo build\na" + " " * 300_000 + "x\n"),
+        ("Makefile", "build:\n\tcc\na" + " " * 300_000 + "x\n"),
+    ],
+    ids=["justfile-equals", "justfile-spaces", "makefile-spaces"],
+)
+def test_a_hostile_build_file_line_is_read_in_linear_time(
+    workspace: Workspace, name: str, text: str
+) -> None:
+    (workspace.root / name).write_text(text)
+    tool = "just" if name == "justfile" else "make"
+    workspace.write("project", store_text(f"Run `{tool} build` then `{tool} deploy`."))
+    rows = timed_check(workspace)
+    # Still read: the real recipe is found, the missing one flagged.
+    assert scripts_flagged(rows) == {f"{tool} deploy"}
+
+
+def test_a_hostile_pnpm_workspace_line_is_read_in_linear_time(workspace: Workspace) -> None:
+    (workspace.root / "package.json").write_text('{"scripts": {"build": "vite"}}')
+    (workspace.root / "apps" / "web").mkdir(parents=True)
+    (workspace.root / "apps" / "web" / "package.json").write_text('{"scripts": {"dev": "x"}}')
+    (workspace.root / "pnpm-workspace.yaml").write_text(
+        "packages:\n  - 'apps/*'\n  - a" + " " * 300_000 + "'\n"
+    )
+    workspace.write("project", store_text("Run `pnpm run dev` and `pnpm run gone`."))
+    assert scripts_flagged(timed_check(workspace)) == {"pnpm gone"}
+
+
+# -- notes whose backticks made the mention readers quadratic ------------------------------
+
+
+def test_a_note_of_unclosed_backticks_is_read_in_linear_time(workspace: Workspace) -> None:
+    workspace.write("project", store_text("See `src/gone.py` " + "`" * 200_000))
+    rows = timed_check(workspace)
+    assert [r["code"] for r in rows if r["code"] == "stale-path"] == ["stale-path"]
+
+
+def test_a_note_of_many_code_spans_is_read_in_linear_time(workspace: Workspace) -> None:
+    (workspace.root / "package.json").write_text('{"scripts": {"build": "vite"}}')
+    workspace.write("project", store_text("`a` npm " * 30_000 + "`npm run gone`"))
+    assert scripts_flagged(timed_check(workspace)) == {"npm gone"}
