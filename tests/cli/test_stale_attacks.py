@@ -15,6 +15,7 @@ import time
 
 import pytest
 
+from memory_ls.core.conflicts import MAX_CONFLICTS_PER_NOTE
 from tests.conftest import Workspace, store_text
 
 QUICK = 30.0
@@ -87,3 +88,33 @@ def test_a_note_of_many_code_spans_is_read_in_linear_time(workspace: Workspace) 
     (workspace.root / "package.json").write_text('{"scripts": {"build": "vite"}}')
     workspace.write("project", store_text("`a` npm " * 30_000 + "`npm run gone`"))
     assert scripts_flagged(timed_check(workspace)) == {"npm gone"}
+
+
+# -- a store that disagrees with itself thousands of times ---------------------------------
+
+
+def test_thousands_of_conflicting_notes_are_linear_work(workspace: Workspace) -> None:
+    # 6,000 notes: 9 million conflicting pairs, minutes of work and gigabytes of findings
+    # before each note's conflicts were capped.
+    notes = ["Use pnpm." if i % 2 else "Never use pnpm." for i in range(6000)]
+    workspace.write("project", store_text(*notes))
+    rows = [r for r in timed_check(workspace) if r["code"] == "conflict"]
+    assert {r["line"] for r in rows} == set(range(3, 6003))  # every note is flagged
+    assert len(rows) == 6000 * MAX_CONFLICTS_PER_NOTE
+    started = time.monotonic()
+    r = workspace.cli("doctor", "--trusted", "--json", timeout=QUICK)
+    assert r.returncode == 0 and time.monotonic() - started < QUICK, r.stderr
+    assert "project: 6000 conflicting note(s)" in json.loads(r.stdout)["problems"]
+
+
+def test_the_doctor_counts_notes_not_findings(workspace: Workspace) -> None:
+    workspace.write(
+        "project",
+        store_text("See `src/a.py` and `src/b.py`.", "Use pnpm.", "Never use pnpm.", "No pnpm."),
+    )
+    (workspace.root / "src").mkdir()
+    r = workspace.cli("doctor", "--trusted", "--json")
+    assert r.returncode == 0, r.stderr
+    problems = json.loads(r.stdout)["problems"]
+    assert "project: 1 note(s) naming a path that does not exist" in problems  # not 2
+    assert "project: 3 conflicting note(s)" in problems  # not 4 (line 4 conflicts twice)
