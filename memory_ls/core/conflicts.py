@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from memory_ls.core.checks import ConflictData, Finding, Related, Severity
 from memory_ls.core.models import Scope
 from memory_ls.core.notes import Bullet
-from memory_ls.core.text import near_duplicate_key
+from memory_ls.core.text import escape_unseen, near_duplicate_key
 
 
 @dataclass(frozen=True, slots=True)
@@ -301,12 +301,14 @@ def conflict_severity(data: ConflictData) -> Severity:
 def _finding(
     b: Bullet, other: Bullet, scope: Scope, other_scope: Scope, subject: str, path: str | None
 ) -> Finding:
+    # What a message quotes of a note is escaped: a bidi control must not reorder it.
+    shown, about = escape_unseen(other.note), escape_unseen(subject)
     if scope == other_scope:
-        message = f"Conflicts with the note on line {other.line + 1} about {subject}: {other.note}"
+        message = f"Conflicts with the note on line {other.line + 1} about {about}: {shown}"
         where = "The conflicting note"
     else:
         message = (
-            f"Conflicts with a {other_scope} note about {subject}: {other.note} "
+            f"Conflicts with a {other_scope} note about {about}: {shown} "
             f"(the project note wins in this project)"
         )
         where = f"The conflicting {other_scope} note"

@@ -25,6 +25,7 @@ from typing import Literal
 
 from memory_ls.core.checks import Finding, StalePathData, StaleScriptData
 from memory_ls.core.notes import Bullet
+from memory_ls.core.text import escape_unseen
 
 # -- what counts as a path mention --------------------------------------------------------
 
@@ -829,7 +830,9 @@ def stale_mentions(
                 if rule == "root"
                 else "matches no file in the project"
             )
-            out.append((m, f"`{m.text}` {where}."))
+            # Escaped: the mention is raw note text (an ESC or a bidi control would reach
+            # the terminal or the model that reads the message).
+            out.append((m, f"`{escape_unseen(m.text)}` {where}."))
         elif script_is_stale(m, project):
             out.append((m, _script_message(m)))
     return out

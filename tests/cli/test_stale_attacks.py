@@ -118,3 +118,34 @@ def test_the_doctor_counts_notes_not_findings(workspace: Workspace) -> None:
     problems = json.loads(r.stdout)["problems"]
     assert "project: 1 note(s) naming a path that does not exist" in problems  # not 2
     assert "project: 3 conflicting note(s)" in problems  # not 4 (line 4 conflicts twice)
+
+
+# -- what a message quotes cannot forge or hide text ---------------------------------------
+
+
+def test_messages_escape_controls_and_bidi_in_what_they_quote(workspace: Workspace) -> None:
+    (workspace.root / "src").mkdir()
+    # ESC c resets a terminal; U+202E reverses what follows it.
+    (workspace.root / "AGENTS.md").write_text("- Keep every commit small and focused\u202e.\n")
+    workspace.write(
+        "project",
+        store_text(
+            "See `src/\x1bcx.py` first.",
+            "Use pnpm\u202e.",
+            "Never use pnpm\u202e.",
+            "Keep every commit small and focused.",
+        ),
+    )
+    r = workspace.cli("check", "--trusted")
+    assert r.returncode == 1, r.stderr
+    review = [x for x in r.stdout.splitlines() if " stale-path " in x or " conflict " in x]
+    review += [x for x in r.stdout.splitlines() if " instruction-duplicate " in x]
+    assert len(review) == 4, r.stdout
+    assert "\x1b" not in r.stdout and "\u202e" not in r.stdout
+    assert any("`src/\\x1bcx.py` does not exist" in x for x in review)
+    assert any("about pnpm\\u202e: Never use pnpm\\u202e." in x for x in review)
+    assert any("small and focused\\u202e." in x for x in review)
+    doctor = workspace.cli("doctor", "--trusted")
+    assert doctor.returncode == 0, doctor.stderr
+    lines = [x for x in doctor.stdout.splitlines() if x.startswith("  line ")]
+    assert len(lines) == 4 and not any("\x1b" in x or "\u202e" in x for x in lines)
