@@ -149,3 +149,36 @@ def test_messages_escape_controls_and_bidi_in_what_they_quote(workspace: Workspa
     assert doctor.returncode == 0, doctor.stderr
     lines = [x for x in doctor.stdout.splitlines() if x.startswith("  line ")]
     assert len(lines) == 4 and not any("\x1b" in x or "\u202e" in x for x in lines)
+
+
+# -- workspaces ---------------------------------------------------------------------------
+
+
+def test_tens_of_thousands_of_workspace_globs_leave_the_scripts_unknown(
+    workspace: Workspace,
+) -> None:
+    root = workspace.root
+    globs = [f"p{i}*" for i in range(30_000)]
+    (root / "package.json").write_text(json.dumps({"scripts": {"a": "b"}, "workspaces": globs}))
+    (root / "pnpm-workspace.yaml").write_text(
+        "packages:\n" + "".join(f"  - 'q{i}/*'\n" for i in range(30_000))
+    )
+    for i in range(2000):
+        (root / "pk" / f"p{i}").mkdir(parents=True)
+        (root / "pk" / f"p{i}" / "package.json").write_text('{"scripts": {"x": "y"}}')
+    workspace.write("project", store_text("Run `npm run gone`."))
+    # 60,000 globs against 2,000 folders: a minute of fnmatch. Too many to know the
+    # scripts, so none is judged (precision first).
+    assert scripts_flagged(timed_check(workspace)) == set()
+
+
+def test_workspace_globs_never_reach_out_of_the_project(workspace: Workspace) -> None:
+    root = workspace.root
+    (root / "package.json").write_text(
+        json.dumps({"scripts": {"a": "b"}, "workspaces": ["../..", "/etc", "**/**", "~/x"]})
+    )
+    (root / "apps" / "web").mkdir(parents=True)
+    (root / "apps" / "web" / "package.json").write_text('{"scripts": {"dev": "vite"}}')
+    workspace.write("project", store_text("Run `npm run dev` and `npm run passwd`."))
+    # `**/**` finds apps/web; `../..` and `/etc` find nothing outside.
+    assert scripts_flagged(timed_check(workspace)) == {"npm passwd"}
