@@ -2,11 +2,12 @@
 // when that Python has memory-ls, an explicit `memoryLs.serverCommand`, then `memory-ls` on PATH.
 // Without one, the wheel shipped in this .vsix (dist/server/*.whl) is installed into a private venv
 // in the extension's global storage, with the first Python >= 3.11 found, after the user agrees.
-import { execFile, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
+import { execText, findOnPath } from './processes';
 import { type ServerLaunch, configuredPython, explicitServerCommand } from './settings';
 
 const INSTALLED_KEY = 'memoryLs.installedServer';
@@ -55,7 +56,9 @@ export class ServerSetup {
     }
     const wheel = this.bundledWheel();
     const installed = this.context.globalState.get<Installed>(INSTALLED_KEY);
-    if (installed !== undefined && fs.existsSync(venvBin(this.venvDir, 'python'))) {
+    // The server's own script, not just the venv's python: an install interrupted after
+    // `python -m venv` and before pip finished leaves a python and no memory-ls.
+    if (installed !== undefined && fs.existsSync(venvBin(this.venvDir, 'memory-ls'))) {
       if (wheel === undefined || installed.sha256 === sha256(wheel)) {
         return this.privateLaunch();
       }
@@ -107,7 +110,9 @@ export class ServerSetup {
     if (command !== undefined) {
       return command;
     }
-    const onPath = findOnPath('memory-ls');
+    // Not from a folder of a workspace the user has not trusted, nor from a relative PATH entry.
+    const untrusted = vscode.workspace.isTrusted ? [] : (vscode.workspace.workspaceFolders ?? []).map((f) => f.uri.fsPath);
+    const onPath = findOnPath('memory-ls', untrusted);
     if (onPath !== undefined) {
       return { command: onPath, args: ['serve'] };
     }
@@ -152,6 +157,8 @@ export class ServerSetup {
           progress.report({ message: 'looking for Python 3.11 or newer…' });
           const python = await this.findPython();
           progress.report({ message: `creating a private environment with ${python}…` });
+          // Forget the old install first: interrupted from here on, nothing claims a server.
+          await this.context.globalState.update(INSTALLED_KEY, undefined);
           fs.rmSync(this.venvDir, { recursive: true, force: true });
           fs.mkdirSync(path.dirname(this.venvDir), { recursive: true });
           const venv = await this.run(python, ['-m', 'venv', this.venvDir], token);
@@ -265,14 +272,6 @@ function compareVersion(version: readonly number[], minimum: readonly number[]):
   return 0;
 }
 
-function execText(command: string, args: string[]): Promise<{ ok: boolean; stdout: string }> {
-  return new Promise((resolve) => {
-    execFile(command, args, { timeout: 20_000 }, (error, stdout) => {
-      resolve({ ok: error === null, stdout: String(stdout) });
-    });
-  });
-}
-
 /** [major, minor] of a Python, or undefined when it cannot be run. */
 async function pythonVersion(python: string): Promise<number[] | undefined> {
   const result = await execText(python, ['-c', 'import sys; print("%d.%d" % sys.version_info[:2])']);
@@ -282,27 +281,6 @@ async function pythonVersion(python: string): Promise<number[] | undefined> {
 
 async function hasMemoryLs(python: string): Promise<boolean> {
   return (await execText(python, ['-c', 'import memory_ls'])).ok;
-}
-
-function findOnPath(name: string): string | undefined {
-  const extensions = process.platform === 'win32' ? (process.env['PATHEXT'] ?? '.EXE;.CMD;.BAT').split(';') : [''];
-  for (const folder of (process.env['PATH'] ?? '').split(path.delimiter)) {
-    if (folder === '') {
-      continue;
-    }
-    for (const extension of extensions) {
-      const candidate = path.join(folder, name + extension);
-      try {
-        fs.accessSync(candidate, fs.constants.X_OK);
-        if (fs.statSync(candidate).isFile()) {
-          return candidate;
-        }
-      } catch {
-        // not here
-      }
-    }
-  }
-  return undefined;
 }
 
 /** The interpreter the Python extension (ms-python.python) selected, when it is installed. */

@@ -1,0 +1,16 @@
+// Runs vscode-client/src/processes.ts (bundled by the test into MODULE) against the real
+// programs the test made, and prints what each call answered and how long it took, as JSON.
+const { execText, findOnPath } = await import(process.env.MODULE);
+const cases = JSON.parse(process.env.CASES);
+const out = {};
+for (const [name, c] of Object.entries(cases)) {
+  const started = Date.now();
+  if (c.exec !== undefined) {
+    const r = await execText(c.exec, c.args ?? [], c.timeout);
+    out[name] = { ok: r.ok, stdoutLength: r.stdout.length, stdout: r.stdout.slice(0, 200), ms: Date.now() - started };
+  } else {
+    out[name] = { found: findOnPath(c.find, c.untrusted ?? [], c.path) ?? null };
+  }
+}
+console.log(JSON.stringify(out));
+process.exit(0);

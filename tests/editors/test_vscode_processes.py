@@ -1,0 +1,111 @@
+"""The VS Code extension's server setup against hostile programs and a hostile PATH, in plain
+Node (``vscode-client/src/processes.ts``: what ``serverSetup.ts`` runs to probe a Python and
+find ``memory-ls``). Real programs, made here; no VS Code needed, so no code-server.
+
+Each case broke before its fix: a ``memoryLs.pythonPath`` that ignores SIGTERM (or leaves a
+child holding its output) kept the extension waiting forever; ``.`` on PATH, or a folder of an
+untrusted workspace, could start a repository's own ``memory-ls``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from .conftest import REPO, require
+
+CLIENT = REPO / "vscode-client"
+DRIVER = Path(__file__).parent / "processes_driver.mjs"
+
+
+def program(path: Path, body: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("#!/bin/sh\n" + body)
+    path.chmod(0o755)
+    return path
+
+
+def run_cases(
+    tmp_path: Path, cases: dict[str, dict[str, Any]], cwd: Path | None = None
+) -> dict[str, Any]:
+    node = shutil.which("node")
+    require(node, "node is not installed")
+    esbuild = CLIENT / "node_modules" / ".bin" / "esbuild"
+    require(esbuild.exists(), "the extension's npm packages are not installed")
+    module = tmp_path / "processes.mjs"
+    built = subprocess.run(
+        [str(esbuild), "src/processes.ts", "--bundle", "--platform=node", "--format=esm",
+         f"--outfile={module}", "--log-level=warning"],
+        cwd=CLIENT, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert built.returncode == 0, built.stderr
+    env = {**os.environ, "MODULE": module.as_uri(), "CASES": json.dumps(cases)}
+    r = subprocess.run(
+        [str(node), str(DRIVER)],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert r.returncode == 0, r.stderr
+    answers: dict[str, Any] = json.loads(r.stdout)
+    return answers
+
+
+def test_a_hostile_python_path_is_answered_within_the_timeout(tmp_path: Path) -> None:
+    stubborn = program(tmp_path / "stubborn", "trap '' TERM\nwhile :; do sleep 1; done\n")
+    holder = program(tmp_path / "holder", "sleep 60 &\necho 3.12\nexit 0\n")
+    chatty = program(tmp_path / "chatty", "head -c 10000000 /dev/zero | tr '\\0' x\n")
+    failing = program(tmp_path / "failing", "echo 3.12\nexit 1\n")
+    weird = tmp_path / "a dir $(touch PWNED) 'q\"" / "python"
+    program(weird, "echo 3.12\n")
+    answers = run_cases(
+        tmp_path,
+        {
+            # Ignores SIGTERM forever: execFile's timeout never answered.
+            "stubborn": {"exec": str(stubborn), "args": ["-c", "x"], "timeout": 1500},
+            # Leaves a child holding stdout: execFile waited for the pipe to close.
+            "holder": {"exec": str(holder), "timeout": 1500},
+            "chatty": {"exec": str(chatty), "timeout": 5000},
+            "failing": {"exec": str(failing), "timeout": 5000},
+            "weird": {"exec": str(weird), "timeout": 5000},
+            "missing": {"exec": str(tmp_path / "nothing"), "timeout": 5000},
+        },
+    )
+    assert not answers["stubborn"]["ok"] and answers["stubborn"]["ms"] < 5000
+    assert answers["holder"]["ms"] < 5000 and answers["holder"]["stdout"].startswith("3.12")
+    assert answers["chatty"]["stdoutLength"] <= 64 * 1024
+    assert not answers["failing"]["ok"] and not answers["missing"]["ok"]
+    # No shell: the path is a path, `$(...)` and quotes run nothing.
+    assert answers["weird"]["ok"] and answers["weird"]["stdout"].strip() == "3.12"
+    assert not list(tmp_path.rglob("PWNED")) and not (CLIENT / "PWNED").exists()
+
+
+def test_path_lookup_skips_relative_entries_and_untrusted_folders(tmp_path: Path) -> None:
+    repo = tmp_path / "cloned-repo"
+    program(repo / "bin" / "memory-ls", "echo pwned\n")
+    program(repo / "memory-ls", "echo pwned\n")
+    real = program(tmp_path / "tools" / "memory-ls", "echo real\n")
+    linked = tmp_path / "link-to-repo-bin"
+    linked.symlink_to(repo / "bin", target_is_directory=True)
+    path = os.pathsep.join([".", "bin", str(linked), str(repo / "bin"), str(tmp_path / "tools")])
+    answers = run_cases(
+        tmp_path,
+        {
+            "untrusted": {"find": "memory-ls", "untrusted": [str(repo)], "path": path},
+            "trusted": {"find": "memory-ls", "untrusted": [], "path": path},
+            "relative only": {"find": "memory-ls", "untrusted": [], "path": ".:bin"},
+        },
+        cwd=repo,  # where "." and "bin" would find the repository's memory-ls
+    )
+    # The repository's own memory-ls, also through a symlink, is not used untrusted.
+    assert answers["untrusted"]["found"] == str(real)
+    # Trusted, an absolute PATH entry is the user's choice; "." and "bin" never count.
+    assert answers["trusted"]["found"] == str(linked / "memory-ls")
+    assert answers["relative only"]["found"] is None
