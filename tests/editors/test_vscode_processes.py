@@ -29,32 +29,45 @@ def program(path: Path, body: str) -> Path:
     return path
 
 
-def run_cases(
-    tmp_path: Path, cases: dict[str, dict[str, Any]], cwd: Path | None = None
-) -> dict[str, Any]:
-    node = shutil.which("node")
-    require(node, "node is not installed")
+def build_module(tmp_path: Path) -> Path:
+    """``processes.ts`` bundled as an ES module, as the extension's build bundles it."""
+    require(shutil.which("node"), "node is not installed")
     esbuild = CLIENT / "node_modules" / ".bin" / "esbuild"
     require(esbuild.exists(), "the extension's npm packages are not installed")
     module = tmp_path / "processes.mjs"
-    built = subprocess.run(
-        [str(esbuild), "src/processes.ts", "--bundle", "--platform=node", "--format=esm",
-         f"--outfile={module}", "--log-level=warning"],
-        cwd=CLIENT, capture_output=True, text=True, timeout=60, check=False,
-    )  # fmt: skip
-    assert built.returncode == 0, built.stderr
-    env = {**os.environ, "MODULE": module.as_uri(), "CASES": json.dumps(cases)}
-    r = subprocess.run(
-        [str(node), str(DRIVER)],
+    if not module.exists():
+        built = subprocess.run(
+            [str(esbuild), "src/processes.ts", "--bundle", "--platform=node", "--format=esm",
+             f"--outfile={module}", "--log-level=warning"],
+            cwd=CLIENT, capture_output=True, text=True, timeout=60, check=False,
+        )  # fmt: skip
+        assert built.returncode == 0, built.stderr
+    return module
+
+
+def start_cases(
+    tmp_path: Path, cases: dict[str, dict[str, Any]], cwd: Path | None = None
+) -> subprocess.Popen[str]:
+    env = {**os.environ, "MODULE": build_module(tmp_path).as_uri(), "CASES": json.dumps(cases)}
+    node = shutil.which("node")
+    assert node is not None
+    return subprocess.Popen(
+        [node, str(DRIVER)],
         cwd=cwd,
         env=env,
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        timeout=120,
-        check=False,
     )
-    assert r.returncode == 0, r.stderr
-    answers: dict[str, Any] = json.loads(r.stdout)
+
+
+def run_cases(
+    tmp_path: Path, cases: dict[str, dict[str, Any]], cwd: Path | None = None
+) -> dict[str, Any]:
+    proc = start_cases(tmp_path, cases, cwd)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    answers: dict[str, Any] = json.loads(out)
     return answers
 
 
@@ -109,3 +122,46 @@ def test_path_lookup_skips_relative_entries_and_untrusted_folders(tmp_path: Path
     # Trusted, an absolute PATH entry is the user's choice; "." and "bin" never count.
     assert answers["trusted"]["found"] == str(linked / "memory-ls")
     assert answers["relative only"]["found"] is None
+
+
+def test_two_windows_setting_up_at_once_take_turns(tmp_path: Path) -> None:
+    """Each window made the same venv: one deleted the other's half-made venv mid-pip."""
+    lock = tmp_path / "storage" / "server-venv.lock"
+    log = tmp_path / "log"
+    case = {"hold": {"lock": str(lock), "log": str(log), "holdMs": 1500}}
+    build_module(tmp_path)
+    windows = [start_cases(tmp_path, case) for _ in range(2)]
+    for w in windows:
+        _, err = w.communicate(timeout=60)
+        assert w.returncode == 0, err
+    events = log.read_text().split()
+    # start a, end a, start b, end b: never both inside.
+    assert [e for e in events if e in ("start", "end")] == ["start", "end", "start", "end"]
+    assert events[1] == events[3] and events[5] == events[7]
+    assert not lock.exists()
+
+
+def test_a_lock_left_by_a_killed_window_is_taken_over(tmp_path: Path) -> None:
+    lock = tmp_path / "server-venv.lock"
+    lock.mkdir()
+    gone = subprocess.Popen(["true"])  # its pid names no process once it has exited
+    gone.wait()
+    (lock / "owner").write_text(str(gone.pid))
+    log = tmp_path / "log"
+    answers = run_cases(tmp_path, {"hold": {"lock": str(lock), "log": str(log), "holdMs": 10}})
+    assert answers["hold"]["ms"] < 5000 and "end" in log.read_text()
+
+
+def test_an_interrupted_install_is_no_server(tmp_path: Path) -> None:
+    venv = tmp_path / "server-venv"
+    program(venv / "bin" / "python", "exit 0\n")  # `python -m venv` done, pip interrupted
+    program(tmp_path / "done" / "bin" / "memory-ls", "exit 0\n")
+    (tmp_path / "done" / "memory-ls-installed.json").write_text(
+        json.dumps({"wheel": "memory_ls-0.1.0-py3-none-any.whl", "sha256": "ab", "python": "py"})
+    )
+    answers = run_cases(
+        tmp_path,
+        {"half": {"installed": str(venv)}, "done": {"installed": str(tmp_path / "done")}},
+    )
+    assert answers["half"]["installed"] is None
+    assert answers["done"]["installed"]["sha256"] == "ab"

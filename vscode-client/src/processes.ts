@@ -113,3 +113,90 @@ function realOrSame(folder: string): string {
     return path.resolve(folder);
   }
 }
+
+/** A program of a venv (`bin/` on POSIX, `Scripts/*.exe` on Windows). */
+export function venvBin(venv: string, name: string): string {
+  return process.platform === 'win32' ? path.join(venv, 'Scripts', `${name}.exe`) : path.join(venv, 'bin', name);
+}
+
+/** What the private venv holds, written into it last, when pip has finished. */
+export interface InstalledServer {
+  wheel: string;
+  sha256: string;
+  python: string;
+}
+
+const MARKER = 'memory-ls-installed.json';
+
+/**
+ * The private server the venv holds, read from the venv itself (every window shares it, and one
+ * window's memento may not have seen another's install yet): only when its `memory-ls` script
+ * exists and the marker pip's success wrote is there. A venv whose install was interrupted has
+ * neither, whatever a record elsewhere says.
+ */
+export function installedServer(venv: string): InstalledServer | undefined {
+  if (!fs.existsSync(venvBin(venv, 'memory-ls'))) {
+    return undefined;
+  }
+  try {
+    const data = JSON.parse(fs.readFileSync(path.join(venv, MARKER), 'utf8')) as Partial<InstalledServer>;
+    if (typeof data.wheel === 'string' && typeof data.sha256 === 'string' && typeof data.python === 'string') {
+      return { wheel: data.wheel, sha256: data.sha256, python: data.python };
+    }
+  } catch {
+    // no marker: not (fully) installed by this version of the setup
+  }
+  return undefined;
+}
+
+/** Record a finished install in the venv (see {@link installedServer}). */
+export function markInstalled(venv: string, installed: InstalledServer): void {
+  fs.writeFileSync(path.join(venv, MARKER), JSON.stringify(installed));
+}
+
+/**
+ * Run `task` while holding `lockDir` (made with an atomic mkdir), so two windows setting up the
+ * server at once take turns instead of deleting each other's half-made venv. A lock whose owner
+ * process is gone, or older than `staleMs`, is taken over (a window killed mid-install).
+ */
+export async function withLock<T>(lockDir: string, task: () => Promise<T>, staleMs = 15 * 60_000): Promise<T> {
+  fs.mkdirSync(path.dirname(lockDir), { recursive: true });
+  for (;;) {
+    try {
+      fs.mkdirSync(lockDir);
+      break;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') {
+        throw error;
+      }
+    }
+    if (lockIsStale(lockDir, staleMs)) {
+      fs.rmSync(lockDir, { recursive: true, force: true });
+      continue;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+  try {
+    fs.writeFileSync(path.join(lockDir, 'owner'), String(process.pid));
+    return await task();
+  } finally {
+    fs.rmSync(lockDir, { recursive: true, force: true });
+  }
+}
+
+function lockIsStale(lockDir: string, staleMs: number): boolean {
+  try {
+    if (Date.now() - fs.statSync(lockDir).mtimeMs > staleMs) {
+      return true;
+    }
+    const pid = Number(fs.readFileSync(path.join(lockDir, 'owner'), 'utf8'));
+    if (!Number.isInteger(pid) || pid <= 0) {
+      return false; // being written: wait
+    }
+    process.kill(pid, 0);
+    return false;
+  } catch (error) {
+    // ESRCH: its owner is gone. ENOENT: no owner file yet (just made) or the lock was released.
+    return (error as NodeJS.ErrnoException).code === 'ESRCH';
+  }
+}

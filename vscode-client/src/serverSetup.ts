@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
-import { execText, findOnPath } from './processes';
+import { type InstalledServer, execText, findOnPath, installedServer, markInstalled, venvBin, withLock } from './processes';
 import { type ServerLaunch, configuredPython, explicitServerCommand } from './settings';
 
 const INSTALLED_KEY = 'memoryLs.installedServer';
@@ -16,12 +16,7 @@ const SET_UP = 'Set Up Server';
 const OPEN_LOG = 'Open Log';
 const OPEN_SETTINGS = 'Open Settings';
 
-/** What the private venv holds: the wheel it was installed from (name and content hash). */
-interface Installed {
-  wheel: string;
-  sha256: string;
-  python: string;
-}
+type Installed = InstalledServer;
 
 /** Why a step of the setup failed, and what the user should do about it. */
 class SetupError extends Error {
@@ -55,10 +50,13 @@ export class ServerSetup {
       return existing;
     }
     const wheel = this.bundledWheel();
-    const installed = this.context.globalState.get<Installed>(INSTALLED_KEY);
-    // The server's own script, not just the venv's python: an install interrupted after
-    // `python -m venv` and before pip finished leaves a python and no memory-ls.
-    if (installed !== undefined && fs.existsSync(venvBin(this.venvDir, 'memory-ls'))) {
+    // Read from the venv itself (shared by every window): its memory-ls script and the marker
+    // written when pip finished. A venv from before the marker counts by this window's record.
+    const record = this.context.globalState.get<Installed>(INSTALLED_KEY);
+    const installed =
+      installedServer(this.venvDir) ??
+      (record !== undefined && fs.existsSync(venvBin(this.venvDir, 'memory-ls')) ? record : undefined);
+    if (installed !== undefined) {
       if (wheel === undefined || installed.sha256 === sha256(wheel)) {
         return this.privateLaunch();
       }
@@ -156,31 +154,40 @@ export class ServerSetup {
         async (progress, token) => {
           progress.report({ message: 'looking for Python 3.11 or newer…' });
           const python = await this.findPython();
-          progress.report({ message: `creating a private environment with ${python}…` });
-          // Forget the old install first: interrupted from here on, nothing claims a server.
-          await this.context.globalState.update(INSTALLED_KEY, undefined);
-          fs.rmSync(this.venvDir, { recursive: true, force: true });
-          fs.mkdirSync(path.dirname(this.venvDir), { recursive: true });
-          const venv = await this.run(python, ['-m', 'venv', this.venvDir], token);
-          if (venv.code !== 0) {
-            const hint = /ensurepip|venv/.test(venv.text)
-              ? ' Its venv module is missing: install it (Debian/Ubuntu: sudo apt install python3-venv) or set memoryLs.pythonPath to another Python 3.11+.'
-              : '';
-            throw new SetupError(`${python} -m venv failed (exit ${venv.code}).${hint}`, hint !== '');
-          }
-          progress.report({ message: `installing ${path.basename(wheel)} and its dependencies (pip)…` });
-          const pip = await this.run(
-            venvBin(this.venvDir, 'python'),
-            ['-m', 'pip', 'install', '--disable-pip-version-check', '--no-input', wheel],
-            token,
-          );
-          if (pip.code !== 0) {
-            throw new SetupError(
-              `pip could not install memory-ls into ${this.venvDir} (exit ${pip.code}). pip needs your package index for its dependencies (pygls, pydantic, mcp, …): check your network and pip's configuration (pip.conf, PIP_INDEX_URL, proxy), then run "Memory: Set up server".`,
+          const digest = sha256(wheel);
+          // One window at a time: another window setting up at once would delete this venv.
+          return withLock(`${this.venvDir}.lock`, async () => {
+            const done = installedServer(this.venvDir);
+            if (done !== undefined && done.sha256 === digest) {
+              return done; // another window installed this wheel while this one waited
+            }
+            progress.report({ message: `creating a private environment with ${python}…` });
+            // Forget the old install first: interrupted from here on, nothing claims a server.
+            await this.context.globalState.update(INSTALLED_KEY, undefined);
+            fs.rmSync(this.venvDir, { recursive: true, force: true });
+            fs.mkdirSync(path.dirname(this.venvDir), { recursive: true });
+            const venv = await this.run(python, ['-m', 'venv', this.venvDir], token);
+            if (venv.code !== 0) {
+              const hint = /ensurepip|venv/.test(venv.text)
+                ? ' Its venv module is missing: install it (Debian/Ubuntu: sudo apt install python3-venv) or set memoryLs.pythonPath to another Python 3.11+.'
+                : '';
+              throw new SetupError(`${python} -m venv failed (exit ${venv.code}).${hint}`, hint !== '');
+            }
+            progress.report({ message: `installing ${path.basename(wheel)} and its dependencies (pip)…` });
+            const pip = await this.run(
+              venvBin(this.venvDir, 'python'),
+              ['-m', 'pip', 'install', '--disable-pip-version-check', '--no-input', wheel],
+              token,
             );
-          }
-          const record: Installed = { wheel: path.basename(wheel), sha256: sha256(wheel), python };
-          return record;
+            if (pip.code !== 0) {
+              throw new SetupError(
+                `pip could not install memory-ls into ${this.venvDir} (exit ${pip.code}). pip needs your package index for its dependencies (pygls, pydantic, mcp, …): check your network and pip's configuration (pip.conf, PIP_INDEX_URL, proxy), then run "Memory: Set up server".`,
+              );
+            }
+            const record: Installed = { wheel: path.basename(wheel), sha256: digest, python };
+            markInstalled(this.venvDir, record);
+            return record;
+          });
         },
       );
       await this.context.globalState.update(INSTALLED_KEY, installed);
@@ -252,10 +259,6 @@ export class ServerSetup {
       });
     });
   }
-}
-
-function venvBin(venv: string, name: string): string {
-  return process.platform === 'win32' ? path.join(venv, 'Scripts', `${name}.exe`) : path.join(venv, 'bin', name);
 }
 
 function sha256(file: string): string {
