@@ -1,7 +1,7 @@
 // Runs vscode-client/src/processes.ts (bundled by the test into MODULE) against the real
 // programs the test made, and prints what each call answered and how long it took, as JSON.
 import * as fs from 'node:fs';
-const { execText, findOnPath, installedServer, withLock } = await import(process.env.MODULE);
+const { execText, findOnPath, installedServer, runStep, withLock } = await import(process.env.MODULE);
 const cases = JSON.parse(process.env.CASES);
 const out = {};
 for (const [name, c] of Object.entries(cases)) {
@@ -17,6 +17,12 @@ for (const [name, c] of Object.entries(cases)) {
       fs.appendFileSync(c.log, `end ${process.pid}\n`);
     });
     out[name] = { ms: Date.now() - started };
+  } else if (c.step !== undefined) {
+    // A setup step the user cancels after abortMs.
+    const abort = new AbortController();
+    setTimeout(() => abort.abort(), c.abortMs);
+    const r = await runStep(c.step, c.args ?? [], () => {}, abort.signal);
+    out[name] = { code: r.code, text: r.text.slice(0, 200), ms: Date.now() - started };
   } else if (c.installed !== undefined) {
     out[name] = { installed: installedServer(c.installed) ?? null };
   } else {

@@ -165,3 +165,22 @@ def test_an_interrupted_install_is_no_server(tmp_path: Path) -> None:
     )
     assert answers["half"]["installed"] is None
     assert answers["done"]["installed"]["sha256"] == "ab"
+
+
+def test_cancelling_a_setup_step_of_a_hostile_python_answers(tmp_path: Path) -> None:
+    """`python -m venv` by a pythonPath that ignores SIGTERM: Cancel sent SIGTERM and the
+    setup waited for the process forever."""
+    stubborn = program(
+        tmp_path / "python", "trap '' TERM\necho making\nwhile :; do sleep 1; done\n"
+    )
+    quick = program(tmp_path / "quick", "echo done\nexit 3\n")
+    answers = run_cases(
+        tmp_path,
+        {
+            "cancelled": {"step": str(stubborn), "args": ["-m", "venv", "x"], "abortMs": 800},
+            "finished": {"step": str(quick), "abortMs": 60_000},
+        },
+    )
+    assert answers["cancelled"]["code"] == -1 and answers["cancelled"]["ms"] < 5000
+    assert answers["cancelled"]["text"].startswith("making")
+    assert answers["finished"]["code"] == 3 and answers["finished"]["text"] == "done\n"

@@ -200,3 +200,53 @@ function lockIsStale(lockDir: string, staleMs: number): boolean {
     return (error as NodeJS.ErrnoException).code === 'ESRCH';
   }
 }
+
+/**
+ * Run a setup step (`python -m venv`, pip) without a shell, passing its output to `onText` as it
+ * comes; `signal` cancels it. Cancelling kills the step's whole process group with SIGKILL and
+ * answers at once: `child.kill()`'s SIGTERM, ignored by a hostile `memoryLs.pythonPath`, left
+ * the cancelled setup waiting forever.
+ */
+export function runStep(
+  command: string,
+  args: string[],
+  onText: (text: string) => void,
+  signal: AbortSignal,
+): Promise<{ code: number; text: string }> {
+  return new Promise((resolve) => {
+    let text = '';
+    let settled = false;
+    const posix = process.platform !== 'win32';
+    const finish = (code: number): void => {
+      if (!settled) {
+        settled = true;
+        signal.removeEventListener('abort', cancel);
+        resolve({ code, text });
+      }
+    };
+    const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'], detached: posix, windowsHide: true, shell: false });
+    const cancel = (): void => {
+      kill(child, posix);
+      child.stderr?.destroy();
+      finish(-1);
+    };
+    const collect = (chunk: Buffer): void => {
+      const part = chunk.toString();
+      text += part;
+      onText(part);
+    };
+    child.stdout?.on('data', collect);
+    child.stderr?.on('data', collect);
+    child.on('error', (error) => {
+      text += String(error);
+      onText(`${String(error)}\n`);
+      finish(-1);
+    });
+    child.on('close', (code) => finish(signal.aborted ? -1 : (code ?? -1)));
+    if (signal.aborted) {
+      cancel();
+    } else {
+      signal.addEventListener('abort', cancel);
+    }
+  });
+}

@@ -2,12 +2,20 @@
 // when that Python has memory-ls, an explicit `memoryLs.serverCommand`, then `memory-ls` on PATH.
 // Without one, the wheel shipped in this .vsix (dist/server/*.whl) is installed into a private venv
 // in the extension's global storage, with the first Python >= 3.11 found, after the user agrees.
-import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
-import { type InstalledServer, execText, findOnPath, installedServer, markInstalled, venvBin, withLock } from './processes';
+import {
+  type InstalledServer,
+  execText,
+  findOnPath,
+  installedServer,
+  markInstalled,
+  runStep,
+  venvBin,
+  withLock,
+} from './processes';
 import { type ServerLaunch, configuredPython, explicitServerCommand } from './settings';
 
 const INSTALLED_KEY = 'memoryLs.installedServer';
@@ -238,26 +246,12 @@ export class ServerSetup {
   /** Run a process, its output going to the log; resolves with its exit code and output. */
   private run(command: string, args: string[], token: vscode.CancellationToken): Promise<{ code: number; text: string }> {
     this.output.appendLine(`$ ${[command, ...args].join(' ')}`);
-    return new Promise((resolve) => {
-      let text = '';
-      const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-      const cancel = token.onCancellationRequested(() => child.kill());
-      const collect = (chunk: Buffer): void => {
-        const part = chunk.toString();
-        text += part;
-        this.output.append(part);
-      };
-      child.stdout.on('data', collect);
-      child.stderr.on('data', collect);
-      child.on('error', (error) => {
-        text += String(error);
-        this.output.appendLine(String(error));
-      });
-      child.on('close', (code) => {
-        cancel.dispose();
-        resolve({ code: token.isCancellationRequested ? -1 : (code ?? -1), text });
-      });
-    });
+    const abort = new AbortController();
+    const cancel = token.onCancellationRequested(() => abort.abort());
+    if (token.isCancellationRequested) {
+      abort.abort();
+    }
+    return runStep(command, args, (part) => this.output.append(part), abort.signal).finally(() => cancel.dispose());
   }
 }
 
