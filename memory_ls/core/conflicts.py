@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from memory_ls.core.checks import ConflictData, Finding, Related, Severity
 from memory_ls.core.models import Scope
 from memory_ls.core.notes import Bullet
-from memory_ls.core.text import near_duplicate_key
+from memory_ls.core.text import escape_unseen, near_duplicate_key
 
 
 @dataclass(frozen=True, slots=True)
@@ -241,14 +241,24 @@ def notes_conflict(a: str, b: str) -> str | None:
 # -- incrementally, over many notes --------------------------------------------------------
 
 
+MAX_CONFLICTS_PER_NOTE = 5
+"""A note is reported in conflict with at most this many others (the first ones, in the
+order the notes were indexed). A store of 17,000 "use X" and 17,000 "never use X" notes
+has 289 million conflicting pairs: all of them would never be computed, let alone read.
+Every note of such a store is still flagged, each pointing at notes it disagrees with."""
+
+_ClaimKey = tuple[str, bool, frozenset[str]]
+
+
 @dataclass(slots=True)
 class ConflictIndex:
-    """Notes by the subjects they speak of: a changed note is compared only with the notes
-    that share a subject with it. Refs are whatever the caller uses to name a note
-    (``(scope, key)``, say); the index holds no text but the claims."""
+    """Notes by the claims they make: a changed note is compared only with the notes that
+    make the opposite claim, found by one lookup per claim. Refs are whatever the caller
+    uses to name a note (``(scope, key)``, say); the index holds no text but the claims."""
 
     _claims: dict[Hashable, tuple[Claim, ...]] = field(default_factory=dict)
-    _by_subject: dict[str, set[Hashable]] = field(default_factory=dict)
+    _by_claim: dict[_ClaimKey, dict[Hashable, None]] = field(default_factory=dict)
+    """Each claim's notes, in the order they were added (a dict as an ordered set)."""
 
     def add(self, ref: Hashable, key: str) -> None:
         """Index a note (its key) under ``ref``, replacing what ``ref`` held."""
@@ -258,7 +268,7 @@ class ConflictIndex:
             return
         self._claims[ref] = claims
         for c in claims:
-            self._by_subject.setdefault(c.subject, set()).add(ref)
+            self._by_claim.setdefault((c.subject, c.positive, c.context), {})[ref] = None
 
     def __contains__(self, ref: object) -> bool:
         """Whether ``ref`` is indexed (a note that makes a claim)."""
@@ -267,24 +277,30 @@ class ConflictIndex:
     def remove(self, ref: Hashable) -> None:
         """Forget a note."""
         for c in self._claims.pop(ref, ()):
-            refs = self._by_subject.get(c.subject)
+            claim = (c.subject, c.positive, c.context)
+            refs = self._by_claim.get(claim)
             if refs is not None:
-                refs.discard(ref)
+                refs.pop(ref, None)
                 if not refs:
-                    del self._by_subject[c.subject]
+                    del self._by_claim[claim]
 
-    def conflicts_of(self, ref: Hashable) -> list[tuple[Hashable, str]]:
-        """The notes ``ref`` conflicts with, and the subject of each conflict."""
-        mine = self._claims.get(ref, ())
-        candidates: set[Hashable] = set()
-        for c in mine:
-            candidates |= self._by_subject.get(c.subject, set())
-        candidates.discard(ref)
+    def conflicts_of(
+        self, ref: Hashable, limit: int | None = MAX_CONFLICTS_PER_NOTE
+    ) -> list[tuple[Hashable, str]]:
+        """The notes ``ref`` conflicts with (at most ``limit``, the first indexed; ``None``:
+        all), and the subject of each conflict: the first of its claims that the other
+        note contradicts, as :func:`conflict_subject` says."""
         out: list[tuple[Hashable, str]] = []
-        for other in candidates:
-            subject = conflict_subject(mine, self._claims[other])
-            if subject is not None:
-                out.append((other, subject))
+        seen = {ref}
+        for c in self._claims.get(ref, ()):
+            # At most `limit` refs of a group are seen before an unseen one: bounded work.
+            for other in self._by_claim.get((c.subject, not c.positive, c.context), {}):
+                if other in seen:
+                    continue
+                seen.add(other)
+                out.append((other, c.subject.removeprefix("use ")))
+                if limit is not None and len(out) >= limit:
+                    return out
         return out
 
     def pairs(self) -> list[tuple[Hashable, Hashable, str]]:
@@ -292,7 +308,7 @@ class ConflictIndex:
         order = {ref: i for i, ref in enumerate(self._claims)}
         out = []
         for ref in self._claims:
-            for other, subject in self.conflicts_of(ref):
+            for other, subject in self.conflicts_of(ref, limit=None):
                 if order[ref] < order[other]:
                     out.append((ref, other, subject))
         return out
@@ -311,12 +327,14 @@ def conflict_finding(
 ) -> Finding:
     """The ``conflict`` finding on ``b`` (of ``scope``) for its pair with ``other`` (of
     ``other_scope``, in the file ``path``; ``None``: the same file), about ``subject``."""
+    # What a message quotes of a note is escaped: a bidi control must not reorder it.
+    shown, about = escape_unseen(other.note), escape_unseen(subject)
     if scope == other_scope:
-        message = f"Conflicts with the note on line {other.line + 1} about {subject}: {other.note}"
+        message = f"Conflicts with the note on line {other.line + 1} about {about}: {shown}"
         where = "The conflicting note"
     else:
         message = (
-            f"Conflicts with a {other_scope} note about {subject}: {other.note} "
+            f"Conflicts with a {other_scope} note about {about}: {shown} "
             f"(the project note wins in this project)"
         )
         where = f"The conflicting {other_scope} note"

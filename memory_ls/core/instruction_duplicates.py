@@ -18,7 +18,13 @@ from memory_ls.core.bridges import instruction_skipped_lines
 from memory_ls.core.checks import Finding, InstructionDuplicateData, Related
 from memory_ls.core.notes import Bullet, parse_bullet
 from memory_ls.core.similar import DEFAULT_THRESHOLD, similar_to
-from memory_ls.core.text import display_path, key_of_normalised, normalise, split_text
+from memory_ls.core.text import (
+    display_path,
+    escape_unseen,
+    key_of_normalised,
+    normalise,
+    split_text,
+)
 
 PROJECT_INSTRUCTION_FILES = (
     "AGENTS.md",
@@ -129,7 +135,8 @@ def instruction_duplicate_finding(b: Bullet, x: InstructionLine, score: float) -
         b.start,
         b.line,
         b.end,
-        f"{where} {how}: {x.text}",
+        # The file's line escaped: it is the repository's text, bidi controls and all.
+        f"{where} {how}: {escape_unseen(x.text)}",
         InstructionDuplicateData(
             note=b.note, file=x.path, fileLine=x.line, text=x.text, score=score
         ),

@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memory_ls.core.conflicts import (
+    MAX_CONFLICTS_PER_NOTE,
     Claim,
     ConflictIndex,
     claims_of_key,
@@ -153,7 +154,8 @@ def test_index_compares_only_notes_about_the_same_subject() -> None:
     index.add("e", near_duplicate_key("Avoid pnpm"))
     index.remove("a")
     assert index.pairs() == []
-    assert "use pnpm" in index._by_subject and "a" not in index._by_subject["use pnpm"]
+    assert ("use pnpm", False, frozenset()) in index._by_claim  # e's claim
+    assert ("use pnpm", True, frozenset()) not in index._by_claim  # a's, gone with a
 
 
 def test_findings_in_one_scope_and_across() -> None:
@@ -221,3 +223,14 @@ def test_the_quick_look_on_the_corpus() -> None:
         for note in (str(row["a"]), str(row["b"])):
             key = near_duplicate_key(note)
             assert claims_of_key(key) == read_claims(key.replace("*", "").replace("__", ""))
+def test_a_note_is_reported_with_at_most_a_few_of_its_conflicts() -> None:
+    """A store of thousands of "use X" and "never use X" notes is linear work, not the
+    millions of pairs (tests/cli/test_stale_attacks.py times it through check)."""
+    index = ConflictIndex()
+    for i in range(2000):
+        index.add(i, near_duplicate_key("Use pnpm" if i % 2 else "Never use pnpm"))
+    assert index.conflicts_of(1) == [(i, "pnpm") for i in range(0, 2 * MAX_CONFLICTS_PER_NOTE, 2)]
+    assert len(index.conflicts_of(0, limit=None)) == 1000
+    lines = [f"- {'Use' if i % 2 else 'Never use'} pnpm" for i in range(2000)]
+    found = conflict_findings(parse_lines(lines).bullets, "project")
+    assert len(found) == 2000 * MAX_CONFLICTS_PER_NOTE  # every note flagged, a few times
