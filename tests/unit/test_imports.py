@@ -71,10 +71,13 @@ def test_the_read_verbs_import_only_what_they_print(workspace: Workspace, verb: 
     assert loaded(names, NEVER_IN_READ_VERBS) == []
 
 
-def test_check_imports_rapidfuzz_for_similar_but_no_numpy_on_a_small_store(
-    workspace: Workspace,
+@pytest.mark.parametrize("size", [2, 400])
+def test_check_imports_rapidfuzz_for_similar_but_never_numpy(
+    workspace: Workspace, size: int
 ) -> None:
-    workspace.write("project", ["run the tests before push", "run the tests before pushes"])
+    # 400 distinct notes take the matrix pass (MATRIX_FROM), read as bytes without numpy.
+    notes = ["run the tests before push", *(f"note {i} about module m{i * 7}" for i in range(size))]
+    workspace.write("project", notes[:size])
     names = modules_after(workspace, "from memory_ls.cli import main\nmain(['check'])")
     assert "rapidfuzz" in names
     assert loaded(names, [w for w in NEVER_IN_READ_VERBS if w != "rapidfuzz"]) == []
