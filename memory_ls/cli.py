@@ -601,6 +601,8 @@ def _run(verb: str, args: argparse.Namespace) -> int:
         return EXIT_USAGE
     if verb == "list":
         _say_if_untrusted(runtime)
+        # argparse checked the scope: what read_request would; its validators are not loaded.
+        return _print_result(verb, runtime.list(args.scope), args)
     if verb == "clear" and not args.yes:
         # A store that may not be changed at all is refused before anyone is asked.
         refused = runtime.refusal(args.scope)
