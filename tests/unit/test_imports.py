@@ -17,8 +17,9 @@ import pytest
 from tests.conftest import Workspace
 
 HEAVY = ["mcp", "numpy", "memory_ls.mcp_server", "memory_ls.schemas"]
-NEVER_IN_SERVE = [*HEAVY, "memory_ls.cli"]
-"""The MCP SDK, numpy, the schema machinery and the CLI have no use in ``serve``."""
+NEVER_IN_SERVE = [*HEAVY, "memory_ls.cli", "pydantic", "pydantic_core"]
+"""The MCP SDK, numpy, the schema machinery, pydantic and the CLI have no use in ``serve``
+(pydantic judges a settings value only when it is not of the type the schema asks for)."""
 NEVER_IN_READ_VERBS = [*HEAVY, "pygls", "lsprotocol", "pydantic", "rapidfuzz", "cattrs"]
 """``inject`` and ``list`` print notes: no protocol, no validation models, no fuzzy scores."""
 
