@@ -223,6 +223,8 @@ def test_the_quick_look_on_the_corpus() -> None:
         for note in (str(row["a"]), str(row["b"])):
             key = near_duplicate_key(note)
             assert claims_of_key(key) == read_claims(key.replace("*", "").replace("__", ""))
+
+
 def test_a_note_is_reported_with_at_most_a_few_of_its_conflicts() -> None:
     """A store of thousands of "use X" and "never use X" notes is linear work, not the
     millions of pairs (tests/cli/test_stale_attacks.py times it through check)."""
