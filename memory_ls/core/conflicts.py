@@ -242,8 +242,9 @@ def notes_conflict(a: str, b: str) -> str | None:
 
 
 MAX_CONFLICTS_PER_NOTE = 5
-"""A note is reported in conflict with at most this many others (the first ones, in the
-order the notes were indexed). A store of 17,000 "use X" and 17,000 "never use X" notes
+"""A note is reported in conflict with at most this many others: the first ones in
+reading order (its own store's by line, then the global store's), whichever of its
+claims they contradict; the editor and ``check`` pick the same ones. A store of 17,000 "use X" and 17,000 "never use X" notes
 has 289 million conflicting pairs: all of them would never be computed, let alone read.
 Every note of such a store is still flagged, each pointing at notes it disagrees with."""
 
@@ -259,6 +260,9 @@ class ConflictIndex:
     _claims: dict[Hashable, tuple[Claim, ...]] = field(default_factory=dict)
     _by_claim: dict[_ClaimKey, dict[Hashable, None]] = field(default_factory=dict)
     """Each claim's notes, in the order they were added (a dict as an ordered set)."""
+    _rank: dict[Hashable, int] = field(default_factory=dict)
+    """When each note was (last) added: the order :meth:`conflicts_of` answers in."""
+    _added: int = 0
 
     def add(self, ref: Hashable, key: str) -> None:
         """Index a note (its key) under ``ref``, replacing what ``ref`` held."""
@@ -267,6 +271,8 @@ class ConflictIndex:
         if not claims:
             return
         self._claims[ref] = claims
+        self._rank[ref] = self._added
+        self._added += 1
         for c in claims:
             self._by_claim.setdefault((c.subject, c.positive, c.context), {})[ref] = None
 
@@ -276,6 +282,7 @@ class ConflictIndex:
 
     def remove(self, ref: Hashable) -> None:
         """Forget a note."""
+        self._rank.pop(ref, None)
         for c in self._claims.pop(ref, ()):
             claim = (c.subject, c.positive, c.context)
             refs = self._by_claim.get(claim)
@@ -287,21 +294,28 @@ class ConflictIndex:
     def conflicts_of(
         self, ref: Hashable, limit: int | None = MAX_CONFLICTS_PER_NOTE
     ) -> list[tuple[Hashable, str]]:
-        """The notes ``ref`` conflicts with (at most ``limit``, the first indexed; ``None``:
-        all), and the subject of each conflict: the first of its claims that the other
-        note contradicts, as :func:`conflict_subject` says."""
-        out: list[tuple[Hashable, str]] = []
-        seen = {ref}
+        """The notes ``ref`` conflicts with, in the order they were indexed (at most the
+        first ``limit``; ``None``: all), and the subject of each conflict: the first of its
+        claims that the other note contradicts, as :func:`conflict_subject` says.
+
+        A caller that indexes notes in reading order gets "the first ``limit`` conflicting
+        notes in reading order", whichever claims they contradict."""
+        subjects: dict[Hashable, str] = {}
         for c in self._claims.get(ref, ()):
-            # At most `limit` refs of a group are seen before an unseen one: bounded work.
+            taken = 0
             for other in self._by_claim.get((c.subject, not c.positive, c.context), {}):
-                if other in seen:
+                if other == ref:
                     continue
-                seen.add(other)
-                out.append((other, c.subject.removeprefix("use ")))
-                if limit is not None and len(out) >= limit:
-                    return out
-        return out
+                # A group is in indexing order, so the first `limit` overall are among the
+                # first `limit` of their own group: bounded work per claim.
+                if limit is not None and taken >= limit:
+                    break
+                taken += 1
+                subjects.setdefault(other, c.subject.removeprefix("use "))
+        found = sorted(subjects, key=self._rank.__getitem__)
+        if limit is not None:
+            found = found[:limit]
+        return [(other, subjects[other]) for other in found]
 
     def pairs(self) -> list[tuple[Hashable, Hashable, str]]:
         """Every conflicting pair once (in the order the refs were added)."""

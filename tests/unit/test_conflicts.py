@@ -236,3 +236,36 @@ def test_a_note_is_reported_with_at_most_a_few_of_its_conflicts() -> None:
     lines = [f"- {'Use' if i % 2 else 'Never use'} pnpm" for i in range(2000)]
     found = conflict_findings(parse_lines(lines).bullets, "project")
     assert len(found) == 2000 * MAX_CONFLICTS_PER_NOTE  # every note flagged, a few times
+
+
+CLAIM_NOTES = st.sampled_from(
+    [
+        "Use pnpm",
+        "Never use pnpm",
+        "Use ruff",
+        "Avoid ruff",
+        "Use pnpm and ruff",
+        "Use ruff over black",
+        "Use black",
+        "Don't use pnpm or black",
+        "Use pnpm, not npm",
+        "Use npm",
+    ]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(CLAIM_NOTES, max_size=40), st.integers(min_value=1, max_value=6))
+def test_a_capped_answer_is_the_first_notes_of_the_whole_answer(
+    notes: list[str], limit: int
+) -> None:
+    """The cap picks the first conflicting notes in indexing order, whichever of a note's
+    claims they contradict (so a caller that indexes in reading order gets the first in
+    reading order), with the same subjects as the whole answer."""
+    index = ConflictIndex()
+    for i, note in enumerate(notes):
+        index.add(i, near_duplicate_key(note))
+    for i in range(len(notes)):
+        whole = index.conflicts_of(i, limit=None)
+        assert [ref for ref, _ in whole] == sorted(ref for ref, _ in whole)
+        assert index.conflicts_of(i, limit=limit) == whole[:limit]
