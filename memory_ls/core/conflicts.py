@@ -295,12 +295,15 @@ def notes_conflict(a: str, b: str) -> str | None:
 
 @dataclass(slots=True)
 class ConflictIndex:
-    """Notes by the subjects they speak of: a changed note is compared only with the notes
-    that share a subject with it. Refs are whatever the caller uses to name a note
-    (``(scope, key)``, say); the index holds no text but the claims."""
+    """Notes by the claims they make: a changed note is compared only with the notes that
+    make the opposite claim (same subject and context). Refs are whatever the caller uses
+    to name a note (``(scope, key)``, say); the index holds no text but the claims.
+
+    Keyed by the whole claim, not by its subject alone: a thousand notes that agree about
+    one subject would otherwise each be compared with every other (quadratic)."""
 
     _claims: dict[Hashable, tuple[Claim, ...]] = field(default_factory=dict)
-    _by_subject: dict[str, set[Hashable]] = field(default_factory=dict)
+    _by_claim: dict[Claim, set[Hashable]] = field(default_factory=dict)
 
     def add(self, ref: Hashable, key: str) -> None:
         """Index a note (its key) under ``ref``, replacing what ``ref`` held."""
@@ -310,7 +313,7 @@ class ConflictIndex:
             return
         self._claims[ref] = claims
         for c in claims:
-            self._by_subject.setdefault(c.subject, set()).add(ref)
+            self._by_claim.setdefault(c, set()).add(ref)
 
     def __contains__(self, ref: object) -> bool:
         """Whether ``ref`` is indexed (a note that makes a claim)."""
@@ -319,18 +322,18 @@ class ConflictIndex:
     def remove(self, ref: Hashable) -> None:
         """Forget a note."""
         for c in self._claims.pop(ref, ()):
-            refs = self._by_subject.get(c.subject)
+            refs = self._by_claim.get(c)
             if refs is not None:
                 refs.discard(ref)
                 if not refs:
-                    del self._by_subject[c.subject]
+                    del self._by_claim[c]
 
     def conflicts_of(self, ref: Hashable) -> list[tuple[Hashable, str]]:
         """The notes ``ref`` conflicts with, and the subject of each conflict."""
         mine = self._claims.get(ref, ())
         candidates: set[Hashable] = set()
         for c in mine:
-            candidates |= self._by_subject.get(c.subject, set())
+            candidates |= self._by_claim.get(Claim(not c.positive, c.subject, c.context), set())
         candidates.discard(ref)
         out: list[tuple[Hashable, str]] = []
         for other in candidates:

@@ -154,7 +154,31 @@ def test_index_compares_only_notes_about_the_same_subject() -> None:
     index.add("e", near_duplicate_key("Avoid pnpm"))
     index.remove("a")
     assert index.pairs() == []
-    assert "use pnpm" in index._by_subject and "a" not in index._by_subject["use pnpm"]
+    assert "e" in index._by_claim[Claim(False, "use pnpm")]
+    assert Claim(True, "use pnpm") not in index._by_claim  # "a" left: nothing holds it
+
+
+def test_notes_that_agree_are_not_compared_with_each_other() -> None:
+    """Thousands of notes that all say "use pnpm" (worded apart) make no pair: the index
+    compares a note only with the notes making the opposite claim. Before, it compared
+    each with every note about pnpm: 4,000 notes took about 10 s."""
+    index = ConflictIndex()
+    speakers = ["", "please ", "we ", "you should ", "also ", "then ", "the team ", "i "]
+    keys = [
+        near_duplicate_key(f"{a}{b}{c}use pnpm {'here ' * (i % 3)}")
+        for i, (a, b, c) in enumerate(
+            (a, b, c) for a in speakers for b in speakers for c in speakers
+        )
+    ]
+    keys = keys * 24  # refs, not keys, are what is compared
+    started = time.perf_counter()
+    for i, key in enumerate(keys):
+        index.add(i, key)
+    assert all(index.conflicts_of(i) == [] for i in range(len(keys)))
+    assert time.perf_counter() - started < 2.0
+    index.add("no", near_duplicate_key("Never use pnpm"))
+    claiming = sum(1 for key in keys if claims_of_key(key))
+    assert claiming > 4000 and len(index.conflicts_of("no")) == claiming
 
 
 def test_findings_in_one_scope_and_across() -> None:
