@@ -145,3 +145,24 @@ async def test_severity_override_and_off(start, workspace):
     found = conflicts(await s.wait_for(uri, has_conflicts(2, 4, 5)))
     assert {d.severity for d in found.values()} == {lsp.DiagnosticSeverity.Hint}
     assert store_text(*NOTES, "use tabs") == workspace.text("project")  # nothing was written
+
+
+async def test_a_store_of_copies_that_all_conflict_gets_a_bounded_publish(start, workspace):
+    """1,500 copies of "Use pnpm; never use pnpm" each conflict with every other copy: 2.2
+    million pairs. The editor gets at most CONFLICT_LIMIT conflict diagnostics, at most
+    CONFLICT_PER_NOTE on a note, and promptly (before: a publish of gigabytes, never sent)."""
+    from memory_ls.server.diagnostics import CONFLICT_LIMIT, CONFLICT_PER_NOTE
+
+    workspace.write("project", ["Use pnpm; never use pnpm"] * 1500 + ["use tabs", "avoid tabs"])
+    s = await start("visual-studio-code")
+    uri = s.open(workspace.project_store)
+    found = await s.wait_for(uri, lambda ds: any(d.code == "conflict" for d in ds))
+    mine = [d for d in found if d.code == "conflict"]
+    assert len(mine) == CONFLICT_LIMIT
+    per_line: dict[int, int] = {}
+    for d in mine:
+        per_line[d.range.start.line] = per_line.get(d.range.start.line, 0) + 1
+    assert max(per_line.values()) == CONFLICT_PER_NOTE
+    # Typing is not held up: an edit is answered with the diagnostics of the new text.
+    s.edit(uri, [lsp.TextEdit(lsp.Range(lsp.Position(2, 2), lsp.Position(2, 26)), "keep")])
+    await s.wait_for(uri, lambda ds: not any(d.range.start.line == 2 for d in ds))
