@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from memory_ls.core.checks import ConflictData, Finding, Related, Severity
 from memory_ls.core.models import Scope
 from memory_ls.core.notes import Bullet
-from memory_ls.core.text import near_duplicate_key
+from memory_ls.core.text import escape_unseen, near_duplicate_key
 
 
 @dataclass(frozen=True, slots=True)
@@ -366,12 +366,15 @@ def conflict_finding(
 ) -> Finding:
     """The ``conflict`` finding on ``b`` (of ``scope``) for its pair with ``other`` (of
     ``other_scope``, in the file ``path``; ``None``: the same file), about ``subject``."""
+    # Quoted with hidden characters escaped: a bidi control in the other note (which may be
+    # in another file, unseen) must not reorder the message a person reads.
+    shown, about = escape_unseen(other.note), escape_unseen(subject)
     if scope == other_scope:
-        message = f"Conflicts with the note on line {other.line + 1} about {subject}: {other.note}"
+        message = f"Conflicts with the note on line {other.line + 1} about {about}: {shown}"
         where = "The conflicting note"
     else:
         message = (
-            f"Conflicts with a {other_scope} note about {subject}: {other.note} "
+            f"Conflicts with a {other_scope} note about {about}: {shown} "
             f"(the project note wins in this project)"
         )
         where = f"The conflicting {other_scope} note"

@@ -65,7 +65,17 @@ def code_action(ls: MemoryServer, params: lsp.CodeActionParams) -> list[lsp.Code
             quick = fixes.quick_fixes(doc.lines, code, diag.data)
             if quick is None:  # no data the fix can read: use the diagnostic as it is now
                 quick = fixes.quick_fixes(doc.lines, code, _data_for(ls, doc, diag)) or []
-            actions.extend(_edit_action(ls, doc, fix, QUICKFIX, diag) for fix in quick)
+            for fix in quick:
+                if fix.refused is None:
+                    actions.append(_edit_action(ls, doc, fix, QUICKFIX, diag))
+                elif ls.capability("text_document.code_action.disabled_support"):
+                    # Shown, greyed out, with why (a merge that would make too long a note).
+                    disabled = lsp.CodeActionDisabled(reason=fix.refused)
+                    actions.append(
+                        lsp.CodeAction(
+                            title=fix.title, kind=QUICKFIX, diagnostics=[diag], disabled=disabled
+                        )
+                    )
     if found is None:
         return actions  # an instruction file: its export-stale fix, nothing else
     actions.extend(_note_actions(ls, doc, params.range, only))

@@ -166,3 +166,26 @@ async def test_a_store_of_copies_that_all_conflict_gets_a_bounded_publish(start,
     # Typing is not held up: an edit is answered with the diagnostics of the new text.
     s.edit(uri, [lsp.TextEdit(lsp.Range(lsp.Position(2, 2), lsp.Position(2, 26)), "keep")])
     await s.wait_for(uri, lambda ds: not any(d.range.start.line == 2 for d in ds))
+
+
+@pytest.mark.parametrize("preset", ["visual-studio-code", "neovim"])
+async def test_a_merge_over_the_note_limit_is_shown_refused_or_left_out(start, workspace, preset):
+    """Merging two long notes would write a note over 500 characters, which the store
+    refuses: a client that shows disabled actions gets it greyed out with why, others do
+    not get it; forgetting either note is still offered."""
+    tail = " x" * 140
+    workspace.write(
+        "project", [f"Use pnpm for installs{tail}", f"Never use pnpm for installs{tail}"]
+    )
+    s = await start(preset)
+    uri = s.open(workspace.project_store)
+    found = conflicts(await s.wait_for(uri, has_conflicts(2, 3)))
+    actions = await code_actions(s, uri, 2, only=["quickfix"], diagnostics=[found[2]])
+    titles = [a.title.split(":")[0] for a in actions]
+    if preset == "visual-studio-code":
+        assert titles == ["Forget this note", "Forget the other note", "Merge the two notes"]
+        merge = actions[2]
+        assert merge.edit is None and merge.command is None
+        assert merge.disabled is not None and "longer than 500" in merge.disabled.reason
+    else:
+        assert titles == ["Forget this note", "Forget the other note"]
