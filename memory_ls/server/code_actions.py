@@ -115,7 +115,9 @@ def _edit_action(
 def _data_for(ls: MemoryServer, doc: MemoryDocument, diag: lsp.Diagnostic) -> Any:
     """The ``data`` of a diagnostic the client sent back without it (clients that do
     not declare ``dataSupport`` may drop it): the current one with the same code and
-    start line."""
+    start line, and the same message when one has it (a note in several ``conflict``
+    pairs has one diagnostic per other note on its line: the fix must be about the
+    other note that diagnostic names)."""
     if ls.document(doc.uri) is not None:
         current = ls.analysis.items(doc)
     elif ls.instructions.get(doc.uri) is doc:
@@ -123,10 +125,11 @@ def _data_for(ls: MemoryServer, doc: MemoryDocument, diag: lsp.Diagnostic) -> An
     else:
         return None
     line = diag.range.start.line
-    for item in current:
-        if item["code"] == diag.code and item["range"]["start"]["line"] == line:
+    same = [i for i in current if i["code"] == diag.code and i["range"]["start"]["line"] == line]
+    for item in same:
+        if item["message"] == diag.message:
             return item.get("data")
-    return None
+    return same[0].get("data") if same else None
 
 
 def _note_actions(

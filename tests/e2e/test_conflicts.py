@@ -221,3 +221,21 @@ async def test_a_hover_is_answered_while_a_large_stores_claims_are_read(start, w
         worst = max(worst, loop.time() - asked)
         await asyncio.sleep(0.02)
     assert worst < 2.0
+
+
+async def test_a_conflict_sent_back_without_data_gets_the_fixes_of_its_own_pair(start, workspace):
+    """Emacs drops ``data``: the server finds the diagnostic again by code and line. A
+    note in two pairs has two diagnostics on its line; the one about line 5 must offer to
+    forget the note on line 5, not the first one found (line 4)."""
+    workspace.write("project", ["use pnpm", "avoid pnpm", "never use pnpm"])
+    s = await start("emacs")
+    uri = s.open(workspace.project_store)
+    found = await s.wait_for(uri, lambda ds: len([d for d in ds if d.code == "conflict"]) == 4)
+    on_first = [d for d in found if d.code == "conflict" and d.range.start.line == 2]
+    d = next(d for d in on_first if "line 5" in d.message)
+    bare = lsp.Diagnostic(
+        range=d.range, message=d.message, severity=d.severity, code=d.code, source=d.source
+    )
+    actions = await code_actions(s, uri, 2, only=["quickfix"], diagnostics=[bare])
+    titles = [a.title for a in actions]
+    assert "Forget the other note: “never use pnpm”" in titles, titles
