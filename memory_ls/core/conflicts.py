@@ -17,6 +17,8 @@ same subjects.
 from __future__ import annotations
 
 import functools
+import heapq
+import itertools
 import re
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -397,31 +399,76 @@ def conflict_finding(
     )
 
 
+CONFLICTS_PER_NOTE = 10
+"""At most this many ``conflict`` findings on one note, each naming one other note: copies
+of "use X; never use X" each conflict with every other copy (a store of them at the cap
+would make ~90 million findings)."""
+
+
 def conflict_findings(
     bullets: Sequence[Bullet],
     scope: Scope,
     other_bullets: Sequence[Bullet] = (),
     other_path: str | None = None,
+    per_note: int | None = None,
 ) -> list[Finding]:
     """``conflict`` findings of one store: on both notes of a pair inside it, and, for the
     project store, on its note of a pair with a global note (``other_bullets``, from the
-    file ``other_path``). The language server keeps a :class:`ConflictIndex` instead."""
+    file ``other_path``). At most ``per_note`` (default :data:`CONFLICTS_PER_NOTE`) on a
+    note: the first other notes, this store's before the global store's, by line. The language server keeps a
+    :class:`ConflictIndex` instead.
+
+    Indexed by key, so copies of a note are compared once (work grows with the pairs of
+    distinct notes and the findings made, not with the square of the copies)."""
+    limit = CONFLICTS_PER_NOTE if per_note is None else per_note
     index = ConflictIndex()
-    mine = [b for b in bullets if not b.blank]
-    for i, b in enumerate(mine):
-        index.add((scope, i), b.key)
-    theirs: list[Bullet] = []
+    mine: dict[str, list[Bullet]] = {}
+    for b in bullets:
+        if not b.blank:
+            mine.setdefault(b.key, []).append(b)
+    theirs: dict[str, list[Bullet]] = {}
     if scope == "project":
-        theirs = [b for b in other_bullets if not b.blank]
-        for i, b in enumerate(theirs):
-            index.add(("global", i), b.key)
-    notes: dict[Hashable, tuple[Bullet, Scope, str | None]] = {}
-    notes.update({(scope, i): (b, scope, None) for i, b in enumerate(mine)})
-    notes.update({("global", i): (b, "global", other_path) for i, b in enumerate(theirs)})
+        for b in other_bullets:
+            if not b.blank:
+                theirs.setdefault(b.key, []).append(b)
+    for key in mine:
+        index.add((scope, key), key)
+    for key in theirs:
+        index.add(("global", key), key)
     out: list[Finding] = []
-    for i, b in enumerate(mine):
-        for other_ref, subject in index.conflicts_of((scope, i)):
-            other, where, path = notes[other_ref]
-            out.append(conflict_finding(b, other, scope, where, subject, path))
+    for key, xs in mine.items():
+        ref = (scope, key)
+        if ref not in index:
+            continue
+        against: list[tuple[list[Bullet], Scope, str | None, str]] = []
+        for other_ref, subject in index.conflicts_of(ref):
+            assert isinstance(other_ref, tuple)
+            other_scope, other_key = other_ref
+            if other_scope == scope:
+                against.append((mine[other_key], scope, None, subject))
+            else:
+                against.append((theirs[other_key], "global", other_path, subject))
+        claims = claims_of_key(key)
+        if len(xs) > 1 and (both := conflict_subject(claims, claims)) is not None:
+            against.append((xs, scope, None, both))  # copies of a note that says both
+        if not against:
+            continue
+        # Each note's first others: this store's (by line), then the global store's.
+        ordered = heapq.merge(
+            *(
+                [((path or "", y.line), y, where, path, subject) for y in ys]
+                for ys, where, path, subject in against
+            )
+        )
+        first = list(itertools.islice(ordered, limit + 1))
+        for x in xs:
+            made = 0
+            for _, y, where, path, subject in first:
+                if made == limit:
+                    break
+                if path is None and y.line == x.line:
+                    continue
+                out.append(conflict_finding(x, y, scope, where, subject, path))
+                made += 1
     # Reading order, then the same scope's note before the other's, by line.
     return sorted(out, key=lambda f: (f.line, f.start, f.related[0].path or "", f.related[0].line))

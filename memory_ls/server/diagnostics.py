@@ -25,6 +25,7 @@ from memory_ls.core.checks import (
     wire_data,
 )
 from memory_ls.core.conflicts import (
+    CONFLICTS_PER_NOTE,
     ConflictIndex,
     claims_of_key,
     conflict_finding,
@@ -47,8 +48,9 @@ SIMILAR_LIMIT = 2000
 CONFLICT_LIMIT = 2000
 """At most this many ``conflict`` diagnostics per document: a store of copies of "use X;
 never use X" would otherwise make every copy conflict with every other (millions)."""
-CONFLICT_PER_NOTE = 10
-"""At most this many ``conflict`` diagnostics on one note (each names one other note)."""
+CONFLICT_PER_NOTE = CONFLICTS_PER_NOTE
+"""At most this many ``conflict`` diagnostics on one note (each names one other note), as
+``check`` (:func:`memory_ls.core.conflicts.conflict_findings`)."""
 SEVERITY_NUMBER = {"error": 1, "warning": 2, "information": 3, "hint": 4}
 
 Json = dict[str, Any]
