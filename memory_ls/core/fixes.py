@@ -33,13 +33,11 @@ from memory_ls.core.checks import (
 from memory_ls.core.notes import Bullet, parse_bullet
 from memory_ls.core.text import (
     MAX_NOTE_UTF16,
-    MAX_STORE_BYTES,
     escape_unseen,
     has_controls,
     hidden_characters,
     normalise,
     remove_hidden,
-    utf8_length,
     utf16_length,
 )
 
@@ -387,7 +385,7 @@ def _conflict(lines: Sequence[str], line: int, data: ConflictData) -> list[Fix]:
             f"Merge the two notes: “{quoted(merged)}”",
             merge_conflicting(lines, line, note, other_line, other),
         )
-        if merge.edits and (refused := _merge_refusal(lines, merged, earlier, later)):
+        if merge.edits and (refused := _merge_refusal(merged)):
             merge = Fix(merge.title, [], refused=refused)
         return [
             Fix(f"Forget this note: “{quoted(note)}”", remove_duplicate(lines, line, note)),
@@ -408,22 +406,14 @@ def _conflict(lines: Sequence[str], line: int, data: ConflictData) -> list[Fix]:
     ]
 
 
-def _merge_refusal(lines: Sequence[str], merged: str, earlier: str, later: str) -> str | None:
-    """Why the merged note cannot be written: longer than a note may be (SPEC §2), or it
-    would take the store over its cap (the note grows by ``" (was: )"``, the later line
-    goes; each line break counted as one byte, the least it can be)."""
+def _merge_refusal(merged: str) -> str | None:
+    """Why the merged note cannot be written: longer than a note may be (SPEC §2). (That
+    no fix takes the store over its cap is the shell's check: it knows the line ends.)"""
     units = utf16_length(merged)
     if units > MAX_NOTE_UTF16:
         return (
             f"The merged note would be {units} characters, longer than {MAX_NOTE_UTF16}: "
             "forget one of the two notes, or shorten them first."
-        )
-    size = sum(utf8_length(text) for text in lines) + max(len(lines) - 1, 0)
-    grown = size + utf8_length(merged) - utf8_length(earlier) - utf8_length(f"- {later}") - 1
-    if grown > MAX_STORE_BYTES:
-        return (
-            f"The merged note would take the store over its {MAX_STORE_BYTES:,}-byte cap: "
-            "forget one of the two notes instead."
         )
     return None
 

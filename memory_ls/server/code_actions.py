@@ -17,6 +17,7 @@ from memory_ls.core import fixes
 from memory_ls.core.config import without_infinities
 from memory_ls.core.fixes import Fix
 from memory_ls.core.models import other_scope
+from memory_ls.core.text import MAX_STORE_BYTES, utf8_length
 from memory_ls.server import instructions
 from memory_ls.server.documents import MemoryDocument
 from memory_ls.server.edits import text_edits
@@ -66,6 +67,8 @@ def code_action(ls: MemoryServer, params: lsp.CodeActionParams) -> list[lsp.Code
             if quick is None:  # no data the fix can read: use the diagnostic as it is now
                 quick = fixes.quick_fixes(doc.lines, code, _data_for(ls, doc, diag)) or []
             for fix in quick:
+                if found is not None:
+                    fix = _within_cap(doc, fix)
                 if fix.refused is None:
                     actions.append(_edit_action(ls, doc, fix, QUICKFIX, diag))
                 elif ls.capability("text_document.code_action.disabled_support"):
@@ -82,6 +85,23 @@ def code_action(ls: MemoryServer, params: lsp.CodeActionParams) -> list[lsp.Code
     if _wanted(FIX_ALL, only) and (fix_all := fixes.fix_all_fix(doc.lines)) is not None:
         actions.append(_edit_action(ls, doc, fix_all, FIX_ALL))
     return actions
+
+
+def _within_cap(doc: MemoryDocument, fix: Fix) -> Fix:
+    """``fix``, or the same refused when it would take the store over its cap (SPEC §2:
+    the store would then be refused for reading and writing). Only a fix that writes
+    text can grow the store; the text after it is measured with the buffer's own line
+    ends and byte-order mark."""
+    if not fix.edits or not any(e.new_text for e in fix.edits) or doc.size > MAX_STORE_BYTES:
+        return fix
+    after = utf8_length(fixes.apply_edits(doc.lines, fix.edits, doc.eol)) + (3 if doc.bom else 0)
+    if after <= MAX_STORE_BYTES:
+        return fix
+    reason = (
+        f"This would take the store to {after:,} bytes, over its {MAX_STORE_BYTES:,}-byte "
+        "cap: forget a note instead."
+    )
+    return Fix(fix.title, [], refused=reason)
 
 
 def _edit_action(

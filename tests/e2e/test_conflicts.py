@@ -239,3 +239,29 @@ async def test_a_conflict_sent_back_without_data_gets_the_fixes_of_its_own_pair(
     actions = await code_actions(s, uri, 2, only=["quickfix"], diagnostics=[bare])
     titles = [a.title for a in actions]
     assert "Forget the other note: “never use pnpm”" in titles, titles
+
+
+@pytest.mark.parametrize("room", [2, 4])
+async def test_a_merge_that_would_take_a_crlf_store_over_its_cap_is_refused(start, workspace, room):
+    """At the cap, the merge grows a CRLF store by 4 bytes: with 2 bytes of room it is
+    refused (the store would be refused for reading and writing), with 4 it is offered.
+    Measured with the buffer's own line ends (a CRLF store has one more byte a line)."""
+    filler = [f"note number {i:06d} " + "y" * 80 for i in range(2_300)]
+    text = store_text(*filler, "Use pnpm", "Never use pnpm").replace("\n", "\r\n")
+    pad = 262_144 - len(text.encode()) - room
+    assert pad > 0
+    text = text.replace("note number 000000 ", "note number 000000 " + "z" * pad, 1)
+    workspace.write("project", text.encode())
+    s = await start("visual-studio-code")
+    uri = s.open(workspace.project_store, text)  # (read_text would turn CRLF into LF)
+    last = 2 + len(filler)
+    found = conflicts(await s.wait_for(uri, has_conflicts(last, last + 1)))
+    actions = await code_actions(s, uri, last, only=["quickfix"], diagnostics=[found[last]])
+    (merge,) = [a for a in actions if a.title.startswith("Merge")]
+    if room == 2:
+        assert merge.edit is None and merge.disabled is not None
+        assert "262,146 bytes" in merge.disabled.reason
+    else:
+        assert merge.disabled is None and merge.edit is not None
+        after = apply_text_edits(s.buffers[uri], edits_for(merge.edit, uri), s.encoding)
+        assert len(after.encode()) == 262_144

@@ -321,31 +321,3 @@ def test_a_merge_that_would_make_too_long_a_note_is_refused() -> None:
     assert merge.edits == [] and merge.command is None
     assert merge.refused is not None and "longer than 500" in merge.refused
     assert found[0].refused is None and found[0].edits  # forgetting is still offered
-
-
-def test_a_merge_that_would_take_the_store_over_its_cap_is_refused() -> None:
-    filler = [f"- note number {i:06d} " + "y" * 80 for i in range(2_400)]
-    lines = [*filler, "- Use pnpm", "- Never use pnpm"]
-    size = len("\n".join(lines).encode())
-    pad = 262_144 - size - 3  # the merge grows the store by 5 bytes: 2 over the cap
-    assert pad > 0
-    lines[0] += "z" * pad
-    store = parse("\n".join(lines))
-    first, _ = conflict_findings(store.bullets, "project")
-    (merge,) = [
-        f
-        for f in quick_fixes(store.lines, "conflict", wire_data(first)) or []
-        if "Merge" in f.title
-    ]
-    assert merge.edits == [] and merge.refused is not None and "cap" in merge.refused
-    lines[0] = lines[0][:-2]  # 2 bytes less: the merged store is exactly at the cap
-    store = parse("\n".join(lines))
-    first, _ = conflict_findings(store.bullets, "project")
-    (merge,) = [
-        f
-        for f in quick_fixes(store.lines, "conflict", wire_data(first)) or []
-        if "Merge" in f.title
-    ]
-    assert merge.refused is None
-    after = fixes.apply_edits(store.lines, merge.edits)
-    assert len(after.encode()) == 262_144
