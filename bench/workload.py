@@ -22,6 +22,7 @@ Two more stores stress what grows with the store rather than with the edit:
 from __future__ import annotations
 
 import argparse
+import json
 import random
 import shutil
 import tempfile
@@ -420,6 +421,39 @@ def make_workspace(text: str, parent: Path | None = None) -> Workspace:
     global_store = agent / "memory.md"
     global_store.write_text(global_store_text(text), encoding="utf-8", newline="\n")
     return Workspace(root=root, agent_dir=agent, store_path=store, global_store_path=global_store)
+
+
+def add_project_tree(
+    root: Path, notes: list[str], files: int = 3000, seed: int = DEFAULT_SEED
+) -> None:
+    """A real-sized project around a workspace's store (SPEC §13's speed criterion):
+    ``files`` source files in nested folders, the paths ``notes`` mention (but about 3%
+    of them, which stay stale), a ``package.json`` with scripts, a Makefile, and
+    ``AGENTS.md`` / ``CLAUDE.md`` of about 100 lines each."""
+    from memory_ls.core.stale import path_mentions
+
+    rng = random.Random(f"{seed}:tree")
+    mentioned = sorted({m.text for note in notes for m in path_mentions(note)})
+    for rel in mentioned:
+        if rng.random() < 0.03:
+            continue
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if not path.exists():
+            path.write_text("")
+    for i in range(files):
+        folder = root / "src" / f"pkg{i % 40}" / f"mod{i % 7}"
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"{rng.choice(_TECH)}_{i}.py").write_text("x = 1\n")
+    scripts = {name: f"echo {name}" for name in ("build", "test", "lint", "dev", "format")}
+    scripts.update({f"task:{rng.choice(_TECH)}{i}": "true" for i in range(25)})
+    (root / "package.json").write_text(json.dumps({"name": "bench", "scripts": scripts}))
+    targets = ["all", "test", "lint", "bench", *(f"t{i}" for i in range(16))]
+    (root / "Makefile").write_text("".join(f"{t}:\n\techo {t}\n" for t in targets))
+    for name in ("AGENTS.md", "CLAUDE.md"):
+        lines = [f"# {name}", ""]
+        lines += [f"- {_fresh_note(rng)}" for _ in range(98)]
+        (root / name).write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
 def remove_workspace(ws: Workspace) -> None:

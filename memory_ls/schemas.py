@@ -30,7 +30,7 @@ from memory_ls.core.models import (
     ReviewResult,
     SyncResult,
 )
-from memory_ls.server.settings import Settings
+from memory_ls.server.settings_model import SettingsModel
 
 SCHEMAS: dict[str, Any] = {
     "memory-result": MemoryResult,
@@ -45,7 +45,7 @@ SCHEMAS: dict[str, Any] = {
     "inbox-result": InboxResult,
     "inbox-counts": InboxCounts,
     "review-result": ReviewResult,
-    "settings": Settings,
+    "settings": SettingsModel,
 }
 """Every published shape by file name: the results and the ``memoryLs`` settings a client sends."""
 

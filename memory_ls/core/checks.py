@@ -67,7 +67,8 @@ STALE_AND_CONFLICT_CODES: dict[str, Severity] = {
     for code in ("stale-path", "stale-script", "instruction-duplicate", "conflict")
 }
 """SPEC §13's codes: ``check`` and the doctor report them; the language server shows
-``conflict`` (the other three: the next step of issue 13)."""
+``stale-path``, ``stale-script`` and ``instruction-duplicate`` from its cached picture
+of the project (``server/project_watch.py``), and ``conflict``."""
 
 
 class DiagnosticData(TypedDict):

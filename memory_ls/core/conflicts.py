@@ -17,8 +17,6 @@ same subjects.
 from __future__ import annotations
 
 import functools
-import heapq
-import itertools
 import re
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -295,17 +293,24 @@ def notes_conflict(a: str, b: str) -> str | None:
 # -- incrementally, over many notes --------------------------------------------------------
 
 
+MAX_CONFLICTS_PER_NOTE = 5
+"""A note is reported in conflict with at most this many others (the first ones, in the
+order the notes were indexed). A store of 17,000 "use X" and 17,000 "never use X" notes
+has 289 million conflicting pairs: all of them would never be computed, let alone read.
+Every note of such a store is still flagged, each pointing at notes it disagrees with."""
+
+_ClaimKey = tuple[str, bool, frozenset[str]]
+
+
 @dataclass(slots=True)
 class ConflictIndex:
     """Notes by the claims they make: a changed note is compared only with the notes that
-    make the opposite claim (same subject and context). Refs are whatever the caller uses
-    to name a note (``(scope, key)``, say); the index holds no text but the claims.
-
-    Keyed by the whole claim, not by its subject alone: a thousand notes that agree about
-    one subject would otherwise each be compared with every other (quadratic)."""
+    make the opposite claim, found by one lookup per claim. Refs are whatever the caller
+    uses to name a note (``(scope, key)``, say); the index holds no text but the claims."""
 
     _claims: dict[Hashable, tuple[Claim, ...]] = field(default_factory=dict)
-    _by_claim: dict[Claim, set[Hashable]] = field(default_factory=dict)
+    _by_claim: dict[_ClaimKey, dict[Hashable, None]] = field(default_factory=dict)
+    """Each claim's notes, in the order they were added (a dict as an ordered set)."""
 
     def add(self, ref: Hashable, key: str) -> None:
         """Index a note (its key) under ``ref``, replacing what ``ref`` held."""
@@ -315,7 +320,7 @@ class ConflictIndex:
             return
         self._claims[ref] = claims
         for c in claims:
-            self._by_claim.setdefault(c, set()).add(ref)
+            self._by_claim.setdefault((c.subject, c.positive, c.context), {})[ref] = None
 
     def __contains__(self, ref: object) -> bool:
         """Whether ``ref`` is indexed (a note that makes a claim)."""
@@ -324,24 +329,30 @@ class ConflictIndex:
     def remove(self, ref: Hashable) -> None:
         """Forget a note."""
         for c in self._claims.pop(ref, ()):
-            refs = self._by_claim.get(c)
+            claim = (c.subject, c.positive, c.context)
+            refs = self._by_claim.get(claim)
             if refs is not None:
-                refs.discard(ref)
+                refs.pop(ref, None)
                 if not refs:
-                    del self._by_claim[c]
+                    del self._by_claim[claim]
 
-    def conflicts_of(self, ref: Hashable) -> list[tuple[Hashable, str]]:
-        """The notes ``ref`` conflicts with, and the subject of each conflict."""
-        mine = self._claims.get(ref, ())
-        candidates: set[Hashable] = set()
-        for c in mine:
-            candidates |= self._by_claim.get(Claim(not c.positive, c.subject, c.context), set())
-        candidates.discard(ref)
+    def conflicts_of(
+        self, ref: Hashable, limit: int | None = MAX_CONFLICTS_PER_NOTE
+    ) -> list[tuple[Hashable, str]]:
+        """The notes ``ref`` conflicts with (at most ``limit``, the first indexed; ``None``:
+        all), and the subject of each conflict: the first of its claims that the other
+        note contradicts, as :func:`conflict_subject` says."""
         out: list[tuple[Hashable, str]] = []
-        for other in candidates:
-            subject = conflict_subject(mine, self._claims[other])
-            if subject is not None:
-                out.append((other, subject))
+        seen = {ref}
+        for c in self._claims.get(ref, ()):
+            # At most `limit` refs of a group are seen before an unseen one: bounded work.
+            for other in self._by_claim.get((c.subject, not c.positive, c.context), {}):
+                if other in seen:
+                    continue
+                seen.add(other)
+                out.append((other, c.subject.removeprefix("use ")))
+                if limit is not None and len(out) >= limit:
+                    return out
         return out
 
     def pairs(self) -> list[tuple[Hashable, Hashable, str]]:
@@ -349,7 +360,7 @@ class ConflictIndex:
         order = {ref: i for i, ref in enumerate(self._claims)}
         out = []
         for ref in self._claims:
-            for other, subject in self.conflicts_of(ref):
+            for other, subject in self.conflicts_of(ref, limit=None):
                 if order[ref] < order[other]:
                     out.append((ref, other, subject))
         return out
@@ -368,8 +379,7 @@ def conflict_finding(
 ) -> Finding:
     """The ``conflict`` finding on ``b`` (of ``scope``) for its pair with ``other`` (of
     ``other_scope``, in the file ``path``; ``None``: the same file), about ``subject``."""
-    # Quoted with hidden characters escaped: a bidi control in the other note (which may be
-    # in another file, unseen) must not reorder the message a person reads.
+    # What a message quotes of a note is escaped: a bidi control must not reorder it.
     shown, about = escape_unseen(other.note), escape_unseen(subject)
     if scope == other_scope:
         message = f"Conflicts with the note on line {other.line + 1} about {about}: {shown}"
@@ -399,76 +409,31 @@ def conflict_finding(
     )
 
 
-CONFLICTS_PER_NOTE = 10
-"""At most this many ``conflict`` findings on one note, each naming one other note: copies
-of "use X; never use X" each conflict with every other copy (a store of them at the cap
-would make ~90 million findings)."""
-
-
 def conflict_findings(
     bullets: Sequence[Bullet],
     scope: Scope,
     other_bullets: Sequence[Bullet] = (),
     other_path: str | None = None,
-    per_note: int | None = None,
 ) -> list[Finding]:
     """``conflict`` findings of one store: on both notes of a pair inside it, and, for the
     project store, on its note of a pair with a global note (``other_bullets``, from the
-    file ``other_path``). At most ``per_note`` (default :data:`CONFLICTS_PER_NOTE`) on a
-    note: the first other notes, this store's before the global store's, by line. The language server keeps a
-    :class:`ConflictIndex` instead.
-
-    Indexed by key, so copies of a note are compared once (work grows with the pairs of
-    distinct notes and the findings made, not with the square of the copies)."""
-    limit = CONFLICTS_PER_NOTE if per_note is None else per_note
+    file ``other_path``). The language server keeps a :class:`ConflictIndex` instead."""
     index = ConflictIndex()
-    mine: dict[str, list[Bullet]] = {}
-    for b in bullets:
-        if not b.blank:
-            mine.setdefault(b.key, []).append(b)
-    theirs: dict[str, list[Bullet]] = {}
+    mine = [b for b in bullets if not b.blank]
+    for i, b in enumerate(mine):
+        index.add((scope, i), b.key)
+    theirs: list[Bullet] = []
     if scope == "project":
-        for b in other_bullets:
-            if not b.blank:
-                theirs.setdefault(b.key, []).append(b)
-    for key in mine:
-        index.add((scope, key), key)
-    for key in theirs:
-        index.add(("global", key), key)
+        theirs = [b for b in other_bullets if not b.blank]
+        for i, b in enumerate(theirs):
+            index.add(("global", i), b.key)
+    notes: dict[Hashable, tuple[Bullet, Scope, str | None]] = {}
+    notes.update({(scope, i): (b, scope, None) for i, b in enumerate(mine)})
+    notes.update({("global", i): (b, "global", other_path) for i, b in enumerate(theirs)})
     out: list[Finding] = []
-    for key, xs in mine.items():
-        ref = (scope, key)
-        if ref not in index:
-            continue
-        against: list[tuple[list[Bullet], Scope, str | None, str]] = []
-        for other_ref, subject in index.conflicts_of(ref):
-            assert isinstance(other_ref, tuple)
-            other_scope, other_key = other_ref
-            if other_scope == scope:
-                against.append((mine[other_key], scope, None, subject))
-            else:
-                against.append((theirs[other_key], "global", other_path, subject))
-        claims = claims_of_key(key)
-        if len(xs) > 1 and (both := conflict_subject(claims, claims)) is not None:
-            against.append((xs, scope, None, both))  # copies of a note that says both
-        if not against:
-            continue
-        # Each note's first others: this store's (by line), then the global store's.
-        ordered = heapq.merge(
-            *(
-                [((path or "", y.line), y, where, path, subject) for y in ys]
-                for ys, where, path, subject in against
-            )
-        )
-        first = list(itertools.islice(ordered, limit + 1))
-        for x in xs:
-            made = 0
-            for _, y, where, path, subject in first:
-                if made == limit:
-                    break
-                if path is None and y.line == x.line:
-                    continue
-                out.append(conflict_finding(x, y, scope, where, subject, path))
-                made += 1
+    for i, b in enumerate(mine):
+        for other_ref, subject in index.conflicts_of((scope, i)):
+            other, where, path = notes[other_ref]
+            out.append(conflict_finding(b, other, scope, where, subject, path))
     # Reading order, then the same scope's note before the other's, by line.
     return sorted(out, key=lambda f: (f.line, f.start, f.related[0].path or "", f.related[0].line))

@@ -167,7 +167,8 @@ def doctor_report(
         if rep["hiddenUnicode"]:
             problems.append(f"{scope}: {len(rep['hiddenUnicode'])} note(s) with hidden characters")
         for code, what in _REVIEW_PROBLEMS.items():
-            n = sum(1 for f in rep["staleAndConflicts"] if f["code"] == code)
+            # Notes, not findings: a note may name two stale paths or conflict with three.
+            n = len({f["line"] for f in rep["staleAndConflicts"] if f["code"] == code})
             if n:
                 problems.append(f"{scope}: {n} {what}")
     if cross:
@@ -193,7 +194,7 @@ _REVIEW_PROBLEMS = {
     "instruction-duplicate": "note(s) an instruction file already says",
     "conflict": "conflicting note(s)",
 }
-"""How the problems list counts each §13 code (``conflict`` counts the flagged notes)."""
+"""How the problems list counts each §13 code (the notes it flags, one per line)."""
 
 
 FILE_TYPE_NAMES: dict[FileType, str] = {

@@ -26,9 +26,12 @@ from memory_ls.core.checks import (
     DuplicateData,
     ExportStaleData,
     HiddenUnicodeData,
+    InstructionDuplicateData,
     NoteData,
     PairData,
     SimilarData,
+    StalePathData,
+    StaleScriptData,
 )
 from memory_ls.core.notes import Bullet, parse_bullet
 from memory_ls.core.text import (
@@ -57,6 +60,15 @@ class Edit:
 
 
 @dataclass(frozen=True, slots=True)
+class Selection:
+    """A range of one line for the user to edit: ``[start, end)`` of ``line``."""
+
+    line: int
+    start: int
+    end: int
+
+
+@dataclass(frozen=True, slots=True)
 class CommandCall:
     """A change that is not an edit of this document: a ``memory.*`` command the server
     runs through the store's safe writer, with its argument (the server adds ``uri``)."""
@@ -68,11 +80,13 @@ class CommandCall:
 @dataclass(frozen=True, slots=True)
 class Fix:
     """One code action's change: its title, its edits (or its command), and whether to
-    prefer it."""
+    prefer it; or, instead of edits, a range to select for the user to edit (no snippet:
+    the server shows the document with that selection)."""
 
     title: str
     edits: list[Edit]
     preferred: bool = False
+    select: Selection | None = None
     command: CommandCall | None = None
     refused: str | None = None
     """Why this fix cannot be applied (no edits then): shown as a disabled action."""
@@ -443,6 +457,52 @@ def _export_stale(lines: Sequence[str], line: int, data: ExportStaleData) -> lis
     return [Fix("Rewrite the memory-ls block from memory.md", [edit], True)]
 
 
+def forget_note(lines: Sequence[str], line: int, note: str) -> Fix:
+    """Forget the note on ``line`` (if it still holds ``note``): its whole line goes."""
+    return Fix("Forget this note", remove_duplicate(lines, line, note))
+
+
+def mention_selection(
+    lines: Sequence[str], line: int, note: str, kind: Literal["path", "script"], text: str
+) -> Selection | None:
+    """Where the note on ``line`` (if it still holds ``note``) mentions the path or
+    script ``text`` (its first such mention, as :mod:`memory_ls.core.stale` reads them)."""
+    from memory_ls.core.stale import path_mentions, script_mentions
+
+    b = expected_note(lines, line, note)
+    if b is None:
+        return None
+    visible = lines[line][b.start : b.end]
+    found = path_mentions(visible) if kind == "path" else script_mentions(visible)
+    for m in found:
+        if m.text == text:
+            return Selection(line, b.start + m.start, b.start + m.end)
+    return None
+
+
+def _stale(
+    lines: Sequence[str], line: int, note: str, kind: Literal["path", "script"], text: str
+) -> list[Fix]:
+    """Edit the note (the stale mention selected), or forget it."""
+    selection = mention_selection(lines, line, note, kind, text)
+    edit = [Fix("Edit the note", [], select=selection)] if selection is not None else []
+    return [forget_note(lines, line, note), *edit]
+
+
+def _stale_path(lines: Sequence[str], line: int, data: StalePathData) -> list[Fix]:
+    return _stale(lines, line, data["note"], "path", data["mention"])
+
+
+def _stale_script(lines: Sequence[str], line: int, data: StaleScriptData) -> list[Fix]:
+    return _stale(lines, line, data["note"], "script", data["script"])
+
+
+def _instruction_duplicate(
+    lines: Sequence[str], line: int, data: InstructionDuplicateData
+) -> list[Fix]:
+    return [forget_note(lines, line, data["note"])]
+
+
 QUICK_FIXES: dict[str, _QuickFixes[Any]] = {
     "duplicate": _QuickFixes(DuplicateData, _duplicate),
     "similar": _QuickFixes(SimilarData, _wordings),
@@ -451,6 +511,9 @@ QUICK_FIXES: dict[str, _QuickFixes[Any]] = {
     "control-characters": _QuickFixes(NoteData, _controls),
     "hidden-unicode": _QuickFixes(HiddenUnicodeData, _hidden),
     "export-stale": _QuickFixes(ExportStaleData, _export_stale),
+    "stale-path": _QuickFixes(StalePathData, _stale_path),
+    "stale-script": _QuickFixes(StaleScriptData, _stale_script),
+    "instruction-duplicate": _QuickFixes(InstructionDuplicateData, _instruction_duplicate),
     "conflict": _QuickFixes(ConflictData, _conflict),
 }
 """Every code that has quick fixes: the data it reads, and how it makes them."""
@@ -473,7 +536,11 @@ def quick_fixes(lines: Sequence[str], code: str, data: object) -> list[Fix] | No
     found = make(lines, header["line"], data)
     if found is None:
         return None
-    return [f for f in found if f.edits or f.command is not None or f.refused is not None]
+    return [
+        f
+        for f in found
+        if f.edits or f.command is not None or f.select is not None or f.refused is not None
+    ]
 
 
 def forget_fix(lines: Sequence[str], line: int) -> Fix | None:

@@ -18,7 +18,13 @@ from memory_ls.core.bridges import instruction_skipped_lines
 from memory_ls.core.checks import Finding, InstructionDuplicateData, Related
 from memory_ls.core.notes import Bullet, parse_bullet
 from memory_ls.core.similar import DEFAULT_THRESHOLD, similar_to
-from memory_ls.core.text import display_path, key_of_normalised, normalise, split_text
+from memory_ls.core.text import (
+    display_path,
+    escape_unseen,
+    key_of_normalised,
+    normalise,
+    split_text,
+)
 
 PROJECT_INSTRUCTION_FILES = (
     "AGENTS.md",
@@ -118,6 +124,26 @@ def repeated_line(
     return index.lines[i], score
 
 
+def instruction_duplicate_finding(b: Bullet, x: InstructionLine, score: float) -> Finding:
+    """The ``instruction-duplicate`` finding of a note that repeats the instruction line
+    ``x`` (:func:`repeated_line`'s answer, which a caller may have cached by key)."""
+    where = f"{display_path(x.path)} line {x.line + 1}"
+    how = "already says this" if score >= 100 else f"says nearly this ({score:.0f}% alike)"
+    return Finding(
+        "instruction-duplicate",
+        b.line,
+        b.start,
+        b.line,
+        b.end,
+        # The file's line escaped: it is the repository's text, bidi controls and all.
+        f"{where} {how}: {escape_unseen(x.text)}",
+        InstructionDuplicateData(
+            note=b.note, file=x.path, fileLine=x.line, text=x.text, score=score
+        ),
+        (Related(x.line, x.start, x.end, "Said here", path=x.path),),
+    )
+
+
 def instruction_duplicate_findings(
     bullets: Sequence[Bullet], index: InstructionIndex, threshold: float = DEFAULT_THRESHOLD
 ) -> list[Finding]:
@@ -128,23 +154,6 @@ def instruction_duplicate_findings(
         if b.blank:
             continue
         hit = repeated_line(b.key, index, threshold)
-        if hit is None:
-            continue
-        x, score = hit
-        where = f"{display_path(x.path)} line {x.line + 1}"
-        how = "already says this" if score >= 100 else f"says nearly this ({score:.0f}% alike)"
-        out.append(
-            Finding(
-                "instruction-duplicate",
-                b.line,
-                b.start,
-                b.line,
-                b.end,
-                f"{where} {how}: {x.text}",
-                InstructionDuplicateData(
-                    note=b.note, file=x.path, fileLine=x.line, text=x.text, score=score
-                ),
-                (Related(x.line, x.start, x.end, "Said here", path=x.path),),
-            )
-        )
+        if hit is not None:
+            out.append(instruction_duplicate_finding(b, *hit))
     return out

@@ -13,9 +13,10 @@ from __future__ import annotations
 import operator
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from memory_ls.core.models import InjectResult, OmittedNote, Scope
+if TYPE_CHECKING:  # types only: the read verbs do not import the boundary shapes
+    from memory_ls.core.models import InjectResult, OmittedNote, Scope
 from memory_ls.core.text import utf8_length
 
 MARKER = "[MEMORY]"

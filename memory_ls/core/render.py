@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
-from memory_ls.core.models import MemoryResult, SyncResult
+from typing import TYPE_CHECKING
+
 from memory_ls.core.trust import trust_summary as trust_summary  # every report's one rendering
+
+if TYPE_CHECKING:  # types only: `list` prints without the boundary shapes
+    from memory_ls.core.models import MemoryResult, SyncResult
 
 
 def count_line(result: MemoryResult) -> str:

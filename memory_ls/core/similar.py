@@ -9,8 +9,10 @@ so read-only CLI verbs that never ask for hints do not pay for it.
 from __future__ import annotations
 
 import bisect
+import re
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from memory_ls.core.checks import Finding, Related, SimilarData
 from memory_ls.core.notes import Bullet
@@ -22,9 +24,12 @@ BLOCK = 256
 """Rows scored at once by the matrix pass: bounds the score matrix to BLOCK x n bytes."""
 YIELD_EVERY = 8
 """Rows scored one key at a time between two offers of the GIL to other threads."""
-MATRIX_FROM = 3000
-"""From this many distinct keys on, the matrix pass saves more than numpy's import costs
-(measured: 4,365 keys, 467 ms one key at a time against 251 ms as a matrix; numpy ~0.1-0.2 s)."""
+MATRIX_FROM = 64
+"""From this many distinct keys on, the matrix pass is the default (below it one call per key
+costs as little, and the row pass offers the GIL between keys)."""
+
+_NONZERO = re.compile(rb"[^\x00]")
+"""A cell of the uint8 score matrix that reached the cutoff."""
 
 
 def similar_pairs(
@@ -43,10 +48,10 @@ def similar_pairs(
     can still reach the threshold (``ratio`` is at most ``2 * shorter / (shorter +
     longer)``): about a sixth of the full matrix on a typical store. Two ways, the
     same pairs: ``matrix`` scores blocks of rows at once with rapidfuzz's ``cdist``
-    (many queries per SIMD pass, on every core, but it needs numpy: ~16 MB and
-    ~0.1 s to import); otherwise each key is scored against its window with
-    ``process.extract`` (no numpy; the language server's way, where memory counts
-    more than a background pass's time). ``None`` picks the matrix for big stores.
+    (many queries per SIMD pass, on every core) into a byte matrix read without
+    numpy (:func:`_score_block`); otherwise each key is scored against its window with
+    ``process.extract``, offering the GIL to other threads between keys (the language
+    server's background pass). ``None`` picks the matrix from :data:`MATRIX_FROM` keys on.
     """
     n = len(keys)
     if n < 2:
@@ -57,7 +62,9 @@ def similar_pairs(
     lengths = [len(k) for k in ranked]
     if matrix is None:
         matrix = n >= MATRIX_FROM
-    if cutoff == 0:  # a score of 0 would count, and a matrix cell of 0 means "no pair"
+    if cutoff == 0 or not similar_matrix_available():
+        # A cell of 0 means "no pair", and a score of 0 would count; without rapidfuzz's
+        # compiled cdist (its pure-Python fallback) there is no byte matrix to read.
         matrix = False
     scan = _matrix_pairs if matrix else _row_pairs
     found = scan(ranked, lengths, cutoff, threshold, limit)
@@ -102,38 +109,71 @@ def _row_pairs(
     return out
 
 
+def _cdist() -> tuple[Callable[..., Any], int] | None:
+    """rapidfuzz's compiled ``cdist`` and its uint8 type code, or ``None`` where it is missing.
+
+    ``rapidfuzz.process.cdist`` is this function wrapped in ``numpy.asarray`` (numpy:
+    ~16 MB resident and 0.06-0.16 s to import, more than the whole pass on most stores).
+    The compiled one returns a matrix object with the buffer protocol, read here as bytes.
+    """
+    try:
+        from rapidfuzz.process_cpp_impl import UINT8, cdist
+    except ImportError:  # rapidfuzz's pure-Python build
+        return None
+    return cdist, UINT8
+
+
+def similar_matrix_available() -> bool:
+    """True when the matrix pass can run (rapidfuzz's compiled ``cdist`` is installed)."""
+    return _cdist() is not None
+
+
+def _score_block(queries: list[str], choices: list[str], cutoff: int) -> bytes:
+    """The ``len(queries) x len(choices)`` uint8 matrix of ``ratio`` scores, row by row.
+
+    A cell is 0 when its score is under ``cutoff`` (``cutoff`` >= 1, so a kept score is not).
+    """
+    from rapidfuzz import fuzz
+
+    found = _cdist()
+    assert found is not None  # similar_pairs checked
+    cdist, uint8 = found
+    scores = cdist(
+        queries, choices, scorer=fuzz.ratio, score_cutoff=cutoff, dtype=uint8, workers=-1
+    )
+    return memoryview(scores).tobytes()
+
+
 def _matrix_pairs(
     ranked: list[str], lengths: list[int], cutoff: int, threshold: float, limit: int | None
 ) -> list[tuple[int, int, float]]:
     """(row, column, score) of every close pair, scored in blocks of rows with ``cdist``."""
-    import numpy as np
-    from rapidfuzz import fuzz, process
+    from rapidfuzz import fuzz
 
     n = len(ranked)
     out: list[tuple[int, int, float]] = []
     for start in range(0, n, BLOCK):
         end = min(n, start + BLOCK)
         stop = _reach(lengths, lengths[end - 1], cutoff, end)
-        scores = process.cdist(
-            ranked[start:end],
-            ranked[start:stop],
-            scorer=fuzz.ratio,
-            score_cutoff=cutoff,
-            dtype=np.uint8,
-            workers=-1,
-        )
-        rows, cols = np.nonzero(scores)
-        for r, c in zip(rows.tolist(), cols.tolist(), strict=True):
-            if c <= r:  # the lower triangle and the diagonal of this block
+        width = stop - start
+        scores = _score_block(ranked[start:end], ranked[start:stop], cutoff)
+        for r in range(end - start):
+            # Only the cells right of the diagonal: the lower triangle repeats them.
+            lo, hi = r * width + r + 1, (r + 1) * width
+            # Almost every row is all zeros: counting them is a C loop (~10x faster
+            # than a regex over the row), and only a row with a hit is searched.
+            if scores.count(0, lo, hi) == hi - lo:
                 continue
-            a, b = ranked[start + r], ranked[start + c]
-            if a == b:
-                continue
-            score = float(fuzz.ratio(a, b))
-            if score >= threshold:
-                out.append((start + r, start + c, score))
-                if limit is not None and len(out) >= limit:
-                    return out
+            for hit in _NONZERO.finditer(scores, lo, hi):
+                c = hit.start() - r * width
+                a, b = ranked[start + r], ranked[start + c]
+                if a == b:
+                    continue
+                score = float(fuzz.ratio(a, b))
+                if score >= threshold:
+                    out.append((start + r, start + c, score))
+                    if limit is not None and len(out) >= limit:
+                        return out
     return out
 
 

@@ -16,6 +16,7 @@ its line (``line[bullet.start:bullet.end]``) and :func:`stale_findings` adds
 
 from __future__ import annotations
 
+import bisect
 import json
 import re
 from collections.abc import Iterable, Sequence
@@ -24,10 +25,11 @@ from typing import Literal
 
 from memory_ls.core.checks import Finding, StalePathData, StaleScriptData
 from memory_ls.core.notes import Bullet
+from memory_ls.core.text import escape_unseen
 
 # -- what counts as a path mention --------------------------------------------------------
 
-_CODE_SPAN_RE = re.compile(r"(`+)(?!`)(.+?)(?<!`)\1(?!`)")
+_BACKTICKS_RE = re.compile(r"`+")
 _WORD_RE = re.compile(r"\S+")
 _FORBIDDEN = frozenset("*?[]{}<>$%~")
 _TRAILING = ".,;:!?)"
@@ -76,8 +78,38 @@ def is_path_mention(word: str) -> bool:
 
 
 def _code_spans(text: str) -> list[tuple[int, int]]:
-    """``(start, end)`` of each backticked span's content."""
-    return [(m.start(2), m.end(2)) for m in _CODE_SPAN_RE.finditer(text)]
+    """``(start, end)`` of each backticked span's content.
+
+    What ``_CODE_SPAN_RE.finditer`` finds, found in linear time: the regex, tried at each
+    backtick of a long run with no closer, rescans the rest of the line from each one (a
+    note of 200,000 backticks took minutes). An opener is a backtick and the rest of its
+    run; its closer is the next whole run of exactly that length on the same line, with
+    at least one character between; no closer, and the next backtick is tried.
+    """
+    if "`" not in text:
+        return []
+    runs = [(m.start(), m.end()) for m in _BACKTICKS_RE.finditer(text)]
+    by_length: dict[int, list[int]] = {}
+    for i, (start, end) in enumerate(runs):
+        by_length.setdefault(end - start, []).append(i)
+    out: list[tuple[int, int]] = []
+    i = 0
+    while i < len(runs):
+        start, end = runs[i]
+        line_end = text.find("\n", end)
+        closer = None
+        for opener in range(start, end):
+            same = by_length.get(end - opener, [])
+            k = bisect.bisect_right(same, i)
+            if k < len(same) and (line_end < 0 or runs[same[k]][0] < line_end):
+                closer = same[k]
+                break
+        if closer is None:
+            i += 1
+            continue
+        out.append((end, runs[closer][0]))
+        i = closer + 1
+    return out
 
 
 def path_mentions(text: str) -> list[Mention]:
@@ -360,9 +392,12 @@ def _tokens(text: str) -> list[_Token]:
     spans = _code_spans(text)
     starts = {s for s, _ in spans}
     out: list[_Token] = []
+    k = 0  # tokens and spans both come in text order: one pass, not every span per token
     for m in _WORD_TOKEN_RE.finditer(text):
         start = m.start()
-        in_code = any(s <= start < e for s, e in spans)
+        while k < len(spans) and spans[k][1] <= start:
+            k += 1
+        in_code = k < len(spans) and spans[k][0] <= start
         prev = out[-1].text if out else ""
         command_start = (
             start in starts
@@ -515,7 +550,9 @@ class MakeTargets:
 
 
 _MAKE_ASSIGN_RE = re.compile(r"^[^:#=]*?(?:::?=|\?=|\+=|!=|=)")
-_MAKE_RULE_RE = re.compile(r"^([^:#=\t][^:#=]*?)\s*(::?)(?!=)")
+# No lazy quantifier next to an overlapping one: `[^:#=]*?\s*` rescanned the rest of a
+# line from each of its characters (a 1 MB line without a colon never finished).
+_MAKE_RULE_RE = re.compile(r"^([^:#=\t][^:#=]*)(::?)(?!=)")
 
 
 def make_targets(text: str) -> MakeTargets:
@@ -571,9 +608,23 @@ def make_targets(text: str) -> MakeTargets:
     return MakeTargets(frozenset(names), tuple(patterns), is_open)
 
 
-_JUST_RECIPE_RE = re.compile(r"^@?([A-Za-z_][A-Za-z0-9_-]*)\b([^:=]*?(?:=[^:]*)*?)?\s*:(?!=)")
+# A recipe's name; what follows it up to the line's first colon is its parameters.
+_JUST_NAME_RE = re.compile(r"@?([A-Za-z_][A-Za-z0-9_-]*)\b")
 _JUST_ALIAS_RE = re.compile(r"^alias\s+([A-Za-z_][A-Za-z0-9_-]*)\s*:=")
 _JUST_OPENING_RE = re.compile(r"^(?:import|mod)\b|^set\s+fallback\b")
+
+
+def _just_recipe_name(line: str) -> str | None:
+    """The recipe a justfile line starts (``name params...: deps``), or ``None``.
+
+    Read with ``str.find``, not one regex: the regex this replaces nested a repeated
+    group in a repeated group and took exponential time on a line like ``a=====...``.
+    """
+    colon = line.find(":")
+    if colon < 0 or line.startswith("=", colon + 1):
+        return None  # not a rule, or `name := value`
+    m = _JUST_NAME_RE.match(line, 0, colon)
+    return None if m is None else m.group(1)
 
 
 def just_recipes(text: str) -> MakeTargets:
@@ -595,9 +646,9 @@ def just_recipes(text: str) -> MakeTargets:
             "set "
         ):
             continue
-        m = _JUST_RECIPE_RE.match(line)
-        if m is not None:
-            names.add(m.group(1))
+        name = _just_recipe_name(line)
+        if name is not None:
+            names.add(name)
     return MakeTargets(frozenset(names), (), is_open)
 
 
@@ -635,6 +686,21 @@ def package_info(text: str) -> PackageInfo | None:
     return PackageInfo(names, workspaces, frozenset(deps))
 
 
+def _pnpm_item(line: str) -> str | None:
+    """The glob of a ``  - 'glob'  # comment`` line (quotes optional, none inside), or
+    ``None``. Cut with ``str`` methods: a regex with a lazy group before ``\\s*`` took
+    quadratic time on a long line of spaces."""
+    dash = line.lstrip()
+    if not dash.startswith("-") or len(dash) < 2 or not dash[1].isspace():
+        return None
+    value = dash[1:].split("#", 1)[0].strip()
+    if len(value) >= 2 and value[0] in "'\"" and value[-1] == value[0]:
+        value = value[1:-1]
+    if not value.strip() or "'" in value or '"' in value:
+        return None
+    return value
+
+
 def pnpm_workspace_globs(text: str) -> tuple[str, ...]:
     """The ``packages:`` globs of a ``pnpm-workspace.yaml`` (a plain block list; anything
     fancier gives what could be read)."""
@@ -646,9 +712,9 @@ def pnpm_workspace_globs(text: str) -> tuple[str, ...]:
         if not line[0].isspace():
             inside = line.split("#", 1)[0].strip() == "packages:"
             continue
-        item = re.match(r"\s+-\s+(['\"]?)([^'\"#]+?)\1\s*(?:#.*)?$", line)
-        if inside and item is not None:
-            out.append(item.group(2))
+        glob = _pnpm_item(line) if inside else None
+        if glob is not None:
+            out.append(glob)
     return tuple(out)
 
 
@@ -764,9 +830,33 @@ def stale_mentions(
                 if rule == "root"
                 else "matches no file in the project"
             )
-            out.append((m, f"`{m.text}` {where}."))
+            # Escaped: the mention is raw note text (an ESC or a bidi control would reach
+            # the terminal or the model that reads the message).
+            out.append((m, f"`{escape_unseen(m.text)}` {where}."))
         elif script_is_stale(m, project):
             out.append((m, _script_message(m)))
+    return out
+
+
+def stale_note_findings(
+    b: Bullet, stale: Sequence[tuple[Mention, str]], project: ProjectSnapshot
+) -> list[Finding]:
+    """The ``stale-path`` / ``stale-script`` findings of one note, from its stale mentions
+    (:func:`stale_mentions` of its text, which a caller may have cached), each on the
+    mention itself."""
+    out: list[Finding] = []
+    for m, message in stale:
+        start, end = b.start + m.start, b.start + m.end
+        if m.kind == "path":
+            rule = path_is_stale(m.text, project) or "anywhere"
+            data: StalePathData | StaleScriptData = StalePathData(
+                note=b.note, mention=m.text, rule=rule
+            )
+            code = "stale-path"
+        else:
+            data = StaleScriptData(note=b.note, tool=m.tool, script=m.text)
+            code = "stale-script"
+        out.append(Finding(code, b.line, start, b.line, end, message, data))
     return out
 
 
@@ -780,16 +870,7 @@ def stale_findings(
         if b.blank or b.line >= len(lines):
             continue
         text = lines[b.line][b.start : b.end]
-        for m, message in stale_mentions(text, note_mentions(text), project):
-            start, end = b.start + m.start, b.start + m.end
-            if m.kind == "path":
-                rule = path_is_stale(m.text, project) or "anywhere"
-                data: StalePathData | StaleScriptData = StalePathData(
-                    note=b.note, mention=m.text, rule=rule
-                )
-                code = "stale-path"
-            else:
-                data = StaleScriptData(note=b.note, tool=m.tool, script=m.text)
-                code = "stale-script"
-            out.append(Finding(code, b.line, start, b.line, end, message, data))
+        out.extend(
+            stale_note_findings(b, stale_mentions(text, note_mentions(text), project), project)
+        )
     return out

@@ -8,10 +8,12 @@ command so its two writes stay ordered.
 
 from __future__ import annotations
 
+import asyncio
 from typing import TYPE_CHECKING, Any
 
 import attrs
 from lsprotocol import types as lsp
+from lsprotocol.converters import get_converter
 
 from memory_ls.core import fixes
 from memory_ls.core.config import without_infinities
@@ -20,8 +22,9 @@ from memory_ls.core.models import other_scope
 from memory_ls.core.text import MAX_STORE_BYTES, utf8_length
 from memory_ls.server import instructions
 from memory_ls.server.documents import MemoryDocument
-from memory_ls.server.edits import text_edits
+from memory_ls.server.edits import text_edits, text_range
 from memory_ls.server.positions import from_client
+from memory_ls.server.protocol import CLIENT_TIMEOUT
 
 if TYPE_CHECKING:
     from memory_ls.server.server import MemoryServer
@@ -30,7 +33,10 @@ FIX_ALL = "source.fixAll.memory"
 REWRITE = lsp.CodeActionKind.RefactorRewrite.value
 MOVE = "refactor.move"
 QUICKFIX = lsp.CodeActionKind.QuickFix.value
+CONVERTER = get_converter()
 KINDS = [QUICKFIX, REWRITE, MOVE, FIX_ALL]
+REVEAL = "memory.reveal"
+"""The command a fix that selects (rather than edits) runs: ``window/showDocument``."""
 
 
 def register(ls: MemoryServer) -> None:
@@ -66,7 +72,11 @@ def code_action(ls: MemoryServer, params: lsp.CodeActionParams) -> list[lsp.Code
             quick = fixes.quick_fixes(doc.lines, code, diag.data)
             if quick is None:  # no data the fix can read: use the diagnostic as it is now
                 quick = fixes.quick_fixes(doc.lines, code, _data_for(ls, doc, diag)) or []
+            # A fix that selects needs window/showDocument: without it, it would do nothing.
+            shows = bool(ls.capability("window.show_document.support"))
             for fix in quick:
+                if fix.select is not None and not shows:
+                    continue
                 if found is not None:
                     fix = _within_cap(doc, fix)
                 if fix.refused is None:
@@ -112,6 +122,16 @@ def _edit_action(
     diagnostic: lsp.Diagnostic | None = None,
 ) -> lsp.CodeAction:
     """A core fix as an LSP code action (a quick fix names its diagnostic)."""
+    if fix.select is not None:
+        sel = fix.select
+        where = text_range(doc, sel.line, sel.start, sel.line, sel.end, ls.analysis.encoding)
+        shown = {"uri": doc.uri, "range": CONVERTER.unstructure(where)}
+        return lsp.CodeAction(
+            title=fix.title,
+            kind=kind,
+            diagnostics=None if diagnostic is None else [diagnostic],
+            command=lsp.Command(title=fix.title, command=REVEAL, arguments=[shown]),
+        )
     if fix.command is not None:
         # A change to another store: the server's command writes it (SPEC §3), not an edit.
         argument: dict[str, Any] = {**fix.command.argument, "uri": doc.uri}
@@ -181,3 +201,27 @@ def _note_actions(
         if merge is not None:
             out.append(_edit_action(ls, doc, merge, REWRITE))
     return out
+
+
+async def reveal(ls: MemoryServer, arg: dict[str, Any]) -> dict[str, Any]:
+    """``memory.reveal`` (``uri``, ``range``): show an open memory document with ``range``
+    selected (``window/showDocument``), so the user edits the stale mention; ``{shown}``,
+    and ``error`` when the client cannot show documents, the document is not an open
+    store, or the range is not one."""
+    uri = arg.get("uri")
+    try:
+        selection = CONVERTER.structure(arg.get("range"), lsp.Range)
+    except Exception:
+        selection = None
+    if not isinstance(uri, str) or selection is None:
+        return {"shown": False, "error": "memory.reveal needs a uri and a range"}
+    if ls.document(uri) is None:  # it shows open stores only, nothing a caller names
+        return {"shown": False, "error": f"not an open memory document: {uri}"}
+    if not ls.capability("window.show_document.support"):
+        return {"shown": False, "error": "this client cannot show a document (window/showDocument)"}
+    params = lsp.ShowDocumentParams(uri=uri, take_focus=True, selection=selection)
+    try:
+        result = await asyncio.wait_for(ls.window_show_document_async(params), CLIENT_TIMEOUT)
+    except Exception as exc:
+        return {"shown": False, "error": f"the client did not show the document: {exc}"}
+    return {"shown": bool(result is not None and result.success)}

@@ -77,6 +77,7 @@ COMMANDS = (
     "memory.inbox",
     "memory.accept",
     "memory.reject",
+    "memory.reveal",
 )
 APPLY_TIMEOUT = 5.0
 """Seconds to wait for the client's answer to ``workspace/applyEdit``."""
@@ -139,6 +140,10 @@ def runtime_for(
 async def execute(ls: MemoryServer, command: str, args: tuple[Any, ...]) -> Any:
     """Run one ``memory.*`` command and return its result."""
     arg = argument(command, args)
+    if command == "memory.reveal":  # the editor's own: no project, no store
+        from memory_ls.server import code_actions
+
+        return await code_actions.reveal(ls, arg)
     runtime = runtime_for(ls, command, arg)
     name = command.removeprefix("memory.")
     if not isinstance(runtime, MemoryRuntime):  # the uri names no project

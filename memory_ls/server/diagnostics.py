@@ -25,7 +25,7 @@ from memory_ls.core.checks import (
     wire_data,
 )
 from memory_ls.core.conflicts import (
-    CONFLICTS_PER_NOTE,
+    MAX_CONFLICTS_PER_NOTE,
     ConflictIndex,
     claims_of_key,
     conflict_finding,
@@ -38,6 +38,7 @@ from memory_ls.core.text import MAX_STORE_BYTES
 from memory_ls.server import review
 from memory_ls.server.documents import MemoryDocument
 from memory_ls.server.positions import to_client
+from memory_ls.server.project_watch import STALE_CODES, ProjectFiles
 from memory_ls.server.uris import uri_of_path
 from memory_ls.server.workspace import ClaimingNotes, DocumentInfo, Projects
 from memory_ls.store.facts import memory_file_facts
@@ -48,9 +49,10 @@ SIMILAR_LIMIT = 2000
 CONFLICT_LIMIT = 2000
 """At most this many ``conflict`` diagnostics per document: a store of copies of "use X;
 never use X" would otherwise make every copy conflict with every other (millions)."""
-CONFLICT_PER_NOTE = CONFLICTS_PER_NOTE
+CONFLICT_PER_NOTE = MAX_CONFLICTS_PER_NOTE
 """At most this many ``conflict`` diagnostics on one note (each names one other note), as
-``check`` (:func:`memory_ls.core.conflicts.conflict_findings`)."""
+``check`` (:data:`memory_ls.core.conflicts.MAX_CONFLICTS_PER_NOTE`): the index bounds the
+other notes a note is paired with, this bounds the copies of them."""
 SEVERITY_NUMBER = {"error": 1, "warning": 2, "information": 3, "hint": 4}
 
 Json = dict[str, Any]
@@ -122,6 +124,12 @@ class Published:
     sim: dict[Pair, Finding] = dataclasses.field(default_factory=dict)
     sim_at: dict[int, dict[Pair, Finding]] = dataclasses.field(default_factory=dict)
     sim_version: int = -1
+    # SPEC §13 stale-path, stale-script, instruction-duplicate (`_stale`).
+    st_source: object = None
+    """The judge (project_watch.py) the notes were judged by."""
+    st: dict[str, list[Finding]] = dataclasses.field(default_factory=dict)
+    """Key -> the findings on its notes."""
+    st_at: dict[int, list[Finding]] = dataclasses.field(default_factory=dict)
     # -- conflict (SPEC §13), kept apart: the index and the findings of each pair ---------
     conf_index: ConflictIndex | None = None
     """The document's notes (and, for a project store, the global store's) by subject."""
@@ -194,6 +202,8 @@ class Analysis:
         self.states: dict[str, DocState] = {}
         self.encoding = "utf-16"
         self.related = True
+        self.files = ProjectFiles()
+        """What each project's files hold, for SPEC §13's checks (``project_watch.py``)."""
 
     # -- publishing ----------------------------------------------------------------
 
@@ -219,6 +229,8 @@ class Analysis:
         for by_line in (pub.dup_at, pub.cross_at, pub.ni_at):
             found.extend(by_line.values())
         found.extend(pub.sim.values())
+        for st_found in pub.st_at.values():
+            found.extend(st_found)
         for on_line in pub.conf_at.values():
             found.extend(on_line)
         return sort_findings(found)
@@ -257,6 +269,7 @@ class Analysis:
             self._cross_all(doc, state, pub, dirty)
             self._not_injected(doc, state, pub, set(), dirty)
             self._similar_all(doc, state, pub, dirty)
+            self._stale(doc, state, pub, dirty)
             self._conflicts(doc, state, pub, dirty)
         else:
             moved, doc.moved_from = doc.moved_from, None
@@ -284,6 +297,7 @@ class Analysis:
                     changed |= state.similar_by_key.get(key, set())
                 for pair in changed:
                     self._pair(doc, state, pub, pair, dirty)
+            self._stale(doc, state, pub, dirty, keys, moved)
             self._conflicts(doc, state, pub, dirty, keys)
         for line in dirty:
             self._bucket(doc, pub, line)
@@ -664,6 +678,7 @@ class Analysis:
         sim = pub.sim_at.get(line)
         if sim:
             found.extend(sim.values())
+        found.extend(pub.st_at.get(line, ()))
         found.extend(pub.conf_at.get(line, ()))
         overrides: Mapping[str, str] = self.projects.settings.severity
         encoded: list[tuple[int, str, bytes]] = []
@@ -690,6 +705,86 @@ class Analysis:
         else:
             return
         pub.joined = None
+
+    def _stale(
+        self,
+        doc: MemoryDocument,
+        state: DocState,
+        pub: Published,
+        dirty: set[int],
+        keys: set[str] | None = None,
+        moved: int | None = None,
+    ) -> None:
+        """``stale-path``, ``stale-script`` and ``instruction-duplicate`` (SPEC §13): the
+        notes of ``keys`` judged again, or every note when the project's files changed,
+        or, when lines moved, the notes from ``moved`` on (every line an edit changed
+        is there: the document moves ``moved`` back over earlier edits).
+
+        The judge answers from what it cached of the tree and the instruction files
+        (``project_watch.py``); a note it has not seen costs a few regular expressions
+        and one fuzzy scan of the instruction lines. Never a read or a walk.
+        """
+        judge = self.files.judge_for(doc.uri, state.info)
+        if judge is not None and not any(self._enabled(code) for code in STALE_CODES):
+            judge = None  # all three off: nothing to judge
+        lines = doc.lines
+        if judge is not pub.st_source or keys is None:
+            # Every note again, in one pass over the lines (no per-key look-ups).
+            pub.st_source = judge
+            for line in pub.st_at:
+                dirty.add(line)
+            pub.st = {}
+            pub.st_at = {}
+            if judge is None:
+                return
+            for b in doc.bullets:
+                if b is None or not b.key:
+                    continue
+                found = judge.findings(b, lines[b.line])
+                if found:
+                    pub.st.setdefault(b.key, []).extend(found)
+                    pub.st_at.setdefault(b.line, []).extend(found)
+                    dirty.add(b.line)
+            return
+        if moved is not None:
+            # One pass over the lines from `moved` on: cheaper than thousands of keys.
+            for line in [line for line in pub.st_at if line >= moved]:
+                del pub.st_at[line]
+                dirty.add(line)
+            if judge is not None:
+                for b in doc.bullets[moved:]:
+                    if b is not None and b.key:
+                        found = judge.findings(b, lines[b.line])
+                        if found:
+                            pub.st_at[b.line] = found
+                            dirty.add(b.line)
+            pub.st = {}
+            for line, on_line in pub.st_at.items():
+                b = doc.bullets[line]
+                if b is not None:
+                    pub.st.setdefault(b.key, []).extend(on_line)
+            return
+        for key in keys:
+            for f in pub.st.pop(key, ()):
+                at = pub.st_at.get(f.line)
+                if at is not None:
+                    # By identity: after lines moved, the line may hold another key's finding.
+                    kept = [x for x in at if x is not f]
+                    if kept:
+                        pub.st_at[f.line] = kept
+                    else:
+                        del pub.st_at[f.line]
+                dirty.add(f.line)
+            if judge is None or key not in doc.key_lines:
+                continue
+            found = []
+            for b in doc.bullets_for((key,)):
+                found.extend(judge.findings(b, lines[b.line]))
+            if found:
+                pub.st[key] = found
+                for f in found:
+                    pub.st_at.setdefault(f.line, []).append(f)
+                    dirty.add(f.line)
 
     # -- similar hints (off the edit path) -----------------------------------------
 

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from lsprotocol import types as lsp
 
-from memory_ls.server import background, commands, instructions, publishing, review
+from memory_ls.server import background, commands, instructions, project_watch, publishing, review
 from memory_ls.server.diagnostics import DocState, disk_facts
 from memory_ls.server.documents import MemoryDocument, Span
 from memory_ls.server.protocol import CLIENT_TIMEOUT
@@ -139,6 +139,7 @@ def did_open(ls: MemoryServer, params: lsp.DidOpenTextDocumentParams) -> None:
     background.start_conflicts(ls, doc)  # a large store's claims: read in a thread first
     publishing.publish(ls, doc, always=True)
     background.start_similar(ls, doc)
+    project_watch.opened(ls, doc, info)  # SPEC §13: the project's files, in the background
     _refresh_others_soon(ls, doc)
 
 
@@ -175,6 +176,7 @@ def did_close(ls: MemoryServer, params: lsp.DidCloseTextDocumentParams) -> None:
         instructions.did_close(ls, params.text_document.uri)
         return
     commands.buffer_closed(ls, doc.uri)
+    project_watch.closed(ls, doc.uri)
     publishing.clear(ls, doc.uri)
     ls.projects.invalidate()
     publishing.refresh_all(ls)
@@ -187,13 +189,22 @@ def did_save(ls: MemoryServer, params: lsp.DidSaveTextDocumentParams) -> None:
     if found is not None:
         found.state.disk = disk_facts(found.doc)
         commands.buffer_changed(ls, found.doc)  # saved: the buffer is the file now
+        project_watch.saved(ls, found.doc)
     ls.projects.invalidate()
     publishing.refresh_all(ls)
 
 
 @guarded
 def did_change_watched_files(ls: MemoryServer, params: lsp.DidChangeWatchedFilesParams) -> None:
-    """A store, ``bytefly.json`` or ``trust.json`` changed on disk: recheck everything."""
+    """A store, ``bytefly.json`` or ``trust.json`` changed on disk: recheck everything.
+
+    An event about the project tree only (a file created or deleted, a package.json
+    edited) goes to :mod:`memory_ls.server.project_watch`, which looks at that project
+    again in the background: it rechecks nothing else.
+    """
+    project_watch.files_changed(ls, params.changes)
+    if params.changes and not any(project_watch.is_memory_file(c.uri) for c in params.changes):
+        return
     for doc, state in ls.open_documents():
         state.disk = disk_facts(doc)
     ls.projects.invalidate()
@@ -208,4 +219,5 @@ def did_change_folders(ls: MemoryServer, params: lsp.DidChangeWorkspaceFoldersPa
     folders = [f for f in ls.projects.folders if str(f) not in removed]
     folders += [Path(p) for f in params.event.added if (p := path_of_uri(f.uri))]
     ls.projects.configure(ls.projects.settings, folders)
+    project_watch.folders_changed(ls)
     publishing.refresh_all(ls, redescribe=True)

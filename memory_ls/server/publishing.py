@@ -47,7 +47,7 @@ def negotiate(ls: MemoryServer, params: lsp.InitializeParams) -> None:
             lsp.DiagnosticOptions(
                 identifier="memory", inter_file_dependencies=True, workspace_diagnostics=False
             ),
-        )(pull_diagnostics)
+        )(pull_after_first_look)
     else:
         ls.analysis.related = bool(
             ls.capability("text_document.publish_diagnostics.related_information")
@@ -148,6 +148,18 @@ def refresh_all(
             publish(ls, doc)
         except Exception as exc:
             ls.log(f"memory-ls: could not check {doc.uri}: {exc!r}", lsp.MessageType.Error)
+
+
+async def pull_after_first_look(ls: MemoryServer, params: lsp.DocumentDiagnosticParams) -> Any:
+    """``textDocument/diagnostic`` (:func:`pull_diagnostics`), once the store's first look
+    at its project (SPEC §13) has ended, when the client cannot be asked to pull again
+    (no ``workspace.diagnostics.refreshSupport``): else its first answer would lack
+    ``stale-path`` & co. until the next edit. At most ``FIRST_LOOK_WAIT`` seconds."""
+    if not ls.capability("workspace.diagnostics.refresh_support"):
+        from memory_ls.server import project_watch
+
+        await project_watch.first_look(ls, params.text_document.uri)
+    return pull_diagnostics(ls, params)
 
 
 def pull_diagnostics(ls: MemoryServer, params: lsp.DocumentDiagnosticParams) -> Any:

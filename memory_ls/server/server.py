@@ -29,6 +29,7 @@ from memory_ls.server import (
     formatting,
     hover,
     lens,
+    project_watch,
     publishing,
     review,
     settings_sync,
@@ -190,6 +191,7 @@ async def initialized(ls: MemoryServer, params: lsp.InitializedParams) -> None:
         review.start(ls)
     except Exception as exc:
         ls.log(f"memory-ls: start-up step failed: {exc!r}", lsp.MessageType.Warning)
+    await project_watch.register_watchers(ls)  # SPEC §13: the project tree (logs a failure)
     gc.collect()
     gc.freeze()
 
@@ -207,6 +209,7 @@ def create_server() -> MemoryServer:
     hover.register(ls)
     lens.register(ls)
     formatting.register(ls)
+    project_watch.register(ls)
     return ls
 
 

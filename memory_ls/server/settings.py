@@ -1,18 +1,23 @@
-"""The server's settings: one typed model, camelCase on the wire (SPEC §7 Settings).
+"""The server's settings: one typed record, camelCase on the wire (SPEC §7 Settings).
 
 Settings come from ``initializationOptions`` and the ``memoryLs`` section of
 ``workspace/configuration``. Each value is checked on its own: an invalid one
 is reported (once, by the caller) and replaced by its default, so a typo never
 stops the server.
+
+No pydantic here (issue 11: ``serve`` imports only what the edit path needs). A
+value of the type the schema asks for (a string, a boolean, a number from 0 to
+100) is taken as it is; any other value is judged by the pydantic model in
+:mod:`memory_ls.server.settings_model`, imported then, exactly as before: the
+same values are accepted (``"70.5"`` included), the same reasons given.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
-
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
-from pydantic.alias_generators import to_camel
 
 from memory_ls.core.checks import CODES
 from memory_ls.core.config import describe_json_value
@@ -27,32 +32,77 @@ CLIENT_KEYS = frozenset({"serverCommand", "pythonPath", "statusBar", "trace"})
 SeverityName = Literal["error", "warning", "information", "hint", "off"]
 
 
-class Settings(BaseModel):
-    """Everything a client can configure."""
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """Everything a client can configure (the schema: ``SettingsModel``)."""
 
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, frozen=True)
+    agent_dir: str | None = None
+    """Pi's agent dir (global store)."""
+    trusted: bool | None = None
+    """Explicit trust decision for the project."""
+    read_only: bool = False
+    """Refuse every change (plan modes)."""
+    severity: dict[str, SeverityName] = field(default_factory=dict)
+    """Severity per diagnostic code, or off."""
+    similar_threshold: float = DEFAULT_THRESHOLD
+    """Score (0-100) for `similar` hints."""
 
-    agent_dir: str | None = Field(default=None, description="Pi's agent dir (global store).")
-    trusted: bool | None = Field(
-        default=None, strict=True, description="Explicit trust decision for the project."
-    )
-    read_only: bool = Field(
-        default=False, strict=True, description="Refuse every change (plan modes)."
-    )
-    severity: dict[str, SeverityName] = Field(
-        default_factory=dict, description="Severity per diagnostic code, or off."
-    )
-    similar_threshold: float = Field(
-        default=DEFAULT_THRESHOLD, ge=0, le=100, description="Score (0-100) for `similar` hints."
-    )
+    def model_dump(self, *, by_alias: bool = False) -> dict[str, Any]:
+        """The settings as a dict (camelCase keys with ``by_alias``), as pydantic's would be."""
+        values = asdict(self)
+        return {ALIASES[k]: v for k, v in values.items()} if by_alias else values
 
 
-_FIELDS = {(info.alias or name): name for name, info in Settings.model_fields.items()}
+ALIASES = {
+    "agent_dir": "agentDir",
+    "trusted": "trusted",
+    "read_only": "readOnly",
+    "severity": "severity",
+    "similar_threshold": "similarThreshold",
+}
+"""Field name -> its camelCase key on the wire (pydantic's ``to_camel``)."""
+
+_FIELDS = {alias: name for name, alias in ALIASES.items()}
+
+_DEFAULTS = asdict(Settings())
+
+
+def _taken_as_is(name: str, value: object) -> bool:
+    """Whether ``value`` is valid for ``name`` and the model would keep it unchanged.
+
+    Only these values skip the model; ``tests/server/test_settings.py`` holds this
+    to the model's own verdict on every kind of value.
+    """
+    if name == "agent_dir":
+        return type(value) is str
+    if name in ("trusted", "read_only"):
+        return type(value) is bool
+    if name == "similar_threshold":
+        # int -> float as the model converts it; a bool, a huge int or NaN goes to the model.
+        if type(value) is float:
+            return math.isfinite(value) and 0 <= value <= 100
+        return type(value) is int and 0 <= value <= 100
+    return False
+
+
+def _checked(name: str, value: object) -> tuple[object, str | None]:
+    """``value`` as the field holds it, or ``None`` and why the model refused it."""
+    if _taken_as_is(name, value):
+        return (float(value) if name == "similar_threshold" else value), None  # type: ignore[arg-type]
+    from pydantic import ValidationError
+
+    from memory_ls.server.settings_model import SettingsModel
+
+    try:
+        checked = SettingsModel.model_validate({name: value})
+    except ValidationError as exc:
+        return None, str(exc.errors()[0].get("msg", "invalid"))
+    return getattr(checked, name), None
 
 
 def parse_settings(raw: object, base: Settings | None = None) -> tuple[Settings, list[str]]:
     """Read ``raw`` over ``base``: valid keys win, invalid ones are reported and skipped."""
-    values: dict[str, Any] = (base or Settings()).model_dump()
+    values: dict[str, Any] = asdict(base or Settings())
     problems: list[str] = []
     if raw is None:
         return Settings(**values), problems
@@ -62,7 +112,7 @@ def parse_settings(raw: object, base: Settings | None = None) -> tuple[Settings,
         problems.append(f"memoryLs settings must be an object, not {type(raw).__name__}; ignored.")
         return Settings(**values), problems
     for key, value in raw.items():
-        name = _FIELDS.get(key) or (key if key in Settings.model_fields else None)
+        name = _FIELDS.get(key) or (key if key in ALIASES else None)
         if name is None:
             if key != SECTION and key not in CLIENT_KEYS:
                 problems.append(f"Unknown setting memoryLs.{key}; ignored.")
@@ -72,20 +122,18 @@ def parse_settings(raw: object, base: Settings | None = None) -> tuple[Settings,
         if name == "severity":
             values["severity"] = _severities(value, values["severity"], problems)
             continue
-        try:
-            checked = Settings.model_validate({name: value})
-        except ValidationError as exc:
-            reason = exc.errors()[0].get("msg", "invalid")
+        checked, reason = _checked(name, value)
+        if reason is not None:
             problems.append(
-                f"Invalid value {_shown(value)} for memoryLs.{key} ({reason}); using the default."
+                f"Invalid value {shown_value(value)} for memoryLs.{key} ({reason}); using the default."
             )
-            values[name] = Settings.model_fields[name].get_default(call_default_factory=True)
+            values[name] = _DEFAULTS[name]
             continue
-        values[name] = getattr(checked, name)
+        values[name] = checked
     return Settings(**values), problems
 
 
-def _shown(value: object) -> str:
+def shown_value(value: object) -> str:
     """A value for a message: a number briefly (``1e999`` arrives as ``inf``; 10**400
     has 401 digits), anything else as Python writes it."""
     if isinstance(value, int | float) and not isinstance(value, bool):
@@ -107,7 +155,7 @@ def _severities(value: object, current: dict[str, str], problems: list[str]) -> 
         elif level not in levels:
             out.pop(str(code), None)
             problems.append(
-                f"Invalid severity {_shown(level)} for {code} (one of {', '.join(levels)}); "
+                f"Invalid severity {shown_value(level)} for {code} (one of {', '.join(levels)}); "
                 "using the default."
             )
         else:

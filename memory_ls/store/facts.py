@@ -15,9 +15,10 @@ import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
-from memory_ls.core.models import FileType
+if TYPE_CHECKING:  # types only: the read verbs do not import the boundary shapes
+    from memory_ls.core.models import FileType
 from memory_ls.core.text import display_path
 from memory_ls.store.paths import project_folder_refusal, refused_project_store
 
@@ -35,7 +36,7 @@ def file_type_of(mode: int) -> FileType | None:
         (stat.S_ISLNK, "symlink"),
     ):
         if test(mode):
-            return cast(FileType, name)
+            return cast("FileType", name)
     return "other"
 
 

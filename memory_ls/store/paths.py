@@ -13,8 +13,10 @@ import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from memory_ls.core.models import Scope
+if TYPE_CHECKING:  # types only: the read verbs do not import the boundary shapes
+    from memory_ls.core.models import Scope
 from memory_ls.core.text import display_path
 
 AGENT_DIR_ENV = "PI_CODING_AGENT_DIR"

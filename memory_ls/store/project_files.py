@@ -11,7 +11,9 @@ symlink loop is one entry, not a hang) and stops after :data:`MAX_WALK_ENTRIES` 
 from __future__ import annotations
 
 import fnmatch
+import itertools
 import os
+import re
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -46,6 +48,12 @@ MAX_BUILD_FILE_BYTES = 1024 * 1024
 """A package.json, Makefile, justfile or pnpm-workspace.yaml larger than this is not read."""
 MAX_INSTRUCTION_BYTES = 1024 * 1024
 """An instruction file larger than this is not compared with the notes."""
+MAX_WORKSPACE_GLOBS = 1000
+"""A package.json / pnpm-workspace.yaml naming more workspace globs than this (a real
+monorepo names a few dozen) leaves the package scripts unknown: matching 60,000 globs
+against thousands of folders took check a minute."""
+MAX_GLOB_MATCHES = 2_000_000
+"""Globs times folders holding a package.json: over this, the scripts are unknown too."""
 
 
 def _read_text(path: Path, limit: int) -> str | None:
@@ -83,7 +91,8 @@ def walk_project(root: Path) -> tuple[frozenset[str], frozenset[str]]:
         folder, rel = stack.pop()
         try:
             with os.scandir(folder) as it:
-                entries = list(it)
+                # Stop inside a folder too: one folder of millions of files is a big tree.
+                entries = list(itertools.islice(it, MAX_WALK_ENTRIES - len(paths)))
         except OSError:
             continue
         for e in entries:
@@ -109,18 +118,25 @@ def _first_existing(root: Path, names: Iterable[str], entries: frozenset[str]) -
     return None
 
 
-def _workspace_dirs(globs: Iterable[str], paths: frozenset[str]) -> list[str]:
-    """The folders the workspaces globs name that hold a package.json (seen by the walk)."""
-    out: list[str] = []
+def _workspace_dirs(globs: Iterable[str], paths: frozenset[str]) -> list[str] | None:
+    """The folders the workspaces globs name that hold a package.json (seen by the walk),
+    or ``None`` when there are too many globs to match (then the workspace packages, and
+    with them the scripts, are unknown: nothing is judged by them)."""
     candidates = sorted(p[: -len("/package.json")] for p in paths if p.endswith("/package.json"))
+    patterns: dict[str, None] = {}
     for raw in globs:
         pattern = raw.strip().removeprefix("./").rstrip("/")
-        if not pattern or pattern.startswith("!"):
-            continue
+        if pattern and not pattern.startswith("!"):
+            patterns[pattern] = None
+    if len(patterns) > MAX_WORKSPACE_GLOBS or len(patterns) * len(candidates) > MAX_GLOB_MATCHES:
+        return None
+    out: dict[str, None] = {}
+    for pattern in patterns:
+        match = re.compile(fnmatch.translate(pattern)).match
         for d in candidates:
-            if d not in out and (fnmatch.fnmatchcase(d, pattern) or d == pattern):
-                out.append(d)
-    return out
+            if d not in out and (d == pattern or match(d)):
+                out[d] = None
+    return list(out)
 
 
 def _packages(
@@ -137,8 +153,11 @@ def _packages(
         pnpm = _read_text(root / "pnpm-workspace.yaml", MAX_BUILD_FILE_BYTES)
         if pnpm is not None:
             globs.extend(pnpm_workspace_globs(pnpm))
+    dirs = _workspace_dirs(globs, paths)
+    if dirs is None:
+        return None
     out = [top]
-    for d in _workspace_dirs(globs, paths):
+    for d in dirs:
         path = root / d / "package.json"
         if not _inside(path, root.resolve()):
             continue

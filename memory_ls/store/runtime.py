@@ -12,34 +12,11 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from memory_ls.core.actions import (
-    READ_ONLY_MESSAGE,
-    UNTRUSTED_MESSAGE,
-    Change,
-    Request,
-    no_match,
-    read_request,
-)
-from memory_ls.core.bridges import ImportPlan, plan_import
-from memory_ls.core.checks import Finding
-from memory_ls.core.config import EffectiveConfig
-from memory_ls.core.models import (
-    DoctorReport,
-    DoctorResult,
-    ExportResult,
-    ImportResult,
-    InjectResult,
-    MemoryResult,
-    PathInfo,
-    ReloadResult,
-    Scope,
-    other_scope,
-)
 from memory_ls.core.notes import ParsedFile, parse
 from memory_ls.core.recall import RecallPlan, recall_plan
 from memory_ls.core.text import display_path
-from memory_ls.core.trust import TrustDecision
 from memory_ls.store.config import load_config
 from memory_ls.store.facts import file_type_at
 from memory_ls.store.files import (
@@ -66,6 +43,26 @@ from memory_ls.store.paths import (
     project_store_path,
 )
 from memory_ls.store.trust import decide_trust
+
+if TYPE_CHECKING:
+    # Types only. The actions, the bridges and the checks are imported where a write,
+    # an import or a check needs them: `inject` and `list` read, and pay for reading only.
+    from memory_ls.core.actions import Change, Request
+    from memory_ls.core.bridges import ImportPlan
+    from memory_ls.core.checks import Finding
+    from memory_ls.core.config import EffectiveConfig
+    from memory_ls.core.models import (
+        DoctorReport,
+        DoctorResult,
+        ExportResult,
+        ImportResult,
+        InjectResult,
+        MemoryResult,
+        PathInfo,
+        ReloadResult,
+        Scope,
+    )
+    from memory_ls.core.trust import TrustDecision
 
 
 def same_file_message(path: Path) -> str:
@@ -352,6 +349,8 @@ class MemoryRuntime:
 
     def run(self, action: object, args: Mapping[str, object]) -> MemoryResult:
         """Validate raw field values and run one action; refusals come back as results."""
+        from memory_ls.core.actions import read_request
+
         request, error = read_request(action, args)
         if error:
             return self.result(request.action, request.scope, error=error)
@@ -371,6 +370,8 @@ class MemoryRuntime:
         In order: the project's folder leads out of the project, the project
         directory does not exist (it is never created), read-only, untrusted.
         """
+        from memory_ls.core.actions import READ_ONLY_MESSAGE, UNTRUSTED_MESSAGE
+
         refused = self._place_refusal(scope)
         if refused is not None:
             return refused
@@ -394,6 +395,8 @@ class MemoryRuntime:
 
     def _guarded(self, scope: Scope, write: Callable[[], Change]) -> Change:
         """Run ``write``; a refusal or an I/O failure comes back as a :class:`Change` error."""
+        from memory_ls.core.actions import Change
+
         try:
             return write()
         except StoreRefused as exc:
@@ -418,6 +421,8 @@ class MemoryRuntime:
 
     def _mutate_locked(self, scope: Scope, transform: Callable[[str], Change]) -> Change:
         """One read-modify-write of ``scope`` under both locks (see :func:`store_locks`)."""
+        from memory_ls.core.actions import Change
+
         path = self.paths[scope]
         refused = self._place_refusal(scope)
         if refused is not None:
@@ -436,6 +441,8 @@ class MemoryRuntime:
         self, scope: Scope, folder: LockedFolder, transform: Callable[[str], Change]
     ) -> Change:
         """Apply ``transform`` to the locked store and write it (redone if it changed meanwhile)."""
+        from memory_ls.core.actions import Change
+
         made: list[Change] = []
 
         def decide(file: StoreFile) -> str | None:
@@ -471,10 +478,15 @@ class MemoryRuntime:
 
     def add(self, text: str, scope: Scope = "project") -> MemoryResult:
         """Append a (normalised, validated) note unless a near-duplicate is stored."""
+        from memory_ls.core.actions import Request
+
         return self._write(Request("add", scope, text))
 
     def move(self, text: str, scope: Scope = "project") -> MemoryResult:
         """Add to the other scope, then forget from ``scope``: never in neither."""
+        from memory_ls.core.actions import Request, no_match
+        from memory_ls.core.models import other_scope
+
         target = other_scope(scope)
         refusal = self.refusal(scope) or self.refusal(target)
         if refusal:
@@ -504,6 +516,8 @@ class MemoryRuntime:
         move of the same note can see it in both stores or in neither. The
         result is the source's change, with the target's ``existing``.
         """
+        from memory_ls.core.actions import Change, no_match
+
         scope = request.scope
         with store_locks([self._lock_request(scope), self._lock_request(target)]) as folders:
             source_folder, target_folder = folders
@@ -526,6 +540,8 @@ class MemoryRuntime:
 
     def clear(self, scope: Scope = "project") -> MemoryResult:
         """Remove every bullet of ``scope``; callers must have asked a human first."""
+        from memory_ls.core.actions import Request
+
         return self._write(Request("clear", scope))
 
     # -- bridges to other agents (SPEC §15) -------------------------------------
@@ -538,6 +554,9 @@ class MemoryRuntime:
         refuses (untrusted, read-only, an unreadable store) or that would pass
         the size cap refuses every note it would have added, and writes nothing.
         """
+        from memory_ls.core.actions import Change
+        from memory_ls.core.bridges import plan_import
+
         refusal = self.refusal(scope)
         if refusal:
             return plan_import("", candidates).refused_whole(refusal)

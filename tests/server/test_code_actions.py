@@ -414,6 +414,71 @@ async def test_actions_in_the_global_store(serve: Any) -> None:
     assert acts[0].command.arguments == [{"text": "g", "scope": "global", "uri": s.uri}]
 
 
+async def test_reveal_shows_open_stores_only_and_says_why_not(server: Any) -> None:
+    from tests.server.conftest import uri_of
+
+    ws = server.workspace
+    ws.write("project", ["see `src/gone.py`"])
+    await server.initialize("visual-studio-code")
+    uri = server.open(ws.project_store)
+    where = {"start": {"line": 2, "character": 7}, "end": {"line": 2, "character": 18}}
+
+    async def reveal(argument: Any) -> Any:
+        answer = await server.client.request(
+            lsp.WORKSPACE_EXECUTE_COMMAND,
+            lsp.ExecuteCommandParams(command="memory.reveal", arguments=[argument]),
+        )
+        return answer["result"]
+
+    # The in-process client answers window/showDocument with null: not shown, and why.
+    result = await reveal({"uri": uri, "range": where})
+    assert result["shown"] is False
+    assert result["error"].startswith("the client did not show the document")
+    shown = server.client.requests(lsp.WINDOW_SHOW_DOCUMENT)
+    assert shown == [{"uri": uri, "takeFocus": True, "selection": where}]
+    other = uri_of(ws.root / "README.md")
+    assert (await reveal({"uri": other, "range": where}))["error"].startswith(
+        "not an open memory document"
+    )
+    assert await reveal({"uri": uri, "range": {"start": 1}}) == {
+        "shown": False,
+        "error": "memory.reveal needs a uri and a range",
+    }
+    assert len(server.client.requests(lsp.WINDOW_SHOW_DOCUMENT)) == 1
+
+
+@pytest.mark.parametrize(
+    ("preset", "titles"),
+    [
+        ("visual-studio-code", ["Forget this note", "Edit the note"]),
+        ("emacs", ["Forget this note"]),  # no window/showDocument: nothing to select with
+    ],
+)
+async def test_edit_the_note_only_where_the_client_can_show_it(
+    server: Any, preset: str, titles: list[str]
+) -> None:
+    from tests import stale_project
+    from tests.server.test_project_watch import judged
+
+    ws = server.workspace
+    stale_project.project(ws)
+    await server.initialize(preset)
+    uri = server.open(ws.project_store)
+    await judged(server, uri)
+    doc = server.ls.projects.documents[uri]
+    item = next(i for i in server.ls.analysis.items(doc) if i["code"] == "stale-path")
+    diagnostic = get_converter().structure(item, lsp.Diagnostic)
+    actions = code_actions.code_action(
+        server.ls,
+        lsp.CodeActionParams(
+            text_document=lsp.TextDocumentIdentifier(uri=uri),
+            range=diagnostic.range,
+            context=lsp.CodeActionContext(diagnostics=[diagnostic], only=["quickfix"]),
+        ),
+    )
+    assert actions is not None and [a.title for a in actions] == titles
+
+
 CONFLICTING = HEADER + (
     "- Use pnpm for installs\n"  # 2
     "- keep it short\n"  # 3

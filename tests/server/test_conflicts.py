@@ -17,7 +17,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from lsprotocol import types as lsp
 
-from memory_ls.core import conflicts as conflicts_module
 from memory_ls.core.checks import Finding
 from memory_ls.core.conflicts import claims_of_key, conflict_findings
 from memory_ls.core.notes import parse_lines
@@ -225,7 +224,6 @@ def test_incremental_conflicts_equal_fresh_conflict_findings(
     ``check`` does not have: past them the editor shows those it found first.)"""
     monkeypatch.setattr(diagnostics, "CONFLICT_PER_NOTE", 10**6)
     monkeypatch.setattr(diagnostics, "CONFLICT_LIMIT", 10**6)
-    monkeypatch.setattr(conflicts_module, "CONFLICTS_PER_NOTE", 10**6)
     analysis, doc, glob = setup(workspace, start, global_start)
     assert glob is not None
     analysis.encoded(doc)

@@ -8,14 +8,26 @@ problem once, however often the client sends it.
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from dataclasses import FrozenInstanceError
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import settings as examples
+from hypothesis import strategies as st
 from lsprotocol import types as lsp
 
 from memory_ls.core.checks import CODES
 from memory_ls.core.similar import DEFAULT_THRESHOLD
-from memory_ls.server.settings import CLIENT_KEYS, SECTION, Settings, parse_settings
+from memory_ls.server.settings import (
+    CLIENT_KEYS,
+    SECTION,
+    Settings,
+    parse_settings,
+    shown_value,
+)
 from memory_ls.server.settings_sync import did_change_configuration
 
 from .conftest import InProcess
@@ -85,7 +97,7 @@ def test_over_a_base_each_given_key_wins_and_the_others_stay() -> None:
 
 def test_settings_are_frozen() -> None:
     settings, _ = parse_settings(EVERY_KEY)
-    with pytest.raises(ValueError):
+    with pytest.raises(FrozenInstanceError):
         settings.read_only = False  # type: ignore[misc]
 
 
@@ -310,3 +322,97 @@ async def test_a_settings_change_rebuilds_the_runtimes(server: InProcess) -> Non
     await did_change_configuration(server.ls, lsp.DidChangeConfigurationParams(settings=None))
     after = server.ls.projects.default_runtime()
     assert after is not before and after.read_only is True
+
+
+# -- the fast path equals the model ------------------------------------------------------
+
+EDGES: list[object] = [
+    *(True, False, 0, 1, 100, 101, -1, 10**400, 2**63, -(2**63)),
+    *(0.0, -0.0, 100.0, 100.0000001, 99.99999999, -1e-300, 1e-300, 85.5),
+    *(float("inf"), float("-inf"), float("nan")),
+    *("70.5", " 70 ", "1e2", "true", "yes", "", "0", "nan", "inf", "/a", "\u00e9"),
+    *([], ["/a"], {}, {"a": 1}),
+]
+"""Values at every border the fast path draws (type, range, finiteness, conversion)."""
+
+JSON_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats()
+    | st.text(max_size=8)
+    | st.sampled_from(EDGES),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3)
+    ),
+    max_leaves=5,
+)
+
+KEYS = ["agentDir", "trusted", "readOnly", "similarThreshold", "read_only", "agent_dir"]
+
+
+def model_verdict(name: str, value: object) -> tuple[object, str | None]:
+    """What the pydantic model alone makes of one value: the rule the fast path must keep."""
+    from pydantic import ValidationError
+
+    from memory_ls.server.settings_model import SettingsModel
+
+    try:
+        return getattr(SettingsModel.model_validate({name: value}), name), None
+    except ValidationError as exc:
+        return None, str(exc.errors()[0].get("msg", "invalid"))
+
+
+@pytest.mark.parametrize("key", KEYS)
+@pytest.mark.parametrize("value", EDGES, ids=repr)
+def test_every_border_value_is_judged_as_the_pydantic_model_judges_it(
+    key: str, value: object
+) -> None:
+    assert_judged_as_the_model(key, value)
+
+
+@examples(max_examples=300, deadline=None)
+@given(key=st.sampled_from(KEYS), value=JSON_VALUES)
+def test_every_value_is_judged_as_the_pydantic_model_judges_it(key: str, value: object) -> None:
+    assert_judged_as_the_model(key, value)
+
+
+def assert_judged_as_the_model(key: str, value: object) -> None:
+    """``parse_settings`` keeps, converts or refuses ``value`` exactly as the model does."""
+    name = {
+        "agentDir": "agent_dir",
+        "readOnly": "read_only",
+        "similarThreshold": "similar_threshold",
+    }.get(key, key)
+    got, problems = parse_settings({key: value})
+    if value is None or (name == "agent_dir" and value == ""):
+        assert (got, problems) == (Settings(), [])  # unset: the layer below stands
+        return
+    expected, reason = model_verdict(name, value)
+    if reason is None:
+        assert problems == []
+        held = getattr(got, name)
+        assert held == expected or (held != held and expected != expected)  # NaN is NaN
+        assert type(held) is type(expected)
+    else:
+        assert problems == [
+            f"Invalid value {shown_value(value)} for memoryLs.{key} ({reason}); using the default."
+        ]
+        assert getattr(got, name) == getattr(Settings(), name)
+
+
+def test_the_server_and_valid_settings_do_not_import_pydantic() -> None:
+    code = (
+        "import sys\n"
+        "from memory_ls.server.server import create_server\n"
+        "from memory_ls.server.settings import parse_settings\n"
+        "create_server()\n"
+        f"settings, problems = parse_settings({EVERY_KEY!r})\n"
+        "assert problems == [], problems\n"
+        "print(sorted(m for m in sys.modules if m.startswith('pydantic')))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
+    # An invalid value is judged by the model, which says why.
+    _, problems = parse_settings({"similarThreshold": "high"})
+    assert problems and "valid number" in problems[0]

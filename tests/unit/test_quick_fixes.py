@@ -60,11 +60,15 @@ def test_every_fixable_finding_reads_its_own_wire_data() -> None:
     found += similar_findings(parsed.bullets, 85)
     fixable = [f for f in found if f.code in fixes.QUICK_FIXES]
     # cross-scope-duplicate needs the other store; export-stale is on an instruction
-    # file (tests/unit/test_bridges.py reads its wire data back); conflict needs notes
-    # that disagree (test_conflict_fixes_read_their_own_wire_data).
+    # file (tests/unit/test_bridges.py reads its wire data back); SPEC §13's stale codes
+    # need the project's files (test_stale_fixes_read_their_own_wire_data), conflict
+    # needs notes that disagree (test_conflict_fixes_read_their_own_wire_data).
     assert {f.code for f in fixable} == set(fixes.QUICK_FIXES) - {
         "cross-scope-duplicate",
         "export-stale",
+        "stale-path",
+        "stale-script",
+        "instruction-duplicate",
         "conflict",
     }
     for f in fixable:
@@ -210,6 +214,91 @@ def test_not_the_store_points_at_the_real_store() -> None:
     assert [(r.line, r.path, r.message) for r in f.related] == [
         (0, "/p/.pi/memory.md", "The project's memory store")
     ]
+
+
+STALE_TEXT = (
+    "# Memory\n\n"
+    "- The entry point is `src/old.py` (see src/old.py).\n"  # 2
+    "- Build with `pnpm run gone` and `make gone`.\n"  # 3
+    "- Keep commits small.\n"  # 4
+)
+STALE_LINES = parse(STALE_TEXT).lines
+
+
+def test_stale_and_instruction_duplicate_fixes() -> None:
+    from memory_ls.core.fixes import Selection
+
+    note = "The entry point is `src/old.py` (see src/old.py)."
+    data = {"code": "stale-path", "line": 2, "note": note, "mention": "src/old.py", "rule": "root"}
+    found = quick_fixes(STALE_LINES, "stale-path", data)
+    assert found is not None and [f.title for f in found] == ["Forget this note", "Edit the note"]
+    forget, edit = found
+    assert fixes.apply_edits(STALE_LINES, forget.edits) == (
+        "# Memory\n\n- Build with `pnpm run gone` and `make gone`.\n- Keep commits small.\n"
+    )
+    # The first mention is selected (the backticked one), and nothing is edited.
+    col = STALE_LINES[2].index("src/old.py")
+    assert edit.edits == [] and edit.select == Selection(2, col, col + len("src/old.py"))
+
+    note = "Build with `pnpm run gone` and `make gone`."
+    data = {"code": "stale-script", "line": 3, "note": note, "tool": "pnpm", "script": "gone"}
+    found = quick_fixes(STALE_LINES, "stale-script", data)
+    assert found is not None and found[1].select is not None
+    col = STALE_LINES[3].index("gone")
+    assert found[1].select == Selection(3, col, col + 4)
+
+    data = {
+        "code": "instruction-duplicate",
+        "line": 4,
+        "note": "Keep commits small.",
+        "file": "/p/AGENTS.md",
+        "fileLine": 2,
+        "text": "Keep commits small.",
+        "score": 100,
+    }
+    found = quick_fixes(STALE_LINES, "instruction-duplicate", data)
+    assert found is not None and [f.title for f in found] == ["Forget this note"]
+    assert "Keep commits" not in fixes.apply_edits(STALE_LINES, found[0].edits)
+
+
+def test_stale_fixes_of_stale_data_are_left_out() -> None:
+    data = {"code": "stale-path", "line": 2, "note": "changed since", "mention": "src/old.py"}
+    data["rule"] = "root"
+    assert quick_fixes(STALE_LINES, "stale-path", data) == []
+    # The note is the same but no longer names the mention: forget only.
+    note = "The entry point is `src/old.py` (see src/old.py)."
+    data = {"code": "stale-path", "line": 2, "note": note, "mention": "lib/x.py", "rule": "root"}
+    found = quick_fixes(STALE_LINES, "stale-path", data)
+    assert found is not None and [f.title for f in found] == ["Forget this note"]
+
+
+def test_stale_fixes_read_their_own_wire_data() -> None:
+    from memory_ls.core.instruction_duplicates import (
+        instruction_duplicate_findings,
+        instruction_index,
+    )
+    from memory_ls.core.stale import ProjectSnapshot, package_info, stale_findings
+
+    parsed = parse(STALE_TEXT)
+    project = ProjectSnapshot(
+        root_entries=frozenset({"src", "package.json", "Makefile"}),
+        paths=frozenset({"src", "src/new.py", "package.json", "Makefile"}),
+        packages=(package_info('{"scripts": {"build": "x"}}'),),  # type: ignore[arg-type]
+    )
+    found = stale_findings(parsed.bullets, parsed.lines, project)
+    index = instruction_index({"/p/AGENTS.md": "- Keep commits small.\n"})
+    found += instruction_duplicate_findings(parsed.bullets, index)
+    assert {f.code for f in found} == {"stale-path", "stale-script", "instruction-duplicate"}
+    for f in found:
+        offered = quick_fixes(STALE_LINES, f.code, wire_data(f))
+        assert offered and offered[0].title == "Forget this note", f.code
+        if f.code != "instruction-duplicate":
+            # The note's first mention of that path or script: the same text as the
+            # finding's range (a path named twice selects its first mention).
+            select = offered[-1].select
+            assert select is not None and select.line == f.line and select.start <= f.start
+            line = STALE_LINES[f.line]
+            assert line[select.start : select.end] == line[f.start : f.end]
 
 
 # -- conflict (SPEC §13) --------------------------------------------------------------------

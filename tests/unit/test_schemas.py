@@ -18,6 +18,7 @@ from jsonschema.exceptions import ValidationError
 
 from memory_ls.schemas import SCHEMAS, render
 from memory_ls.server.settings import SECTION, Settings, parse_settings
+from memory_ls.server.settings_model import SettingsModel
 from memory_ls.store.git import sync
 from tests.conftest import Workspace
 
@@ -197,6 +198,8 @@ def test_settings_schema_matches_what_the_server_reads() -> None:
     settings, problems = parse_settings({SECTION: sample})
     assert problems == []
     assert settings.model_dump(by_alias=True) == sample
-    assert set(schema["properties"]) == {f.alias for f in Settings.model_fields.values()}
+    # The server's plain record and the published model hold the same keys and defaults.
+    assert set(schema["properties"]) == set(Settings().model_dump(by_alias=True))
+    assert SettingsModel().model_dump(by_alias=True) == Settings().model_dump(by_alias=True)
     with pytest.raises(ValidationError):
         validate("settings", {"severity": {"duplicate": "loud"}})

@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from rapidfuzz import fuzz
 
-from memory_ls.core.similar import similar_pairs
+from memory_ls.core.similar import MATRIX_FROM, similar_matrix_available, similar_pairs
 
 WORDS = ["run", "tests", "test", "before", "push", "pnpm", "npm", "always", "never", "😀", "x"]
 
@@ -73,3 +73,46 @@ def test_a_limit_caps_the_pairs() -> None:
         found = similar_pairs(keys, 80.0, limit=10, matrix=matrix)
         assert len(found) == 10
         assert set(found) <= set(naive(keys, 80.0))
+
+
+@st.composite
+def paraphrase_store(draw: st.DrawFn) -> list[str]:
+    """Templates and many variants of each (a word swapped, dropped or added), shuffled:
+    the store an agent writes when it saves the same lesson again and again."""
+    words = st.sampled_from([*WORDS, "pytest", "ruff", "the", "a", "main", "deploy", "🙂"])
+    templates = draw(st.lists(st.lists(words, min_size=2, max_size=14), min_size=1, max_size=6))
+    notes = [" ".join(t) for t in templates]
+    for _ in range(draw(st.integers(0, 40))):
+        variant = list(draw(st.sampled_from(templates)))
+        where = draw(st.integers(0, len(variant) - 1))
+        edit = draw(st.sampled_from(["swap", "drop", "add"]))
+        if edit == "swap":
+            variant[where] = draw(words)
+        elif edit == "drop" and len(variant) > 1:
+            del variant[where]
+        else:
+            variant.insert(where, draw(words))
+        notes.append(" ".join(variant))
+    return draw(st.permutations(notes))
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    keys=paraphrase_store(),
+    threshold=st.sampled_from([60.0, 80.0, 85.0, 85.5, 90.0, 95.0, 99.9]),
+    matrix=st.booleans(),
+)
+def test_the_fast_pass_equals_the_naive_one_on_paraphrase_heavy_stores(
+    keys: list[str], threshold: float, matrix: bool
+) -> None:
+    # Many pairs near the threshold, on both sides of it, at every length.
+    assert similar_pairs(keys, threshold, matrix=matrix) == naive(keys, threshold)
+
+
+def test_the_default_pass_is_the_matrix_on_a_big_store_and_equals_the_naive_one() -> None:
+    rng = random.Random(7)
+    keys = random_store(rng, 600)
+    assert len(set(keys)) >= MATRIX_FROM
+    assert similar_pairs(keys, 85.0) == naive(keys, 85.0)
+    # The matrix is read as bytes: rapidfuzz's compiled cdist, never numpy.
+    assert similar_matrix_available()

@@ -15,7 +15,7 @@ const outFile = join(root, 'src', 'generated', 'schemas.ts');
 const check = process.argv.includes('--check');
 
 const BANNER = `// GENERATED from schemas/*.schema.json by vscode-client/scripts/generate-types.mjs: do not edit.
-// The schemas come from the server's models (memory_ls/core/models.py, memory_ls/server/settings.py);
+// The schemas come from the server's models (memory_ls/core/models.py, memory_ls/server/settings_model.py);
 // regenerate both with \`make schemas\`.`;
 
 /** The same schema without `title`s: json-schema-to-typescript makes a named type of every titled

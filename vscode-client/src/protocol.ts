@@ -61,6 +61,7 @@ export const ServerCommand = {
   inbox: 'memory.inbox',
   accept: 'memory.accept',
   reject: 'memory.reject',
+  reveal: 'memory.reveal',
 } as const;
 
 export type ServerCommandId = (typeof ServerCommand)[keyof typeof ServerCommand];
@@ -85,6 +86,14 @@ export interface CommandResults {
   'memory.inbox': InboxResult;
   'memory.accept': ReviewResult;
   'memory.reject': ReviewResult;
+  'memory.reveal': RevealResult;
+}
+
+/** `memory.reveal`: whether the client showed the document with the range selected (what a
+ * `stale-path` / `stale-script` quick fix *Edit the note* runs; the language client runs it). */
+export interface RevealResult {
+  shown: boolean;
+  error?: string;
 }
 
 /** The server's `memory/inbox` notification: how many proposals wait in each inbox (SPEC §12). */

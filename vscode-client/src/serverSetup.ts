@@ -2,11 +2,20 @@
 // when that Python has memory-ls, an explicit `memoryLs.serverCommand`, then `memory-ls` on PATH.
 // Without one, the wheel shipped in this .vsix (dist/server/*.whl) is installed into a private venv
 // in the extension's global storage, with the first Python >= 3.11 found, after the user agrees.
-import { execFile, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
+import {
+  type InstalledServer,
+  execText,
+  findOnPath,
+  installedServer,
+  markInstalled,
+  runStep,
+  venvBin,
+  withLock,
+} from './processes';
 import { type ServerLaunch, configuredPython, explicitServerCommand } from './settings';
 
 const INSTALLED_KEY = 'memoryLs.installedServer';
@@ -15,12 +24,7 @@ const SET_UP = 'Set Up Server';
 const OPEN_LOG = 'Open Log';
 const OPEN_SETTINGS = 'Open Settings';
 
-/** What the private venv holds: the wheel it was installed from (name and content hash). */
-interface Installed {
-  wheel: string;
-  sha256: string;
-  python: string;
-}
+type Installed = InstalledServer;
 
 /** Why a step of the setup failed, and what the user should do about it. */
 class SetupError extends Error {
@@ -54,8 +58,13 @@ export class ServerSetup {
       return existing;
     }
     const wheel = this.bundledWheel();
-    const installed = this.context.globalState.get<Installed>(INSTALLED_KEY);
-    if (installed !== undefined && fs.existsSync(venvBin(this.venvDir, 'python'))) {
+    // Read from the venv itself (shared by every window): its memory-ls script and the marker
+    // written when pip finished. A venv from before the marker counts by this window's record.
+    const record = this.context.globalState.get<Installed>(INSTALLED_KEY);
+    const installed =
+      installedServer(this.venvDir) ??
+      (record !== undefined && fs.existsSync(venvBin(this.venvDir, 'memory-ls')) ? record : undefined);
+    if (installed !== undefined) {
       if (wheel === undefined || installed.sha256 === sha256(wheel)) {
         return this.privateLaunch();
       }
@@ -107,7 +116,9 @@ export class ServerSetup {
     if (command !== undefined) {
       return command;
     }
-    const onPath = findOnPath('memory-ls');
+    // Not from a folder of a workspace the user has not trusted, nor from a relative PATH entry.
+    const untrusted = vscode.workspace.isTrusted ? [] : (vscode.workspace.workspaceFolders ?? []).map((f) => f.uri.fsPath);
+    const onPath = findOnPath('memory-ls', untrusted);
     if (onPath !== undefined) {
       return { command: onPath, args: ['serve'] };
     }
@@ -151,29 +162,40 @@ export class ServerSetup {
         async (progress, token) => {
           progress.report({ message: 'looking for Python 3.11 or newer…' });
           const python = await this.findPython();
-          progress.report({ message: `creating a private environment with ${python}…` });
-          fs.rmSync(this.venvDir, { recursive: true, force: true });
-          fs.mkdirSync(path.dirname(this.venvDir), { recursive: true });
-          const venv = await this.run(python, ['-m', 'venv', this.venvDir], token);
-          if (venv.code !== 0) {
-            const hint = /ensurepip|venv/.test(venv.text)
-              ? ' Its venv module is missing: install it (Debian/Ubuntu: sudo apt install python3-venv) or set memoryLs.pythonPath to another Python 3.11+.'
-              : '';
-            throw new SetupError(`${python} -m venv failed (exit ${venv.code}).${hint}`, hint !== '');
-          }
-          progress.report({ message: `installing ${path.basename(wheel)} and its dependencies (pip)…` });
-          const pip = await this.run(
-            venvBin(this.venvDir, 'python'),
-            ['-m', 'pip', 'install', '--disable-pip-version-check', '--no-input', wheel],
-            token,
-          );
-          if (pip.code !== 0) {
-            throw new SetupError(
-              `pip could not install memory-ls into ${this.venvDir} (exit ${pip.code}). pip needs your package index for its dependencies (pygls, pydantic, mcp, …): check your network and pip's configuration (pip.conf, PIP_INDEX_URL, proxy), then run "Memory: Set up server".`,
+          const digest = sha256(wheel);
+          // One window at a time: another window setting up at once would delete this venv.
+          return withLock(`${this.venvDir}.lock`, async () => {
+            const done = installedServer(this.venvDir);
+            if (done !== undefined && done.sha256 === digest) {
+              return done; // another window installed this wheel while this one waited
+            }
+            progress.report({ message: `creating a private environment with ${python}…` });
+            // Forget the old install first: interrupted from here on, nothing claims a server.
+            await this.context.globalState.update(INSTALLED_KEY, undefined);
+            fs.rmSync(this.venvDir, { recursive: true, force: true });
+            fs.mkdirSync(path.dirname(this.venvDir), { recursive: true });
+            const venv = await this.run(python, ['-m', 'venv', this.venvDir], token);
+            if (venv.code !== 0) {
+              const hint = /ensurepip|venv/.test(venv.text)
+                ? ' Its venv module is missing: install it (Debian/Ubuntu: sudo apt install python3-venv) or set memoryLs.pythonPath to another Python 3.11+.'
+                : '';
+              throw new SetupError(`${python} -m venv failed (exit ${venv.code}).${hint}`, hint !== '');
+            }
+            progress.report({ message: `installing ${path.basename(wheel)} and its dependencies (pip)…` });
+            const pip = await this.run(
+              venvBin(this.venvDir, 'python'),
+              ['-m', 'pip', 'install', '--disable-pip-version-check', '--no-input', wheel],
+              token,
             );
-          }
-          const record: Installed = { wheel: path.basename(wheel), sha256: sha256(wheel), python };
-          return record;
+            if (pip.code !== 0) {
+              throw new SetupError(
+                `pip could not install memory-ls into ${this.venvDir} (exit ${pip.code}). pip needs your package index for its dependencies (pygls, pydantic, mcp, …): check your network and pip's configuration (pip.conf, PIP_INDEX_URL, proxy), then run "Memory: Set up server".`,
+              );
+            }
+            const record: Installed = { wheel: path.basename(wheel), sha256: digest, python };
+            markInstalled(this.venvDir, record);
+            return record;
+          });
         },
       );
       await this.context.globalState.update(INSTALLED_KEY, installed);
@@ -224,31 +246,13 @@ export class ServerSetup {
   /** Run a process, its output going to the log; resolves with its exit code and output. */
   private run(command: string, args: string[], token: vscode.CancellationToken): Promise<{ code: number; text: string }> {
     this.output.appendLine(`$ ${[command, ...args].join(' ')}`);
-    return new Promise((resolve) => {
-      let text = '';
-      const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-      const cancel = token.onCancellationRequested(() => child.kill());
-      const collect = (chunk: Buffer): void => {
-        const part = chunk.toString();
-        text += part;
-        this.output.append(part);
-      };
-      child.stdout.on('data', collect);
-      child.stderr.on('data', collect);
-      child.on('error', (error) => {
-        text += String(error);
-        this.output.appendLine(String(error));
-      });
-      child.on('close', (code) => {
-        cancel.dispose();
-        resolve({ code: token.isCancellationRequested ? -1 : (code ?? -1), text });
-      });
-    });
+    const abort = new AbortController();
+    const cancel = token.onCancellationRequested(() => abort.abort());
+    if (token.isCancellationRequested) {
+      abort.abort();
+    }
+    return runStep(command, args, (part) => this.output.append(part), abort.signal).finally(() => cancel.dispose());
   }
-}
-
-function venvBin(venv: string, name: string): string {
-  return process.platform === 'win32' ? path.join(venv, 'Scripts', `${name}.exe`) : path.join(venv, 'bin', name);
 }
 
 function sha256(file: string): string {
@@ -265,14 +269,6 @@ function compareVersion(version: readonly number[], minimum: readonly number[]):
   return 0;
 }
 
-function execText(command: string, args: string[]): Promise<{ ok: boolean; stdout: string }> {
-  return new Promise((resolve) => {
-    execFile(command, args, { timeout: 20_000 }, (error, stdout) => {
-      resolve({ ok: error === null, stdout: String(stdout) });
-    });
-  });
-}
-
 /** [major, minor] of a Python, or undefined when it cannot be run. */
 async function pythonVersion(python: string): Promise<number[] | undefined> {
   const result = await execText(python, ['-c', 'import sys; print("%d.%d" % sys.version_info[:2])']);
@@ -282,27 +278,6 @@ async function pythonVersion(python: string): Promise<number[] | undefined> {
 
 async function hasMemoryLs(python: string): Promise<boolean> {
   return (await execText(python, ['-c', 'import memory_ls'])).ok;
-}
-
-function findOnPath(name: string): string | undefined {
-  const extensions = process.platform === 'win32' ? (process.env['PATHEXT'] ?? '.EXE;.CMD;.BAT').split(';') : [''];
-  for (const folder of (process.env['PATH'] ?? '').split(path.delimiter)) {
-    if (folder === '') {
-      continue;
-    }
-    for (const extension of extensions) {
-      const candidate = path.join(folder, name + extension);
-      try {
-        fs.accessSync(candidate, fs.constants.X_OK);
-        if (fs.statSync(candidate).isFile()) {
-          return candidate;
-        }
-      } catch {
-        // not here
-      }
-    }
-  }
-  return undefined;
 }
 
 /** The interpreter the Python extension (ms-python.python) selected, when it is installed. */

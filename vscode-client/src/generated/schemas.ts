@@ -1,5 +1,5 @@
 // GENERATED from schemas/*.schema.json by vscode-client/scripts/generate-types.mjs: do not edit.
-// The schemas come from the server's models (memory_ls/core/models.py, memory_ls/server/settings.py);
+// The schemas come from the server's models (memory_ls/core/models.py, memory_ls/server/settings_model.py);
 // regenerate both with `make schemas`.
 
 /**

@@ -1,0 +1,42 @@
+"""The ``memoryLs`` settings as a pydantic model: their published schema and their rules.
+
+:mod:`memory_ls.server.settings` holds what the server runs on, without pydantic
+(~6 MB and a tenth of ``serve``'s imports): a value of the type the schema asks
+for is taken there as it is, and only any other value comes here, to be judged by
+this model exactly as every value used to be (lax conversions such as ``"70.5"``
+included, and the reason an invalid value is reported with). ``make schemas``
+publishes this model as ``schemas/settings.schema.json``.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+from memory_ls.core.similar import DEFAULT_THRESHOLD
+
+SeverityName = Literal["error", "warning", "information", "hint", "off"]
+
+
+class SettingsModel(BaseModel):
+    """Everything a client can configure."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, frozen=True, title="Settings"
+    )
+
+    agent_dir: str | None = Field(default=None, description="Pi's agent dir (global store).")
+    trusted: bool | None = Field(
+        default=None, strict=True, description="Explicit trust decision for the project."
+    )
+    read_only: bool = Field(
+        default=False, strict=True, description="Refuse every change (plan modes)."
+    )
+    severity: dict[str, SeverityName] = Field(
+        default_factory=dict, description="Severity per diagnostic code, or off."
+    )
+    similar_threshold: float = Field(
+        default=DEFAULT_THRESHOLD, ge=0, le=100, description="Score (0-100) for `similar` hints."
+    )
