@@ -80,27 +80,48 @@ _NOT_NARROWING_RE = re.compile(
     r"|(?:because|since|as|so) .*|via .*)$"
 )
 # Adverbs at the end of a subject that neither name the thing nor narrow it ("use pnpm here").
-_TRAILING_ADVERBS_RE = re.compile(
-    r"(?:\s+(?:here|everywhere|always|at all|anymore|any more|again|please|instead|too"
-    r"|as well|by default|now|whenever possible|where possible|if possible))+\W*$"
+_TRAILING_ADVERBS = (
+    "here|everywhere|always|at all|anymore|any more|again|please|instead|too"
+    "|as well|by default|now|whenever possible|where possible|if possible"
+)
+# Matched on the *reversed* subject, from its start: ``(?:\s+(?:ADV))+\W*$`` searched
+# forwards tries every position, which is quadratic in a long run of adverbs ("use a
+# here here … here x": seconds for a 16 kB line, on every keystroke in it).
+_TRAILING_ADVERBS_REVERSED_RE = re.compile(
+    r"^\W*(?:(?:" + "|".join(re.escape(w[::-1]) for w in _TRAILING_ADVERBS.split("|")) + r")\s+)+"
 )
 _ARTICLES_RE = re.compile(r"\b(?:a|an|the|any|some)\s+(?=\S)")
 _STRIP_CHARS = "`'\"*_“”‘’ "
-_TRAILING_RE = re.compile(r"[\s.,;:!?)(]+$")
+_TRAILING_PUNCTUATION = ".,;:!?)("
 
 
 def _normalise_phrase(text: str) -> str:
     text = text.replace("`", "").replace("*", "").replace('"', "").replace("“", "")
     text = text.replace("”", "")
     text = _ARTICLES_RE.sub("", text)
-    text = _TRAILING_RE.sub("", text.strip(_STRIP_CHARS))
+    text = _strip_trailing(text.strip(_STRIP_CHARS))
     return " ".join(text.split())
+
+
+def _strip_trailing(text: str) -> str:
+    """``text`` without trailing whitespace and ``.,;:!?)(`` (a regular expression
+    ``[…]+$`` is quadratic in a long run of them)."""
+    end = len(text)
+    while end and (text[end - 1].isspace() or text[end - 1] in _TRAILING_PUNCTUATION):
+        end -= 1
+    return text[:end]
+
+
+def _drop_trailing_adverbs(text: str) -> str:
+    """``text`` without trailing adverbs ("use pnpm here", "… anymore."), in linear time."""
+    m = _TRAILING_ADVERBS_REVERSED_RE.match(text[::-1])
+    return text if m is None else text[: len(text) - m.end()]
 
 
 def _split_context(text: str) -> tuple[str, frozenset[str]]:
     """``text`` as its head (the subject) and its narrowing phrases."""
     parts = _CONTEXT_RE.split(text)
-    head = _TRAILING_ADVERBS_RE.sub("", parts[0])
+    head = _drop_trailing_adverbs(parts[0])
     context: set[str] = set()
     for part in parts[1:]:
         phrase = _normalise_phrase(part)
@@ -196,13 +217,44 @@ def claims_of_key(key: str) -> tuple[Claim, ...]:
 
 # A note's history, as the quick fix "Merge the two notes" writes it: "never use X (was:
 # use X)" says what to do now, and what it replaced is no claim.
-_HISTORY_RE = re.compile(r"\((?:was|previously|formerly):?\s[^()]*\)")
+_HISTORY_OPEN_RE = re.compile(r"\((?:was|previously|formerly):?\s")
+
+
+def _drop_history(key: str) -> str:
+    """``key`` with each history part, ``(was: …)``, replaced by a space: with what it
+    holds, parentheses and history included (a merged note merged again reads "use X
+    (was: never use X (was: use X))", whose inner part is history too). Unclosed
+    parentheses are left as they are. Linear: one scan with a stack."""
+    if "(" not in key:
+        return key
+    opened: list[tuple[int, bool]] = []  # each open parenthesis: where, and whether history
+    inside = 0  # how many of them are history
+    cut: list[tuple[int, int]] = []  # the outermost history parts, in order
+    for i, char in enumerate(key):
+        if char == "(":
+            history = _HISTORY_OPEN_RE.match(key, i) is not None
+            opened.append((i, history))
+            inside += history
+        elif char == ")" and opened:
+            start, history = opened.pop()
+            if history:
+                inside -= 1
+                if not inside:
+                    cut.append((start, i + 1))
+    if not cut:
+        return key
+    pieces, at = [], 0
+    for start, end in cut:
+        pieces.append(key[at:start])
+        at = end
+    pieces.append(key[at:])
+    return " ".join(pieces)
 
 
 def read_claims(key: str) -> tuple[Claim, ...]:
     """The claims of a key whose emphasis is removed (:func:`claims_of_key` without its
     cache and its quick look for a marker word)."""
-    key = _HISTORY_RE.sub(" ", key)
+    key = _drop_history(key)
     label = _LABEL_RE.match(key)
     scope: frozenset[str] = frozenset()
     if label is not None:

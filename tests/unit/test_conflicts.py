@@ -9,6 +9,7 @@ tune them; its figures are printed apart (docs/conflicts.md has both, and the mi
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -223,6 +224,37 @@ def test_the_quick_look_on_the_corpus() -> None:
         for note in (str(row["a"]), str(row["b"])):
             key = near_duplicate_key(note)
             assert claims_of_key(key) == read_claims(key.replace("*", "").replace("__", ""))
+
+
+def test_a_merged_note_merged_again_says_only_what_it_says_now() -> None:
+    """The merge fix writes "<later> (was: <earlier>)"; merging that note again nests the
+    history, and the inner part is history too: the note must not also claim what it
+    replaced (it would conflict with a third note that agrees with it)."""
+    merged = "Use pnpm (was: Never use pnpm (was: Use pnpm))"
+    assert note_claims(merged) == (Claim(True, "use pnpm"),)
+    assert notes_conflict(merged, "Use pnpm for everything, please") is None
+    assert note_claims("Never use pnpm (previously: use pnpm (see (was: x))) here") == (
+        Claim(False, "use pnpm"),
+    )
+
+
+@pytest.mark.parametrize(
+    "note",
+    [
+        "use a" + " here" * 12_800 + " x",  # trailing adverbs: quadratic in a regex search
+        "never use b" + " too" * 16_000 + " x",
+        "never use a" + " ," * 32_000 + " x",  # trailing punctuation: the same
+        "use a" + " now" * 16_000,
+        "(was: " * 10_000 + "use a" + ")" * 10_000,  # nested history
+    ],
+)
+def test_reading_a_pathological_note_takes_linear_time(note: str) -> None:
+    """A line of a store (or a buffer) can be 64 kB: reading its claims must not block
+    the editor (each keystroke in the note reads them again). Before: 8-10 s each."""
+    key = near_duplicate_key(note)
+    started = time.perf_counter()
+    read_claims(key)
+    assert time.perf_counter() - started < 1.0
 
 
 def test_a_note_is_reported_with_at_most_a_few_of_its_conflicts() -> None:
