@@ -536,8 +536,18 @@ class Analysis:
 
         changed: list[tuple[ConflictRef, list[str]]] = []
         for key in keys:
-            if not claims_of_key(key):
+            claims = claims_of_key(key)
+            if not claims:
                 continue  # a note that makes no claim is in no pair (claims: by key alone)
+            if (
+                key in index
+                and key in doc.key_lines
+                and key not in pub.conf
+                and (len(doc.key_lines[key]) < 2 or conflict_subject(claims, claims) is None)
+            ):
+                # Indexed already and naming nothing (so no note conflicts with it): a line
+                # that moved or a copy that came cannot change that.
+                continue
             before = partners(key) if key in index else []
             if key in doc.key_lines:
                 if key not in index:
