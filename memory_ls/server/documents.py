@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from memory_ls.core.checks import Finding, line_findings
-from memory_ls.core.notes import Bullet, parse_bullet
+from memory_ls.core.notes import Bullet, parse_bullet, parse_bullets
 from memory_ls.core.text import BOM, split_text, utf8_length
 from memory_ls.server.positions import from_client
 
@@ -77,9 +77,7 @@ class MemoryDocument:
         self.eol = split.eol
         self.lines: list[str] = split.lines
         self.size = utf8_length(text)
-        self.bullets: list[Bullet | None] = [
-            parse_bullet(line, i) for i, line in enumerate(self.lines)
-        ]
+        self.bullets: list[Bullet | None] = parse_bullets(self.lines)
         self._reindex()
         self.touched_keys = set(self.key_lines)
         self.epoch += 1
