@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from memory_ls.core.checks import Finding, line_findings
+from memory_ls.core.checks import Finding, line_findings, lines_findings
 from memory_ls.core.notes import Bullet, parse_bullet, parse_bullets
 from memory_ls.core.text import BOM, split_text, utf8_length
 from memory_ls.server.positions import from_client
@@ -91,20 +91,15 @@ class MemoryDocument:
         body = self.eol.join(self.lines)
         return BOM + body if self.bom else body
 
-    def _reindex(self, found: dict[int, list[Finding]] | None = None) -> None:
-        """Rebuild the key index (and the line findings unless ``found`` is given)."""
-        self.found: dict[int, list[Finding]] = found if found is not None else {}
-        self.key_lines: dict[str, list[int]] = {}
-        for i, b in enumerate(self.bullets):
-            if b is None:
-                continue
-            if found is None:
-                line_found = line_findings(b)
-                if line_found:
-                    self.found[i] = line_found
-            if b.key:
-                self.key_lines.setdefault(b.key, []).append(i)
-        self.dup_keys = {k for k, v in self.key_lines.items() if len(v) > 1}
+    def _reindex(self) -> None:
+        """Rebuild the line findings and the key index (the whole text changed)."""
+        self.found: dict[int, list[Finding]] = lines_findings(self.bullets)
+        key_lines: dict[str, list[int]] = {}
+        for b in self.bullets:
+            if b is not None and b.key:
+                key_lines.setdefault(b.key, []).append(b.line)
+        self.key_lines = key_lines
+        self.dup_keys = {k for k, v in key_lines.items() if len(v) > 1}
         self.layout += 1
         self.notes_version += 1
         self._notes = None

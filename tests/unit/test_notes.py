@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from memory_ls.core.checks import line_findings, lines_findings
 from memory_ls.core.notes import parse, parse_bullet, parse_bullets, parse_notes
 from memory_ls.core.text import BOM, HEADER
 
@@ -136,3 +137,14 @@ LINES = st.tuples(
 def test_parse_bullets_is_parse_bullet_of_every_line(lines: list[str]) -> None:
     """The editor's cold parse (one loop, helpers inlined) gives the same bullets."""
     assert parse_bullets(lines) == [parse_bullet(line, i) for i, line in enumerate(lines)]
+
+
+@given(st.lists(LINES | st.just("- " + "y" * 1100), max_size=20))
+def test_lines_findings_is_line_findings_of_every_bullet(lines: list[str]) -> None:
+    """The editor's line findings on open (the common line passed over without a call)."""
+    expected = {
+        b.line: found
+        for b in map(parse_bullet, lines, range(len(lines)))
+        if b and (found := line_findings(b))
+    }
+    assert lines_findings(parse_bullets(lines)) == expected
