@@ -279,6 +279,26 @@ def _at(b: Bullet, code: str, message: str, data: FindingData) -> Finding:
     return Finding(code, b.line, b.start, b.line, b.end, message, data)
 
 
+def lines_findings(bullets: Iterable[Bullet | None]) -> dict[int, list[Finding]]:
+    """:func:`line_findings` of every bullet, by line, lines without any left out.
+
+    The common line (short, printable ASCII, not blank) is passed over without a call:
+    an editor opening a store asks this of every line.
+    """
+    out: dict[int, list[Finding]] = {}
+    limit = MAX_NOTE_UTF16
+    for b in bullets:
+        if b is None:
+            continue
+        raw = b.raw
+        if b.note and len(raw) <= limit and raw.isascii() and raw.isprintable():
+            continue
+        found = line_findings(b)
+        if found:
+            out[b.line] = found
+    return out
+
+
 def line_findings(b: Bullet) -> list[Finding]:
     """Findings that depend on one bullet line alone."""
     if b.blank:

@@ -29,8 +29,10 @@ _CONTROLS = {c: " " for c in [*range(0x00, 0x20), *range(0x7F, 0xA0)]}
 _CONTROL_RE = re.compile("[\x00-\x1f\x7f-\x9f]")
 # A lone surrogate cannot be written as UTF-8; JS writes it as U+FFFD, so do we.
 _SURROGATE_RE = re.compile("[\ud800-\udfff]")
-_NEEDS_REPLACING_RE = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
-_TRAILING_PUNCT = ".!?,;:"
+NEEDS_REPLACING_RE = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+"""A character :func:`normalise` replaces (without one, it only folds whitespace)."""
+TRAILING_PUNCT = ".!?,;:"
+"""Trailing punctuation a near-duplicate key drops."""
 
 # Characters that hide text from a human reader but not from a model:
 # zero-width characters, bidirectional controls and Unicode tag characters.
@@ -44,7 +46,7 @@ _HIDDEN_RE = re.compile(
 def normalise(text: str) -> str:
     """Return ``text`` as a note: controls to spaces, whitespace runs to one space, trimmed."""
     # One C-speed scan decides whether the slow replacements are needed at all.
-    if _NEEDS_REPLACING_RE.search(text):
+    if NEEDS_REPLACING_RE.search(text):
         text = _SURROGATE_RE.sub("\ufffd", text).translate(_CONTROLS)
     # str.split() with no argument splits on exactly what str.isspace() sees.
     return " ".join(text.split())
@@ -57,7 +59,7 @@ def near_duplicate_key(note: str) -> str:
 
 def key_of_normalised(note: str) -> str:
     """:func:`near_duplicate_key` of a note that is already normalised (the parser's case)."""
-    return note.lower().rstrip(_TRAILING_PUNCT).strip()
+    return note.lower().rstrip(TRAILING_PUNCT).strip()
 
 
 def without_lone_surrogates(value: T) -> T:

@@ -13,7 +13,8 @@ import dataclasses
 import heapq
 import json
 from collections.abc import Mapping
-from typing import Any
+from operator import attrgetter
+from typing import Any, NamedTuple
 
 from memory_ls.core.checks import (
     FileContext,
@@ -92,6 +93,69 @@ _Candidate = tuple[tuple[int, int], Bullet, Scope, str | None, str, ConflictRef]
 its file (``None``: the same document), the subject, and its ref."""
 
 
+_LINE = -918273645
+_END = -918273646
+_REF = -918273647
+_LINE_HOLE = b'"line": %d' % _LINE
+"""Where a diagnostic's own line goes in its encoded template: ``"line": `` with its
+quotes unescaped never occurs inside an encoded string, so the hole is unambiguous."""
+_END_HOLE = b'"line": %d' % _END
+"""Where its range's end line goes."""
+_REF_HOLE = b'"line": %d' % _REF
+"""Where the line of the earlier note a ``duplicate`` or ``similar`` points at goes."""
+_FIRST_HOLE = b'"firstLine": %d' % _REF
+_MESSAGE_HOLE = json.dumps("on line \x00").encode()[1:-1]
+"""The same line, 1-based, in the message (a NUL never survives into a template's
+message: a message holding one gets no hole)."""
+_REF_CODES = frozenset({"duplicate", "similar"})
+"""Codes whose message names the earlier note's line ("… on line N: …", before any
+note text) and whose data's ``firstLine`` and one related location hold it."""
+
+_FINDING_REST = attrgetter("code", "start", "end", "message", "data", "related")
+"""A finding's fields but its own two line numbers."""
+
+
+def _ref_of(f: Finding) -> int | None:
+    """The earlier note's line a finding's template holds as a hole, if any."""
+    if f.code not in _REF_CODES or len(f.related) != 1 or f.related[0].path is not None:
+        return None
+    ref = f.related[0].line
+    if (
+        f.data.get("firstLine") != ref
+        or "\x00" in f.message
+        or f"on line {ref + 1}" not in f.message
+    ):
+        return None
+    return ref
+
+
+def _shape(f: Finding, ref: int | None) -> tuple[object, ...]:
+    """What a finding's template depends on beyond the line numbers it has holes for."""
+    if ref is None:
+        return _FINDING_REST(f)
+    r = f.related[0]
+    return (
+        f.code,
+        f.start,
+        f.end,
+        f.message.replace(f"on line {ref + 1}", "on line \x00", 1),
+        {**f.data, "firstLine": None},
+        (r.start, r.end, r.message),
+    )
+
+
+class Encoded(NamedTuple):
+    """One finding as encoded on its line, kept so that a line that only moved is not
+    encoded again: its bytes are the template with the new line numbers spliced in."""
+
+    shape: tuple[object, ...]
+    """:func:`_shape` of the finding."""
+    level: str
+    texts: tuple[str, ...]
+    """The text of every line whose columns it holds (client units depend on them)."""
+    template: bytes
+
+
 @dataclasses.dataclass(slots=True)
 class Published:
     """A document's diagnostics kept per line, each line's already JSON-encoded.
@@ -109,6 +173,11 @@ class Published:
     """The lines that have diagnostics, in order."""
     joined: bytes | None = None
     """Every bucket joined, until one changes."""
+    encoded: dict[int, list[Encoded]] = dataclasses.field(default_factory=dict)
+    """Line -> how each of its diagnostics was encoded (as in :attr:`buckets`)."""
+    moved: dict[int, list[Encoded]] = dataclasses.field(default_factory=dict)
+    """The :attr:`encoded` of the lines that moved, by their line before the move; used
+    (then cleared) by the update that follows the move."""
     file: list[Finding] = dataclasses.field(default_factory=list)
     file_at: dict[int, list[Finding]] = dataclasses.field(default_factory=dict)
     dup: dict[str, list[Finding]] = dataclasses.field(default_factory=dict)
@@ -259,6 +328,7 @@ class Analysis:
         replace it, when what it was built on changed)."""
         context = self._context(doc, state)
         dirty: set[int] = set()
+        shift = 0
         if context != pub.context:
             # The whole text, the settings or what the file is changed: start afresh.
             fresh = Published(context=context)
@@ -267,6 +337,7 @@ class Analysis:
             doc.dirty_keys = set()
             state.similar_changed = set()
             doc.moved_from = None
+            doc.line_shift = 0
             dirty.update(doc.found)
             for key in doc.dup_keys:
                 self._dup(doc, pub, key, dirty)
@@ -278,6 +349,7 @@ class Analysis:
             self._conflicts(doc, state, pub, dirty)
         else:
             moved, doc.moved_from = doc.moved_from, None
+            shift, doc.line_shift = doc.line_shift, 0
             touched, doc.dirty_lines = doc.dirty_lines, set()
             keys, doc.dirty_keys = doc.dirty_keys, set()
             if moved is not None:
@@ -305,12 +377,15 @@ class Analysis:
             self._stale(doc, state, pub, dirty, keys, moved)
             self._conflicts(doc, state, pub, dirty, keys)
         for line in dirty:
-            self._bucket(doc, pub, line)
+            self._bucket(doc, pub, line, shift)
+        pub.moved = {}
         return pub
 
     @staticmethod
     def _drop_from(pub: Published, moved: int) -> None:
-        """Forget the encoded lines from ``moved`` on (their numbers changed).
+        """Forget the encoded lines from ``moved`` on (their numbers changed), keeping
+        how each was encoded in :attr:`Published.moved`: a finding found again that only
+        moved is not encoded again (:meth:`_bucket`).
 
         The findings themselves are found again by key; a finding left behind at an
         old line number is removed by identity when its key is.
@@ -318,6 +393,7 @@ class Analysis:
         at = bisect.bisect_left(pub.lines, moved)
         for line in pub.lines[at:]:
             del pub.buckets[line]
+            pub.moved[line] = pub.encoded.pop(line)
         del pub.lines[at:]
         pub.joined = None
 
@@ -669,8 +745,13 @@ class Analysis:
         if found:
             pub.conf[key] = found
 
-    def _bucket(self, doc: MemoryDocument, pub: Published, line: int) -> None:
-        """Encode the diagnostics on ``line`` again (its findings or its text changed)."""
+    def _bucket(self, doc: MemoryDocument, pub: Published, line: int, shift: int = 0) -> None:
+        """Encode the diagnostics on ``line`` again (its findings or its text changed).
+
+        After lines moved by ``shift``, a finding equal to one encoded ``shift`` lines
+        earlier but for its own line numbers, on lines of the same text, takes that
+        one's template: a line that only moved costs a splice, not an encoding.
+        """
         found: list[Finding] = []
         found.extend(pub.file_at.get(line, ()))
         found.extend(doc.found.get(line, ()))
@@ -684,6 +765,10 @@ class Analysis:
         found.extend(pub.st_at.get(line, ()))
         found.extend(pub.conf_at.get(line, ()))
         overrides: Mapping[str, str] = self.projects.settings.severity
+        before = pub.moved.get(line - shift) if pub.moved else None
+        lines = doc.lines
+        count = len(lines)
+        kept: list[Encoded] = []
         encoded: list[tuple[int, str, bytes]] = []
         for f in found:
             # The finding's own default (a conflict across scopes is Information, SPEC §13);
@@ -691,10 +776,33 @@ class Analysis:
             level = overrides.get(f.code) or f.severity
             if level == "off":
                 continue
-            item = self.diagnostic(doc, f, SEVERITY_NUMBER[level])
-            encoded.append((f.start, f.code, json.dumps(item).encode()))
+            texts = tuple(
+                lines[i] if 0 <= i < count else ""
+                for i in (f.line, f.end_line, *(r.line for r in f.related if r.path is None))
+            )
+            ref = _ref_of(f)
+            shape = _shape(f, ref)
+            template = None
+            for e in before or ():
+                if e.shape == shape and e.level == level and e.texts == texts:
+                    template = e.template
+                    break
+            if template is None:
+                template = self._template(doc, f, SEVERITY_NUMBER[level], ref)
+            kept.append(Encoded(shape, level, texts, template))
+            body = template.replace(_LINE_HOLE, b'"line": %d' % f.line).replace(
+                _END_HOLE, b'"line": %d' % f.end_line
+            )
+            if ref is not None:
+                body = (
+                    body.replace(_REF_HOLE, b'"line": %d' % ref)
+                    .replace(_FIRST_HOLE, b'"firstLine": %d' % ref)
+                    .replace(_MESSAGE_HOLE, b"on line %d" % (ref + 1), 1)
+                )
+            encoded.append((f.start, f.code, body))
         had = line in pub.buckets
         if encoded:
+            pub.encoded[line] = kept
             encoded.sort()
             body = b", ".join(e[2] for e in encoded)
             if pub.buckets.get(line) == body:
@@ -704,10 +812,29 @@ class Analysis:
                 bisect.insort(pub.lines, line)
         elif had:
             del pub.buckets[line]
+            del pub.encoded[line]
             del pub.lines[bisect.bisect_left(pub.lines, line)]
         else:
             return
         pub.joined = None
+
+    def _template(self, doc: MemoryDocument, f: Finding, severity: int, ref: int | None) -> bytes:
+        """``f`` encoded with holes for its own line numbers (and ``ref``'s, see
+        :func:`_ref_of`), to be spliced in by :meth:`_bucket`."""
+        item = self.diagnostic(doc, f, severity)
+        item["range"]["start"]["line"] = _LINE
+        item["range"]["end"]["line"] = _END
+        data = item["data"]
+        if data.get("line") == f.line:
+            data["line"] = _LINE
+        if ref is not None:
+            data["firstLine"] = _REF
+            item["message"] = f.message.replace(f"on line {ref + 1}", "on line \x00", 1)
+            for related in item.get("relatedInformation", ()):
+                if related["location"]["uri"] == doc.uri:
+                    related["location"]["range"]["start"]["line"] = _REF
+                    related["location"]["range"]["end"]["line"] = _REF
+        return json.dumps(item).encode()
 
     def _stale(
         self,

@@ -19,8 +19,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from memory_ls.core.checks import Finding, line_findings
-from memory_ls.core.notes import Bullet, parse_bullet
+from memory_ls.core.checks import Finding, line_findings, lines_findings
+from memory_ls.core.notes import Bullet, parse_bullet, parse_bullets
 from memory_ls.core.text import BOM, split_text, utf8_length
 from memory_ls.server.positions import from_client
 
@@ -59,6 +59,9 @@ class MemoryDocument:
         self.moved_from: int | None = None
         """The first line whose number or text may have changed when lines were added or
         removed since the diagnostics last looked (consumed by them); ``None``: none."""
+        self.line_shift = 0
+        """How far the lines after the last edit moved since the diagnostics last looked
+        (consumed by them); a hint for reusing their encoded form, never trusted alone."""
         self._notes: list[str] | None = None
         """The notes in file order, kept while no note appears, disappears or moves."""
         self._note_lines: list[int] = []
@@ -74,35 +77,29 @@ class MemoryDocument:
         self.eol = split.eol
         self.lines: list[str] = split.lines
         self.size = utf8_length(text)
-        self.bullets: list[Bullet | None] = [
-            parse_bullet(line, i) for i, line in enumerate(self.lines)
-        ]
+        self.bullets: list[Bullet | None] = parse_bullets(self.lines)
         self._reindex()
         self.touched_keys = set(self.key_lines)
         self.epoch += 1
         self.dirty_lines = set()
         self.dirty_keys = set()
         self.moved_from = None
+        self.line_shift = 0
 
     def text(self) -> str:
         """The document's text as the editor holds it."""
         body = self.eol.join(self.lines)
         return BOM + body if self.bom else body
 
-    def _reindex(self, found: dict[int, list[Finding]] | None = None) -> None:
-        """Rebuild the key index (and the line findings unless ``found`` is given)."""
-        self.found: dict[int, list[Finding]] = found if found is not None else {}
-        self.key_lines: dict[str, list[int]] = {}
-        for i, b in enumerate(self.bullets):
-            if b is None:
-                continue
-            if found is None:
-                line_found = line_findings(b)
-                if line_found:
-                    self.found[i] = line_found
-            if b.key:
-                self.key_lines.setdefault(b.key, []).append(i)
-        self.dup_keys = {k for k, v in self.key_lines.items() if len(v) > 1}
+    def _reindex(self) -> None:
+        """Rebuild the line findings and the key index (the whole text changed)."""
+        self.found: dict[int, list[Finding]] = lines_findings(self.bullets)
+        key_lines: dict[str, list[int]] = {}
+        for b in self.bullets:
+            if b is not None and b.key:
+                key_lines.setdefault(b.key, []).append(b.line)
+        self.key_lines = key_lines
+        self.dup_keys = {k for k, v in key_lines.items() if len(v) > 1}
         self.layout += 1
         self.notes_version += 1
         self._notes = None
@@ -181,15 +178,27 @@ class MemoryDocument:
                 self.found.pop(i, None)
 
     def _reparse_moved(self, first: int, last_old: int, pieces: list[str]) -> None:
-        """Lines were added or removed: shift what follows and rebuild the index."""
+        """Lines were added or removed: shift what follows and its index entries."""
         shift = len(pieces) - (last_old - first + 1)
+        self.line_shift += shift
         fresh = [parse_bullet(line, first + k) for k, line in enumerate(pieces)]
-        # Bullets are shared (parse_bullet caches them): a moved one is a new tuple.
-        self.bullets[last_old + 1 :] = [
-            None if b is None else b._replace(line=b.line + shift)
-            for b in self.bullets[last_old + 1 :]
-        ]
         removed = self.bullets[first : last_old + 1]
+        for b in removed:
+            if b is not None and b.key:
+                self._drop_key(b.key, b.line)
+        tail = self.bullets[last_old + 1 :]
+        # The index entries after the edit move by `shift`, once per key found there.
+        key_lines = self.key_lines
+        for key in {b.key for b in tail if b is not None and b.key}:
+            at = key_lines[key]
+            cut = bisect.bisect_right(at, last_old)
+            at[cut:] = [i + shift for i in at[cut:]]
+        # Bullets are shared (parse_bullet caches them): a moved one is a new tuple,
+        # built directly (`_replace` costs three times as much).
+        new = tuple.__new__
+        self.bullets[last_old + 1 :] = [
+            None if b is None else new(Bullet, (b[0] + shift, *b[1:])) for b in tail
+        ]
         self.bullets[first : last_old + 1] = fresh
         found: dict[int, list[Finding]] = {}
         for i, old_found in self.found.items():
@@ -198,14 +207,15 @@ class MemoryDocument:
             elif i > last_old and (b := self.bullets[i + shift]) is not None:
                 found[i + shift] = line_findings(b)
         for b in fresh:
-            if b is not None and (line_found := line_findings(b)):
-                found[b.line] = line_found
-        keys_before = set(self.key_lines)
-        self._reindex(found)
-        self.touched_keys |= set(self.key_lines) ^ keys_before  # added or gone
-        for b in fresh:
-            if b is not None and b.key:
-                self.touched_keys.add(b.key)
+            if b is not None:
+                if line_found := line_findings(b):
+                    found[b.line] = line_found
+                if b.key:
+                    self._add_key(b.key, b.line)
+        self.found = found
+        self.layout += 1
+        self.notes_version += 1
+        self._notes = None
         # Everything from the first changed line on has new numbers or text; a line
         # edited in place before it was numbered as it still is.
         earlier = min(self.dirty_lines, default=first)

@@ -7,12 +7,13 @@ the document's LF, reads differently after a fresh split (CRLF); see docs/lsp.md
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memory_ls.server.diagnostics import Analysis, DocState
+from memory_ls.server.diagnostics import SEVERITY_NUMBER, Analysis, DocState
 from memory_ls.server.documents import MemoryDocument, Span
 from memory_ls.server.positions import to_client
 from memory_ls.server.settings import Settings
@@ -192,6 +193,15 @@ def assert_as_fresh(workspace: Workspace, analysis: Analysis, doc: MemoryDocumen
     assert sorted(map(repr, analysis.findings(doc))) == sorted(map(repr, fresh.findings(fresh_doc)))
     assert analysis.encoded(doc) == fresh.encoded(fresh_doc)
     assert analysis.items(doc) == fresh.items(fresh_doc)
+    # And the bytes (spliced from templates after lines moved) are each finding's own
+    # diagnostic, encoded directly.
+    severity = analysis.projects.settings.severity
+    direct = [
+        analysis.diagnostic(doc, f, SEVERITY_NUMBER[level])
+        for f in analysis.findings(doc)
+        if (level := severity.get(f.code) or f.severity) != "off"
+    ]
+    assert sorted(map(json.dumps, analysis.items(doc))) == sorted(map(json.dumps, direct))
 
 
 def open_analysed(workspace: Workspace, text: str) -> tuple[Analysis, MemoryDocument]:
@@ -267,3 +277,36 @@ def test_a_run_ending_on_a_line_whose_character_became_an_emoji_is_encoded_again
     assert after["range"]["end"]["character"] == end + 1
     analysis.similar_incremental(doc)
     assert_as_fresh(workspace, analysis, doc)
+
+
+def test_hints_that_only_moved_are_spliced_with_their_new_line_numbers(
+    workspace: Workspace,
+) -> None:
+    """A line added or removed above a ``duplicate`` and a ``similar`` pair (one pair on
+    each side of the edit, one across it): their encoded form is reused with the new line
+    numbers, also in the message, even when the note itself quotes "on line N" (the
+    number a message names comes before the note's text) or holds a NUL (no hole then)."""
+    notes = [
+        "- fix it on line 2 first alpha beta",
+        "- fix it on line 2 first alpha betas",
+        "- Fix it on line 2 first alpha beta!",
+        "- filler one",
+        "- a nul \x00 here on line 5 gamma",
+        "- a nul \x00 here on line 5 gammas",
+        "- filler two",
+        "- fix it on line 2 first alpha beta",
+        "- on line 9 delta epsilon zeta",
+        "- on line 9 delta epsilon zetas",
+    ]
+    analysis, doc = open_analysed(workspace, "\n".join(notes))
+    codes = [d["code"] for d in analysis.items(doc)]
+    assert codes.count("duplicate") >= 2 and codes.count("similar") >= 3
+    for span, text in [
+        (Span(3, 0, 3, 0), "- new line\n"),  # every pair after it moves down
+        (Span(0, 0, 0, 0), "\n\n"),  # and again, from the top
+        (Span(6, 0, 7, 0), ""),  # the line between a pair: one side moves, not the other
+        (Span(1, 0, 3, 0), ""),
+    ]:
+        doc.apply_change(span, text, "utf-16")
+        analysis.encoded(doc)
+        assert_as_fresh(workspace, analysis, doc)

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from memory_ls.core.notes import parse, parse_bullet, parse_notes
+from memory_ls.core.checks import line_findings, lines_findings
+from memory_ls.core.notes import parse, parse_bullet, parse_bullets, parse_notes
 from memory_ls.core.text import BOM, HEADER
 
 
@@ -116,3 +119,32 @@ def test_parse_empty_and_whitespace() -> None:
 
 def test_duplicate_notes_are_all_listed() -> None:
     assert parse_notes("- a\n- a\n- A.\n") == ["a", "a", "A."]
+
+
+LINE_PIECES = st.sampled_from(
+    [
+        *[" ", "\t", "  ", "note", "Note.", "x!", "?;", "😀", "日本", "\u200b", "\x07", "\x00"],
+        *["\x85", "\u2028", "\ud800", "\xa0", "\u3000", "-", "*", "+", "#"],
+    ]
+)
+LINES = st.tuples(
+    st.sampled_from(["", "- ", "* ", "-  ", "  - ", "\t*\t", "-", "# "]),
+    st.lists(LINE_PIECES, max_size=8).map("".join),
+).map("".join)
+
+
+@given(st.lists(LINES, max_size=20))
+def test_parse_bullets_is_parse_bullet_of_every_line(lines: list[str]) -> None:
+    """The editor's cold parse (one loop, helpers inlined) gives the same bullets."""
+    assert parse_bullets(lines) == [parse_bullet(line, i) for i, line in enumerate(lines)]
+
+
+@given(st.lists(LINES | st.just("- " + "y" * 1100), max_size=20))
+def test_lines_findings_is_line_findings_of_every_bullet(lines: list[str]) -> None:
+    """The editor's line findings on open (the common line passed over without a call)."""
+    expected = {
+        b.line: found
+        for b in map(parse_bullet, lines, range(len(lines)))
+        if b and (found := line_findings(b))
+    }
+    assert lines_findings(parse_bullets(lines)) == expected
