@@ -81,6 +81,13 @@ WATCH_ID = "memory-ls-project-files"
 """The registration id of the project-tree watchers (the stores' own are separate)."""
 REBUILD_DELAY = 0.1
 """Seconds of quiet after a watched-file event before the project is looked at again."""
+REBUILD_MAX_WAIT = 1.0
+"""Seconds a look may be pushed back by events that keep coming (a watch-mode build
+writing a file every few milliseconds): then the project is looked at anyway."""
+EVENTS_SORTED_LIMIT = 256
+"""Events in one notification that are placed one by one; a larger batch (an
+``npm install``, a checkout, a hostile client's 10,000) looks at every project again
+instead: placing each event (parsing its URI, resolving symlinks) would hold the loop."""
 FIRST_LOOK_WAIT = 1.0
 """Seconds a pull that cannot be repeated waits for a store's first look (see
 :func:`first_look`)."""
@@ -243,6 +250,8 @@ class _Entry:
     """A build is scheduled (:func:`build_soon`) and has not started."""
     again: bool = False
     """Asked for again while a build ran: build once more when it ends."""
+    due: float | None = None
+    """The loop time by which the scheduled build starts, however many events follow."""
     watched_root: bool = False
     """A watcher was registered for this project's root (it lies outside every folder)."""
     waiters: list[asyncio.Future[None]] = field(default_factory=list)
@@ -343,6 +352,10 @@ def build_soon(ls: MemoryServer, key: FactsKey, delay: float = REBUILD_DELAY) ->
     entry = _files(ls).entries.get(key)
     if entry is not None:
         entry.pending = True
+        now = asyncio.get_running_loop().time()
+        if entry.due is None:
+            entry.due = now + REBUILD_MAX_WAIT
+        delay = max(0.0, min(delay, entry.due - now))
     ls.timers.later("project-files", "\0".join(key), delay, lambda: _build(ls, key))
 
 
@@ -351,6 +364,7 @@ def _build(ls: MemoryServer, key: FactsKey) -> None:
     if entry is None:
         return
     entry.pending = False
+    entry.due = None
     if entry.building:
         entry.again = True
         return
@@ -425,11 +439,28 @@ async def first_look(ls: MemoryServer, uri: str, limit: float = FIRST_LOOK_WAIT)
 def is_memory_file(uri: str) -> bool:
     """Whether a watched-file event is about a store, its settings, trust or inbox (the
     stores' own watchers), rather than about the project tree only."""
+    if uri.startswith("file:") and "%" not in uri and not any(n in uri for n in _MEMORY_HINTS):
+        return False  # no name of a memory file in it, even unquoted: no parse needed
     path = path_of_uri(uri) if uri.startswith("file:") else ""
     if not path:
         return True  # not a file this module can place: let the full recheck decide
     parts = Path(path).parts
     return parts[-1] in MEMORY_FILE_NAMES or ".pi" in parts
+
+
+_MEMORY_HINTS = (*MEMORY_FILE_NAMES, ".pi")
+
+
+def any_memory_file(changes: Sequence[lsp.FileEvent]) -> bool:
+    """Whether any event may be about a memory file (:func:`is_memory_file`). In a batch
+    larger than :data:`EVENTS_SORTED_LIMIT` a URI that is quoted (or not a ``file:`` one)
+    counts as one without being parsed: at worst one recheck too many, never a held loop."""
+    if len(changes) <= EVENTS_SORTED_LIMIT:
+        return any(is_memory_file(c.uri) for c in changes)
+    return any(
+        not c.uri.startswith("file:") or "%" in c.uri or any(n in c.uri for n in _MEMORY_HINTS)
+        for c in changes
+    )
 
 
 def _under(key: FactsKey, path: str) -> bool:
@@ -464,12 +495,23 @@ def _relevant(key: FactsKey, path: str, kind: lsp.FileChangeType) -> bool:
     return len(rel) == 1 and name in WATCHED_NAMES
 
 
+def _real(path: str) -> str | None:
+    """``path`` with symlinks resolved, or ``None`` for one no file can have (a NUL byte
+    from a client's URI): one bad event must not cost the others in its notification."""
+    try:
+        return os.path.realpath(path)
+    except (OSError, ValueError):
+        return None
+
+
 def files_changed(ls: MemoryServer, changes: Sequence[lsp.FileEvent]) -> None:
     """Watched files changed: look again at each project (or agent dir) they concern."""
     entries = _files(ls).entries
     if not entries:
         return
     touched: set[FactsKey] = set()
+    if len(changes) > EVENTS_SORTED_LIMIT:
+        touched.update(entries)  # a burst: every project is looked at again, in a thread
     for change in changes:
         if len(touched) == len(entries):
             break  # a burst (`npm install`, `git checkout`): every project is looked at anyway
@@ -483,8 +525,8 @@ def files_changed(ls: MemoryServer, changes: Sequence[lsp.FileEvent]) -> None:
                 touched.add(key)
             elif key[0] == "project" and not _under(key, path):
                 # Another spelling of the path (a symlinked folder): as the server knows it.
-                real = os.path.realpath(path)
-                if real != path and _relevant(key, real, change.type):
+                real = _real(path)
+                if real is not None and real != path and _relevant(key, real, change.type):
                     touched.add(key)
     for key in touched:
         build_soon(ls, key)

@@ -1,0 +1,180 @@
+"""Attacks on SPEC §13's editor side (project_watch.py, memory.reveal, the stale quick
+fixes): floods and malformed watched-file events, hostile trees, forged reveal arguments,
+clients that refuse or never answer. Each test holds a fix of what an attack broke, or
+pins what held."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import time
+from pathlib import Path
+
+from lsprotocol import types as lsp
+
+from tests.conftest import store_text
+
+from .conftest import TIMEOUT, Session, uri_of
+
+STALE = ("stale-path", "stale-script", "instruction-duplicate")
+
+
+def raw_notify(s: Session, method: str, params: str) -> None:
+    """A notification whose params are written by hand (``1e999``, missing fields)."""
+    body = f'{{"jsonrpc": "2.0", "method": "{method}", "params": {params}}}'.encode()
+    s.client.protocol.writer.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+
+
+async def hover_time(s: Session, uri: str) -> float:
+    began = time.perf_counter()
+    await asyncio.wait_for(
+        s.client.text_document_hover_async(
+            lsp.HoverParams(
+                text_document=lsp.TextDocumentIdentifier(uri=uri), position=lsp.Position(2, 3)
+            )
+        ),
+        TIMEOUT,
+    )
+    return time.perf_counter() - began
+
+
+def threads_of(s: Session) -> int:
+    assert s.client._server is not None
+    return len(os.listdir(f"/proc/{s.client._server.pid}/task"))
+
+
+def tracebacks(s: Session) -> list[str]:
+    said = [m.message for m in s.client.log_messages] + [m.message for m in s.client.messages]
+    return [m for m in said if "Traceback" in m or "Error" in m]
+
+
+async def test_malformed_watched_file_events(start, workspace):
+    workspace.write("project", store_text("The entry point is `src/gone.py`."))
+    (workspace.root / "src").mkdir()
+    s = await start()
+    uri = s.open(workspace.project_store)
+    await s.codes(uri, "stale-path")
+    bad = [
+        '{"changes": [{"uri": "file:///../../etc/passwd", "type": 1}]}',
+        '{"changes": [{"uri": "http://example.com/x", "type": 2}]}',
+        '{"changes": [{"uri": "not a uri", "type": 3}]}',
+        '{"changes": [{"uri": "file:///tmp/caf%E9%FF%FE", "type": 1}]}',
+        '{"changes": [{"uri": "file:///%00/x", "type": 1}]}',
+        '{"changes": [{"uri": "", "type": 1}]}',
+        '{"changes": [{"uri": "file://", "type": 1}]}',
+        '{"changes": [{"uri": "file:", "type": 1}]}',
+        '{"changes": [{"uri": "file://host/share/x", "type": 1}]}',
+        '{"changes": [{"uri": "file:///x", "type": 0}]}',
+        '{"changes": [{"uri": "file:///x", "type": 4}]}',
+        '{"changes": [{"uri": "file:///x", "type": 1e999}]}',
+        '{"changes": [{"uri": "file:///x"}]}',
+        '{"changes": [{"type": 1}]}',
+        '{"changes": [{}]}',
+        '{"changes": [null]}',
+        '{"changes": null}',
+        '{"changes": "x"}',
+        "{}",
+        "null",
+        "[]",
+        '{"changes": [{"uri": 12, "type": 1}]}',
+        f'{{"changes": [{{"uri": "{uri_of(workspace.root)}/%2e%2e/%2e%2e/etc", "type": 1}}]}}',
+        f'{{"changes": [{{"uri": "{uri_of(workspace.root)}/src/\\u0000x", "type": 1}}]}}',
+    ]
+    for params in bad:
+        raw_notify(s, "workspace/didChangeWatchedFiles", params)
+    assert await hover_time(s, uri) < 2
+    r = await s.command("memory.list")
+    assert len(r["project"]) == 1
+    ds = await s.diagnostics(uri)
+    assert [d.code for d in ds if d.code in STALE] == ["stale-path"]
+    # A bad event next to a real one: the real one still counts.
+    await asyncio.sleep(0.5)  # every look the events above asked for is over
+    gone = workspace.root / "src" / "gone.py"
+    gone.touch()
+    for odd in ("file:///%00/x", "file:///x\u0000y"):
+        changes = [{"uri": odd, "type": 1}, {"uri": uri_of(gone), "type": 1}]
+        raw_notify(s, "workspace/didChangeWatchedFiles", json.dumps({"changes": changes}))
+    await s.wait_for(uri, lambda ds: not [d for d in ds if d.code == "stale-path"], 3)
+    assert not tracebacks(s), tracebacks(s)
+
+
+async def test_a_flood_of_events_in_one_notification(start, workspace):
+    (workspace.root / "src").mkdir()
+    workspace.write("project", store_text("The entry point is `src/gone.py`."))
+    s = await start()
+    uri = s.open(workspace.project_store)
+    await s.codes(uri, "stale-path")
+    outside = [
+        lsp.FileEvent(
+            uri=f"file:///nowhere/deep/{i}/x/y/z/file{i}.py", type=lsp.FileChangeType.Created
+        )
+        for i in range(10_000)
+    ]
+    skipped = [
+        lsp.FileEvent(
+            uri=uri_of(workspace.root / "node_modules" / f"p{i}" / "index.js"),
+            type=lsp.FileChangeType.Created,
+        )
+        for i in range(10_000)
+    ]
+    for changes in (outside, skipped):
+        began = time.perf_counter()
+        s.client.workspace_did_change_watched_files(lsp.DidChangeWatchedFilesParams(changes))
+        took = await hover_time(s, uri)
+        print("flood hover", took, time.perf_counter() - began)
+        assert took < 1.0
+
+
+async def test_events_every_millisecond(start, workspace):
+    root = workspace.root
+    (root / "src").mkdir()
+    for i in range(300):
+        (root / "src" / f"m{i}").mkdir()
+        for j in range(50):
+            (root / "src" / f"m{i}" / f"f{j}.py").touch()
+    workspace.write("project", store_text("The entry point is `src/gone.py`."))
+    s = await start()
+    uri = s.open(workspace.project_store)
+    await s.codes(uri, "stale-path")
+    base = threads_of(s)
+    most = base
+    worst = 0.0
+    loop = asyncio.get_running_loop()
+    end = loop.time() + 3
+    i = 0
+    while loop.time() < end:
+        p = root / "src" / f"new{i}.py"
+        s.client.workspace_did_change_watched_files(
+            lsp.DidChangeWatchedFilesParams(
+                [lsp.FileEvent(uri=uri_of(p), type=lsp.FileChangeType.Created)]
+            )
+        )
+        i += 1
+        if i % 100 == 0:
+            worst = max(worst, await hover_time(s, uri))
+            most = max(most, threads_of(s))
+        await asyncio.sleep(0.001)
+    print("events", i, "worst hover", worst, "threads", base, most)
+    assert worst < 1.0
+    assert most - base <= 2
+    # The note becomes clean when the file appears, even while events keep coming.
+    (root / "src" / "gone.py").touch()
+    end = loop.time() + 3
+    seen_clean = False
+    while loop.time() < end:
+        s.client.workspace_did_change_watched_files(
+            lsp.DidChangeWatchedFilesParams(
+                [
+                    lsp.FileEvent(
+                        uri=uri_of(root / "src" / f"x{i}.py"), type=lsp.FileChangeType.Created
+                    )
+                ]
+            )
+        )
+        i += 1
+        await asyncio.sleep(0.005)
+        if not [d for d in await s.diagnostics(uri) if d.code == "stale-path"]:
+            seen_clean = True
+            break
+    assert seen_clean, "a steady stream of events starves the rebuild"
