@@ -22,7 +22,7 @@ from memory_ls.core.models import other_scope
 from memory_ls.server import instructions
 from memory_ls.server.documents import MemoryDocument
 from memory_ls.server.edits import text_edits, text_range
-from memory_ls.server.positions import from_client
+from memory_ls.server.positions import from_client, to_client
 from memory_ls.server.protocol import CLIENT_TIMEOUT
 
 if TYPE_CHECKING:
@@ -169,6 +169,21 @@ def _note_actions(
     return out
 
 
+def _inside_document(doc: MemoryDocument, selection: lsp.Range, encoding: str) -> bool:
+    """Whether ``selection`` is a range of ``doc`` as it is now (start before end, each
+    position on a line of it, no column past the line's end in the client's units)."""
+    lines = doc.lines
+    start, end = selection.start, selection.end
+    if (start.line, start.character) > (end.line, end.character):
+        return False
+    for pos in (start, end):
+        if not 0 <= pos.line < len(lines):
+            return False
+        if not 0 <= pos.character <= to_client(lines[pos.line], len(lines[pos.line]), encoding):
+            return False
+    return True
+
+
 async def reveal(ls: MemoryServer, arg: dict[str, Any]) -> dict[str, Any]:
     """``memory.reveal`` (``uri``, ``range``): show an open memory document with ``range``
     selected (``window/showDocument``), so the user edits the stale mention; ``{shown}``,
@@ -181,8 +196,12 @@ async def reveal(ls: MemoryServer, arg: dict[str, Any]) -> dict[str, Any]:
         selection = None
     if not isinstance(uri, str) or selection is None:
         return {"shown": False, "error": "memory.reveal needs a uri and a range"}
-    if ls.document(uri) is None:  # it shows open stores only, nothing a caller names
+    found = ls.document(uri)
+    if found is None:  # it shows open stores only, nothing a caller names
         return {"shown": False, "error": f"not an open memory document: {uri}"}
+    if not _inside_document(found.doc, selection, ls.analysis.encoding):
+        # A forged or stale range: the client would select nonsense, or fail.
+        return {"shown": False, "error": "memory.reveal: the range is not in the document"}
     if not ls.capability("window.show_document.support"):
         return {"shown": False, "error": "this client cannot show a document (window/showDocument)"}
     params = lsp.ShowDocumentParams(uri=uri, take_focus=True, selection=selection)

@@ -9,10 +9,10 @@ import asyncio
 import json
 import os
 import time
-from pathlib import Path
 
 from lsprotocol import types as lsp
 
+from tests import stale_project
 from tests.conftest import store_text
 
 from .conftest import TIMEOUT, Session, uri_of
@@ -178,3 +178,66 @@ async def test_events_every_millisecond(start, workspace):
             seen_clean = True
             break
     assert seen_clean, "a steady stream of events starves the rebuild"
+
+
+def _reveal_raw(s: Session, ident: int, argument: str) -> None:
+    body = (
+        f'{{"jsonrpc": "2.0", "id": "raw{ident}", "method": "workspace/executeCommand",'
+        f' "params": {{"command": "memory.reveal", "arguments": [{argument}]}}}}'
+    ).encode()
+    s.client.protocol.writer.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+
+
+async def test_memory_reveal_with_forged_arguments(start, workspace):
+    stale_project.project(workspace)
+    s = await start()
+    uri = s.open(workspace.project_store)
+    await s.codes(uri, "stale-path")
+    other = workspace.root / "AGENTS.md"
+    s.open(other)
+    good = {"start": {"line": 2, "character": 0}, "end": {"line": 2, "character": 3}}
+    for arg in [
+        {"uri": uri_of(other), "range": good},  # open, but not a store
+        {"uri": "file:///etc/passwd", "range": good},
+        {"uri": uri, "range": {"start": {"line": -1, "character": 0}, "end": good["end"]}},
+        {"uri": uri, "range": "x"},
+        {"uri": uri, "range": None},
+        {"uri": 12, "range": good},
+        {"uri": uri},
+        {},
+        {"uri": uri, "range": {"start": {"line": 10**9, "character": 0}, "end": good["end"]}},
+        {"uri": uri, "range": {"start": good["start"], "end": {"line": 10**9, "character": 5}}},
+        {"uri": uri, "range": {"start": {"line": 2, "character": 10**9}, "end": good["end"]}},
+        {"uri": uri, "range": {"start": {"line": 3, "character": 0}, "end": good["end"]}},
+    ]:
+        result = await s.command("memory.reveal", arg)
+        assert result["shown"] is False and result["error"], (arg, result)
+    assert s.client.shown_documents == []
+    ok = await s.command("memory.reveal", {"uri": uri, "range": good})
+    assert ok == {"shown": True}
+
+
+async def test_memory_reveal_when_the_client_never_answers_or_fails(start, workspace):
+    stale_project.project(workspace)
+    s = await start()
+    uri = s.open(workspace.project_store)
+    await s.codes(uri, "stale-path")
+    good = {"start": {"line": 2, "character": 0}, "end": {"line": 2, "character": 3}}
+    fm = s.client.protocol.fm
+
+    async def never(params: lsp.ShowDocumentParams) -> None:
+        await asyncio.sleep(3600)
+
+    def fails(params: lsp.ShowDocumentParams) -> None:
+        raise RuntimeError("no window here")
+
+    fm.features[lsp.WINDOW_SHOW_DOCUMENT] = never
+    began = time.perf_counter()
+    running = asyncio.ensure_future(s.command("memory.reveal", {"uri": uri, "range": good}))
+    await asyncio.sleep(0.2)
+    assert await hover_time(s, uri) < 1  # the loop is not held meanwhile
+    result = await running
+    assert result["shown"] is False and time.perf_counter() - began < TIMEOUT
+    fm.features[lsp.WINDOW_SHOW_DOCUMENT] = fails
+    result = await s.command("memory.reveal", {"uri": uri, "range": good})
+    assert result["shown"] is False and "no window here" in result["error"]
