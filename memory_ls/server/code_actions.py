@@ -123,17 +123,20 @@ def _edit_action(
 
 def _data_for(ls: MemoryServer, doc: MemoryDocument, diag: lsp.Diagnostic) -> Any:
     """The ``data`` of a diagnostic the client sent back without it (clients that do
-    not declare ``dataSupport`` may drop it): the current one with the same code and
-    start line."""
+    not declare ``dataSupport`` may drop it): the current one with the same code, range
+    and message."""
     if ls.document(doc.uri) is not None:
         current = ls.analysis.items(doc)
     elif ls.instructions.get(doc.uri) is doc:
         current = instructions.items(ls, doc)
     else:
         return None
-    line = diag.range.start.line
+    # The same code, range and message: a diagnostic of an older version (the note it
+    # named deleted, another moved onto its line) must not lend that other note's data,
+    # or "Forget this note" would forget a note the user never pointed at.
+    where = CONVERTER.unstructure(diag.range)
     for item in current:
-        if item["code"] == diag.code and item["range"]["start"]["line"] == line:
+        if item["code"] == diag.code and item["range"] == where and item["message"] == diag.message:
             return item.get("data")
     return None
 

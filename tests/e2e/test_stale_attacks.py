@@ -15,7 +15,7 @@ from lsprotocol import types as lsp
 from tests import stale_project
 from tests.conftest import store_text
 
-from .conftest import TIMEOUT, Session, uri_of
+from .conftest import TIMEOUT, Session, code_actions, uri_of
 
 STALE = ("stale-path", "stale-script", "instruction-duplicate")
 
@@ -241,3 +241,125 @@ async def test_memory_reveal_when_the_client_never_answers_or_fails(start, works
     fm.features[lsp.WINDOW_SHOW_DOCUMENT] = fails
     result = await s.command("memory.reveal", {"uri": uri, "range": good})
     assert result["shown"] is False and "no window here" in result["error"]
+
+
+async def test_forget_from_a_diagnostic_of_an_older_version_without_its_data(start, workspace):
+    # Two notes with the same stale mention; the client sends back the first one's
+    # diagnostic without `data` (clients without dataSupport) after the buffer changed.
+    (workspace.root / "src").mkdir()
+    workspace.write(
+        "project",
+        store_text("Read `src/gone.py` first.", "Keep the parser in `src/gone.py` small."),
+    )
+    s = await start("neovim")
+    uri = s.open(workspace.project_store)
+    ds = await s.wait_for(uri, lambda ds: len([d for d in ds if d.code == "stale-path"]) == 2)
+    first = next(d for d in ds if d.code == "stale-path" and d.range.start.line == 2)
+    # The first note is removed by hand: the second moves up to line 2.
+    s.edit(
+        uri,
+        [
+            lsp.TextEdit(
+                range=lsp.Range(start=lsp.Position(2, 0), end=lsp.Position(3, 0)), new_text=""
+            )
+        ],
+    )
+    await s.wait_for(uri, lambda ds: len([d for d in ds if d.code == "stale-path"]) == 1)
+    sent = lsp.Diagnostic(
+        range=first.range, message=first.message, code=first.code, source=first.source
+    )
+    actions = await code_actions(s, uri, 2, only=["quickfix"], diagnostics=[sent])
+    forget = [a for a in actions if a.title.startswith("Forget")]
+    assert not forget, "a fix for the old diagnostic would forget another note"
+
+
+async def test_an_instruction_file_symlinked_out_of_the_project_later(start, workspace):
+    secret = workspace.home / ".bashrc"
+    secret.write_text("- Keep commits small and focused.\n")
+    workspace.write("project", store_text("Keep commits small and focused."))
+    s = await start()
+    uri = s.open(workspace.project_store)
+    await asyncio.sleep(0.5)
+    agents = workspace.root / "AGENTS.md"
+    agents.symlink_to(secret)
+    (workspace.root / "CLAUDE.md").symlink_to(workspace.root / "GEMINI.md")
+    (workspace.root / "GEMINI.md").symlink_to(secret)
+    s.client.workspace_did_change_watched_files(
+        lsp.DidChangeWatchedFilesParams(
+            [
+                lsp.FileEvent(uri=uri_of(agents), type=lsp.FileChangeType.Created),
+                lsp.FileEvent(
+                    uri=uri_of(workspace.root / "CLAUDE.md"), type=lsp.FileChangeType.Created
+                ),
+            ]
+        )
+    )
+    await asyncio.sleep(0.8)
+    assert not [d for d in await s.diagnostics(uri) if d.code == "instruction-duplicate"]
+    # A symlink inside the project is followed.
+    agents.unlink()
+    (workspace.root / "docs").mkdir()
+    (workspace.root / "docs" / "agents.md").write_text("- Keep commits small and focused.\n")
+    agents.symlink_to(workspace.root / "docs" / "agents.md")
+    s.client.workspace_did_change_watched_files(
+        lsp.DidChangeWatchedFilesParams(
+            [lsp.FileEvent(uri=uri_of(agents), type=lsp.FileChangeType.Changed)]
+        )
+    )
+    await s.codes(uri, "instruction-duplicate")
+
+
+async def test_fifos_named_like_the_files_read(start, workspace):
+    for name in ("AGENTS.md", "CLAUDE.md", "Makefile", "justfile", "pnpm-workspace.yaml"):
+        os.mkfifo(workspace.root / name)
+    (workspace.root / ".github").mkdir()
+    os.mkfifo(workspace.root / ".github" / "copilot-instructions.md")
+    (workspace.root / "package.json").write_text('{"workspaces": ["pkgs/*"]}')
+    (workspace.root / "pkgs" / "a").mkdir(parents=True)
+    os.mkfifo(workspace.root / "pkgs" / "a" / "package.json")
+    import socket
+
+    sock = socket.socket(socket.AF_UNIX)
+    sock.bind(str(workspace.root / "GEMINI.md"))
+    workspace.write("project", store_text("Run `make gone` and read `src/gone.py`."))
+    (workspace.root / "src").mkdir()
+    s = await start()
+    uri = s.open(workspace.project_store)
+    ds = await s.codes(uri, "stale-path")
+    assert not [d for d in ds if d.code == "stale-script"]
+    assert await hover_time(s, uri) < 1
+    sock.close()
+
+
+def _refuse_registration(s: Session, how: str) -> None:
+    fm = s.client.protocol.fm
+
+    async def never(params: lsp.RegistrationParams) -> None:
+        await asyncio.sleep(3600)
+
+    def fails(params: lsp.RegistrationParams) -> None:
+        raise RuntimeError("no watchers here")
+
+    fm.features[lsp.CLIENT_REGISTER_CAPABILITY] = never if how == "never" else fails
+
+
+async def test_clients_that_refuse_or_never_answer_registration(start, workspace):
+    from .conftest import _install_handlers  # noqa: F401  (the default handlers)
+
+    (workspace.root / "src").mkdir()
+    app = workspace.root / "src" / "app.py"
+    app.write_text("")
+    workspace.write("project", store_text("The entry point is `src/app.py`."))
+    for how in ("fails", "never"):
+        s = await start()
+        _refuse_registration(s, how)
+        # Folders change: the server registers again.
+        s.client.workspace_did_change_workspace_folders(
+            lsp.DidChangeWorkspaceFoldersParams(
+                event=lsp.WorkspaceFoldersChangeEvent(added=[], removed=[])
+            )
+        )
+        uri = s.open(workspace.project_store)
+        assert await hover_time(s, uri) < 1
+        r = await s.command("memory.list")
+        assert len(r["project"]) == 1
