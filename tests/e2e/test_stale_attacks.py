@@ -285,6 +285,13 @@ async def test_an_instruction_file_symlinked_out_of_the_project_later(start, wor
     agents.symlink_to(secret)
     (workspace.root / "CLAUDE.md").symlink_to(workspace.root / "GEMINI.md")
     (workspace.root / "GEMINI.md").symlink_to(secret)
+    # Folders leading out: .github and .claude are read from, and walked.
+    out = workspace.home / "out"
+    out.mkdir()
+    (out / "copilot-instructions.md").write_text(secret.read_text())
+    (out / "CLAUDE.md").write_text(secret.read_text())
+    (workspace.root / ".github").symlink_to(out)
+    (workspace.root / ".claude").symlink_to(out)
     s.client.workspace_did_change_watched_files(
         lsp.DidChangeWatchedFilesParams(
             [
@@ -292,6 +299,11 @@ async def test_an_instruction_file_symlinked_out_of_the_project_later(start, wor
                 lsp.FileEvent(
                     uri=uri_of(workspace.root / "CLAUDE.md"), type=lsp.FileChangeType.Created
                 ),
+                lsp.FileEvent(
+                    uri=uri_of(workspace.root / ".github" / "copilot-instructions.md"),
+                    type=lsp.FileChangeType.Changed,
+                ),
+                lsp.FileEvent(uri=uri_of(out / "CLAUDE.md"), type=lsp.FileChangeType.Changed),
             ]
         )
     )
@@ -417,3 +429,136 @@ async def test_typing_with_a_huge_instruction_file(start, workspace):
     small = await _publish_p50(s, uri, "b")
     print("publish p50 with a 1 MB AGENTS.md", huge, "with a small one", small)
     assert huge < small + 0.012  # before the fix: 47 ms against 26 ms; after: 38 and 37
+
+
+def _tree(root: Path, folders: int = 150, files: int = 100) -> None:
+    for i in range(folders):
+        d = root / "big" / f"d{i}"
+        d.mkdir(parents=True)
+        for j in range(files):
+            (d / f"f{j}.txt").touch()
+
+
+async def test_the_project_deleted_or_its_store_swapped_while_it_is_looked_at(start, workspace):
+    import shutil
+
+    _tree(workspace.root)
+    (workspace.root / "src").mkdir()
+    workspace.write("project", store_text("The entry point is `src/gone.py`."))
+    s = await start()
+    uri = s.open(workspace.project_store)
+    await s.codes(uri, "stale-path")
+    # `.pi` swapped for a symlink out of the project while a look runs.
+    outside = workspace.home / "elsewhere"
+    outside.mkdir()
+    (outside / "memory.md").write_text(workspace.text("project"))
+    event = lsp.FileEvent(
+        uri=uri_of(workspace.root / "src" / "x.py"), type=lsp.FileChangeType.Created
+    )
+    s.client.workspace_did_change_watched_files(lsp.DidChangeWatchedFilesParams([event]))
+    await asyncio.sleep(0.12)
+    pi = workspace.root / ".pi"
+    pi.rename(workspace.root / ".pi-old")
+    pi.symlink_to(outside)
+    s.client.workspace_did_change_watched_files(
+        lsp.DidChangeWatchedFilesParams(
+            [lsp.FileEvent(uri=uri_of(pi), type=lsp.FileChangeType.Created)]
+        )
+    )
+    assert await hover_time(s, uri) < 1
+    await asyncio.sleep(0.5)
+    r = await s.command("memory.list")
+    assert "error" in r or r["project"] == [] or r.get("refused"), r
+    # The whole project deleted while a look runs.
+    s.client.workspace_did_change_watched_files(lsp.DidChangeWatchedFilesParams([event]))
+    await asyncio.sleep(0.12)
+    shutil.rmtree(workspace.root)
+    s.client.workspace_did_change_watched_files(
+        lsp.DidChangeWatchedFilesParams(
+            [lsp.FileEvent(uri=uri_of(workspace.root), type=lsp.FileChangeType.Deleted)]
+        )
+    )
+    assert await hover_time(s, uri) < 1
+    await asyncio.sleep(0.5)
+    await s.command("memory.list")
+    assert not tracebacks(s), tracebacks(s)
+
+
+async def test_a_folder_removed_while_its_project_is_looked_at(start, workspace):
+    other = workspace.home / "other"
+    (other / ".git").mkdir(parents=True)
+    (other / ".pi").mkdir()
+    (other / ".pi" / "memory.md").write_text(store_text("Read `src/gone.py` first."))
+    (other / "src").mkdir()
+    _tree(other)
+    s = await start(folders=[workspace.root, other])
+    uri = s.open(other / ".pi" / "memory.md")
+    await s.codes(uri, "stale-path")
+    (other / "src" / "gone.py").touch()
+    s.client.workspace_did_change_watched_files(
+        lsp.DidChangeWatchedFilesParams(
+            [lsp.FileEvent(uri=uri_of(other / "src" / "gone.py"), type=lsp.FileChangeType.Created)]
+        )
+    )
+    await asyncio.sleep(0.12)  # the look has begun
+    s.client.workspace_did_change_workspace_folders(
+        lsp.DidChangeWorkspaceFoldersParams(
+            event=lsp.WorkspaceFoldersChangeEvent(
+                added=[], removed=[lsp.WorkspaceFolder(uri=uri_of(other), name="other")]
+            )
+        )
+    )
+    s.client.text_document_did_close(
+        lsp.DidCloseTextDocumentParams(text_document=lsp.TextDocumentIdentifier(uri=uri))
+    )
+    await asyncio.sleep(0.8)
+    # Opened again: judged against the tree as it is now.
+    s.versions[uri] = 0
+    (other / "src" / "gone.py").unlink()
+    uri = s.open(other / ".pi" / "memory.md")
+    await s.codes(uri, "stale-path")
+    assert not tracebacks(s), tracebacks(s)
+
+
+async def test_an_untrusted_projects_findings_stay_in_the_editor(start, workspace):
+    (workspace.root / "AGENTS.md").write_text(
+        "# Rules\n\n- Keep SECRET-INSTRUCTION commits \u202eflipped\u202c small.\n"
+    )
+    (workspace.root / "src").mkdir()
+    workspace.write(
+        "project",
+        store_text(
+            "Keep SECRET-INSTRUCTION commits \u202eflipped\u202c small.",
+            "Read `src/SECRET-PATH\u202e.py` first.",
+        ),
+    )
+    s = await start("emacs", init_options={"trusted": False})
+    uri = s.open(workspace.project_store)
+    ds = await s.codes(uri, "instruction-duplicate", "stale-path")
+    for d in ds:  # in the editor, for the user: but escaped
+        assert "\u202e" not in d.message, d.message
+        for r in d.related_information or []:
+            assert "\u202e" not in r.message
+    doctor = await s.command("memory.doctor")
+    assert "SECRET" not in json.dumps(doctor), doctor
+
+
+async def test_slow_build_files_do_not_hold_up_typing(start, workspace):
+    body = "a\\\n" * ((1024 * 1024 - 10) // 3)
+    for name in ("Makefile", "justfile", "pnpm-workspace.yaml"):
+        (workspace.root / name).write_text(body)
+    (workspace.root / "package.json").write_text("[" * 500_000 + "]" * 500_000)
+    (workspace.root / "src").mkdir()
+    workspace.write("project", store_text("Read `src/gone.py` and run `make x` first."))
+    s = await start()
+    uri = s.open(workspace.project_store)
+    worst = 0.0
+    loop = asyncio.get_running_loop()
+    began = loop.time()
+    while loop.time() - began < 3:
+        worst = max(worst, await hover_time(s, uri))
+        await asyncio.sleep(0.01)
+    print("worst hover during slow builds", worst)
+    await s.codes(uri, "stale-path")
+    print("judged after", loop.time() - began)
+    assert worst < 0.25
