@@ -562,3 +562,40 @@ async def test_slow_build_files_do_not_hold_up_typing(start, workspace):
     await s.codes(uri, "stale-path")
     print("judged after", loop.time() - began)
     assert worst < 0.25
+
+
+async def test_agent_dir_changed_while_its_files_are_looked_at(start, workspace):
+    (workspace.agent_dir / "AGENTS.md").write_text("- Reply in British English.\n")
+    workspace.write("global", store_text("Reply in British English."))
+    other = workspace.home / "agent2"
+    other.mkdir()
+    (other / "AGENTS.md").write_text("- Something else entirely.\n")
+    (other / "memory.md").write_text(
+        store_text("Reply in British English.", "Something else entirely.")
+    )
+    s = await start("emacs")
+    g = s.open(workspace.global_store)
+    await s.codes(g, "instruction-duplicate")
+    _tree(workspace.agent_dir)  # a slower look
+    s.client.workspace_did_change_watched_files(
+        lsp.DidChangeWatchedFilesParams(
+            [
+                lsp.FileEvent(
+                    uri=uri_of(workspace.agent_dir / "AGENTS.md"), type=lsp.FileChangeType.Changed
+                )
+            ]
+        )
+    )
+    await asyncio.sleep(0.11)
+    s.client.set_configuration({"agentDir": str(other)}, section="memoryLs")
+    s.client.workspace_did_change_configuration(lsp.DidChangeConfigurationParams(settings=None))
+    # (Opened before the new settings are applied, it would never be a store: a
+    # document's kind is decided once, when it is opened; not this module's to change.)
+    await asyncio.sleep(1.0)
+    g2 = s.open(other / "memory.md")
+    # The new agent dir's store is judged against the new agent dir's AGENTS.md only.
+    ds = await s.codes(g2, "instruction-duplicate")
+    dup = [d for d in ds if d.code == "instruction-duplicate"]
+    assert [d.range.start.line for d in dup] == [3], [d.message for d in dup]
+    assert str(other / "AGENTS.md") in dup[0].message
+    assert not tracebacks(s), tracebacks(s)
