@@ -388,6 +388,11 @@ def _build(ls: MemoryServer, key: FactsKey) -> None:
         entry.wake()
         if _files(ls).entries.get(key) is not entry:
             return  # dropped meanwhile (every store of it closed)
+        if not _docs_of(ls, key):
+            # Every store of it closed while it was looked at (`closed` cannot drop an
+            # entry that is building): its snapshot of the tree would be kept for good.
+            del _files(ls).entries[key]
+            return
         if judge is not None:
             judge.ready = {uri for uri in uris if uri in ls.projects.documents}
             entry.judge = judge
