@@ -270,6 +270,10 @@ class ProjectFiles:
     """Every project's (and agent dir's) :class:`Judge`, for the open stores."""
 
     entries: dict[FactsKey, _Entry] = field(default_factory=dict)
+    registering: asyncio.Lock | None = None
+    """Held while the tree watchers are (un)registered: folder changes in quick
+    succession must not interleave, or the client is left with several registrations
+    of one id (each reporting every event)."""
     request: Callable[[FactsKey], None] | None = None
     """Asks for a look at files no judge covers yet (set by the server: a build in the
     background), so a store whose project or agent dir changed (settings, folders) is
@@ -607,7 +611,15 @@ async def register_watchers(ls: MemoryServer) -> None:
     is looked at again when a store is opened or saved: docs/lsp.md)."""
     if not _can_watch(ls):
         return
-    await _register(ls, WATCH_ID, watchers_for(ls, ls.projects.folders or [Path.cwd()]))
+    async with _registering(ls):
+        await _register(ls, WATCH_ID, watchers_for(ls, ls.projects.folders or [Path.cwd()]))
+
+
+def _registering(ls: MemoryServer) -> asyncio.Lock:
+    files = _files(ls)
+    if files.registering is None:
+        files.registering = asyncio.Lock()
+    return files.registering
 
 
 def folders_changed(ls: MemoryServer) -> None:
@@ -621,11 +633,12 @@ def folders_changed(ls: MemoryServer) -> None:
                 lsp.Unregistration(id=WATCH_ID, method=lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES)
             ]
         )
-        try:
-            await asyncio.wait_for(ls.client_unregister_capability_async(gone), CLIENT_TIMEOUT)
-        except Exception as exc:  # the old watchers stay: more events, never fewer
-            log.info("could not unregister the project watchers: %r", exc)
-        await register_watchers(ls)
+        async with _registering(ls):  # one unregister-register pair at a time
+            try:
+                await asyncio.wait_for(ls.client_unregister_capability_async(gone), CLIENT_TIMEOUT)
+            except Exception as exc:  # the old watchers stay: more events, never fewer
+                log.info("could not unregister the project watchers: %r", exc)
+            await _register(ls, WATCH_ID, watchers_for(ls, ls.projects.folders or [Path.cwd()]))
 
     asyncio.get_running_loop().create_task(again())
 

@@ -599,3 +599,41 @@ async def test_agent_dir_changed_while_its_files_are_looked_at(start, workspace)
     assert [d.range.start.line for d in dup] == [3], [d.message for d in dup]
     assert str(other / "AGENTS.md") in dup[0].message
     assert not tracebacks(s), tracebacks(s)
+
+
+async def test_folders_changed_in_quick_succession_leave_one_registration(start, workspace):
+    from memory_ls.server.project_watch import WATCH_ID
+
+    s = await start()
+    live: dict[str, int] = {}
+    fm = s.client.protocol.fm
+
+    async def register(params: lsp.RegistrationParams) -> None:
+        await asyncio.sleep(0.05)  # a client that takes a moment to answer
+        for r in params.registrations:
+            live[r.id] = live.get(r.id, 0) + 1
+
+    async def unregister(params: lsp.UnregistrationParams) -> None:
+        await asyncio.sleep(0.02)
+        for u in params.unregisterations:
+            if live.get(u.id):
+                live[u.id] -= 1
+
+    fm.features[lsp.CLIENT_REGISTER_CAPABILITY] = register
+    fm.features[lsp.CLIENT_UNREGISTER_CAPABILITY] = unregister
+    live[WATCH_ID] = 1  # registered by `initialized`
+    folders = []
+    for i in range(5):
+        f = workspace.home / f"f{i}"
+        f.mkdir()
+        folders.append(f)
+        s.client.workspace_did_change_workspace_folders(
+            lsp.DidChangeWorkspaceFoldersParams(
+                event=lsp.WorkspaceFoldersChangeEvent(
+                    added=[lsp.WorkspaceFolder(uri=uri_of(f), name=f.name)], removed=[]
+                )
+            )
+        )
+        await asyncio.sleep(0.01)
+    await asyncio.sleep(1.0)
+    assert live[WATCH_ID] == 1, live
