@@ -637,3 +637,24 @@ async def test_folders_changed_in_quick_succession_leave_one_registration(start,
         await asyncio.sleep(0.01)
     await asyncio.sleep(1.0)
     assert live[WATCH_ID] == 1, live
+
+
+async def test_hidden_characters_in_the_projects_folder_name(start, workspace):
+    other = workspace.home / "pro\u202ejx\u200b\x1b[31m"
+    (other / ".git").mkdir(parents=True)
+    (other / ".pi").mkdir()
+    (other / "AGENTS.md").write_text("- Keep commits small.\n")
+    (other / "src").mkdir()
+    (other / ".pi" / "memory.md").write_text(
+        store_text("Keep commits small.", "Read `src/gone.py` first.")
+    )
+    s = await start(folders=[workspace.root, other])
+    uri = s.open(other / ".pi" / "memory.md")
+    ds = await s.codes(uri, "instruction-duplicate", "stale-path")
+    for d in ds:
+        for text in (d.message, *(r.message for r in d.related_information or [])):
+            assert not any(c in text for c in "\u202e\u200b\x1b"), text
+    dup = next(d for d in ds if d.code == "instruction-duplicate")
+    assert "\\u202e" in dup.message
+    if dup.related_information:
+        assert dup.related_information[0].location.uri == uri_of(other / "AGENTS.md")
