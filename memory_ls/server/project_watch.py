@@ -31,6 +31,7 @@ import contextlib
 import logging
 import os
 import threading
+import urllib.parse
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -462,14 +463,16 @@ _MEMORY_HINTS = (*MEMORY_FILE_NAMES, ".pi")
 
 def any_memory_file(changes: Sequence[lsp.FileEvent]) -> bool:
     """Whether any event may be about a memory file (:func:`is_memory_file`). In a batch
-    larger than :data:`EVENTS_SORTED_LIMIT` a URI that is quoted (or not a ``file:`` one)
-    counts as one without being parsed: at worst one recheck too many, never a held loop."""
+    larger than :data:`EVENTS_SORTED_LIMIT` a URI is not parsed: one that names a memory
+    file anywhere (unquoted), or is not a ``file:`` one, counts as one. At worst one
+    recheck too many, never a held loop."""
     if len(changes) <= EVENTS_SORTED_LIMIT:
         return any(is_memory_file(c.uri) for c in changes)
-    return any(
-        not c.uri.startswith("file:") or "%" in c.uri or any(n in c.uri for n in _MEMORY_HINTS)
-        for c in changes
-    )
+    for c in changes:
+        uri = urllib.parse.unquote(c.uri) if "%" in c.uri else c.uri
+        if not uri.startswith("file:") or any(n in uri for n in _MEMORY_HINTS):
+            return True
+    return False
 
 
 def _under(key: FactsKey, path: str) -> bool:

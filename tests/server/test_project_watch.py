@@ -474,3 +474,19 @@ async def test_a_store_closed_during_a_look_leaves_no_judge_behind(server: InPro
         await asyncio.sleep(0.01)
     await asyncio.sleep(0.05)
     assert files.entries == {}
+
+
+def test_a_burst_of_events_is_sorted_without_parsing_each_uri() -> None:
+    events = [
+        lsp.FileEvent(uri=f"file:///my%20project/src/f{i}.py", type=lsp.FileChangeType.Created)
+        for i in range(project_watch.EVENTS_SORTED_LIMIT + 1)
+    ]
+    assert not project_watch.any_memory_file(events)  # a space in the path is no store
+    store = lsp.FileEvent(
+        uri="file:///my%20project/%2Epi/memory.md", type=lsp.FileChangeType.Changed
+    )
+    assert project_watch.any_memory_file([*events, store])
+    other = lsp.FileEvent(uri="untitled:Untitled-1", type=lsp.FileChangeType.Changed)
+    assert project_watch.any_memory_file([*events, other])
+    assert not project_watch.any_memory_file(events[:3])
+    assert project_watch.any_memory_file([*events[:3], store])
