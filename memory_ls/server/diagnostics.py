@@ -11,7 +11,7 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from memory_ls.core.checks import (
@@ -25,12 +25,14 @@ from memory_ls.core.checks import (
     wire_data,
 )
 from memory_ls.core.conflicts import (
+    MAX_CONFLICTS_PER_NOTE,
     ConflictIndex,
     claims_of_key,
     conflict_finding,
     conflict_subject,
 )
 from memory_ls.core.models import Scope
+from memory_ls.core.notes import Bullet
 from memory_ls.core.similar import pair_finding, similar_pairs, similar_to
 from memory_ls.core.text import MAX_STORE_BYTES
 from memory_ls.server import review
@@ -44,6 +46,13 @@ from memory_ls.store.facts import memory_file_facts
 SOURCE = "memory"
 SIMILAR_LIMIT = 2000
 """At most this many ``similar`` pairs per document: hints, not a flood."""
+CONFLICT_LIMIT = 2000
+"""At most this many ``conflict`` diagnostics per document: a store of copies of "use X;
+never use X" would otherwise make every copy conflict with every other (millions)."""
+CONFLICT_PER_NOTE = MAX_CONFLICTS_PER_NOTE
+"""At most this many ``conflict`` diagnostics on one note (each names one other note), as
+``check`` (:data:`memory_ls.core.conflicts.MAX_CONFLICTS_PER_NOTE`): the index bounds the
+other notes a note is paired with, this bounds the copies of them."""
 SEVERITY_NUMBER = {"error": 1, "warning": 2, "information": 3, "hint": 4}
 
 Json = dict[str, Any]
@@ -132,6 +141,8 @@ class Published:
     """Each conflicting pair's findings (on this document's notes only)."""
     conf_by_ref: dict[ConflictRef, set[ConflictPair]] = dataclasses.field(default_factory=dict)
     conf_at: dict[int, list[Finding]] = dataclasses.field(default_factory=dict)
+    conf_count: int = 0
+    """How many findings :attr:`conf` holds (at most :data:`CONFLICT_LIMIT`)."""
 
 
 @dataclasses.dataclass(slots=True)
@@ -545,6 +556,8 @@ class Analysis:
             for pair in list(pub.conf_by_ref.get(ref, ())):
                 self._drop_conflict(pub, pair, dirty)
         for ref in changed:
+            if pub.conf_count >= CONFLICT_LIMIT:
+                break  # the bound is reached: no more pairs are made (or looked for)
             for other, _ in index.conflicts_of(ref):
                 assert isinstance(other, str | tuple)
                 if isinstance(ref, str):
@@ -565,7 +578,9 @@ class Analysis:
         pair: ConflictPair,
         dirty: set[int],
     ) -> None:
-        """The findings of one conflicting pair (unless already made this time)."""
+        """The findings of one conflicting pair (unless already made this time), within
+        :data:`CONFLICT_LIMIT` and :data:`CONFLICT_PER_NOTE`: past them, nothing more is
+        made (copies of a note multiply: each copy conflicts with each of the other's)."""
         if pair in pub.conf:
             return
         mine, other = pair
@@ -578,20 +593,14 @@ class Analysis:
             assert source is not None
             subject = conflict_subject(claims, claims_of_key(other[1]))
             if subject is not None:
-                found = [
-                    conflict_finding(x, y, scope, "global", subject, source.path)
-                    for x in xs
-                    for y in source.by_key.get(other[1], ())
-                ]
+                theirs_notes = source.by_key.get(other[1], ())
+                self._make_conflicts(
+                    pub, found, xs, theirs_notes, scope, "global", subject, source.path
+                )
         elif other == mine:
             subject = conflict_subject(claims, claims)
             if subject is not None:
-                found = [
-                    conflict_finding(x, y, scope, scope, subject, None)
-                    for x in xs
-                    for y in xs
-                    if x.line != y.line
-                ]
+                self._make_conflicts(pub, found, xs, xs, scope, scope, subject, None)
         else:
             theirs = claims_of_key(other)
             ys = doc.bullets_for((other,))
@@ -600,23 +609,48 @@ class Analysis:
                 conflict_subject(theirs, claims),
             )
             if ours_first is not None and theirs_first is not None:
-                found = [
-                    conflict_finding(x, y, scope, scope, ours_first, None) for x in xs for y in ys
-                ]
-                found.extend(
-                    conflict_finding(y, x, scope, scope, theirs_first, None) for y in ys for x in xs
-                )
+                self._make_conflicts(pub, found, xs, ys, scope, scope, ours_first, None)
+                self._make_conflicts(pub, found, ys, xs, scope, scope, theirs_first, None)
         pub.conf[pair] = found
         for ref in pair:
             pub.conf_by_ref.setdefault(ref, set()).add(pair)
         for f in found:
-            pub.conf_at.setdefault(f.line, []).append(f)
             dirty.add(f.line)
+
+    @staticmethod
+    def _make_conflicts(
+        pub: Published,
+        found: list[Finding],
+        xs: Sequence[Bullet],
+        ys: Sequence[Bullet],
+        scope: Scope,
+        other_scope: Scope,
+        subject: str,
+        path: str | None,
+    ) -> None:
+        """The findings on each of ``xs`` against each of ``ys`` (a note never against
+        itself), into ``found`` and :attr:`Published.conf_at`, while the bounds allow."""
+        for x in xs:
+            at = pub.conf_at.get(x.line)
+            for y in ys:
+                if pub.conf_count >= CONFLICT_LIMIT:
+                    return
+                if at is not None and len(at) >= CONFLICT_PER_NOTE:
+                    break
+                if path is None and x.line == y.line:
+                    continue
+                f = conflict_finding(x, y, scope, other_scope, subject, path)
+                if at is None:
+                    at = pub.conf_at[x.line] = []
+                at.append(f)
+                found.append(f)
+                pub.conf_count += 1
 
     @staticmethod
     def _drop_conflict(pub: Published, pair: ConflictPair, dirty: set[int]) -> None:
         """Forget one pair's findings (by identity: their lines may have moved since)."""
         for f in pub.conf.pop(pair, ()):
+            pub.conf_count -= 1
             at = pub.conf_at.get(f.line)
             if at is not None:
                 kept = [g for g in at if g is not f]
