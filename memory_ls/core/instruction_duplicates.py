@@ -38,6 +38,12 @@ PROJECT_INSTRUCTION_FILES = (
 GLOBAL_INSTRUCTION_FILES = ("~/.claude/CLAUDE.md", "~/.gemini/GEMINI.md", "~/.codex/AGENTS.md")
 """A global store is compared with these, and with ``<agent-dir>/AGENTS.md``."""
 
+MAX_FUZZY_CHARS = 64_000
+"""The instruction lines' keys a note's key is scored against, in characters: a real
+AGENTS.md has a few hundred lines, while a megabyte of them made each keystroke in
+the editor score 20,000 lines (40 ms) and ``check`` of a big store take minutes.
+Lines past it are matched by an equal key only."""
+
 # Lines that are neither bullets nor prose: headings, table rows, HTML comments and
 # thematic breaks.
 _NOT_PROSE_RE = re.compile(r"\s{0,3}(?:#{1,6}(?:\s|$)|\||<!--|(?:[-*_]\s*){3,}$|</?[a-zA-Z])")
@@ -67,7 +73,8 @@ class InstructionIndex:
     by_key: dict[str, InstructionLine]
     """The first line with each key."""
     keys: tuple[str, ...]
-    """The keys of ``lines``, in order (what ``similar`` scores against)."""
+    """The keys of the first ``lines``, in order, up to :data:`MAX_FUZZY_CHARS` (what
+    ``similar`` scores against; every line is still found by an equal key)."""
 
 
 def instruction_lines(path: str, text: str) -> list[InstructionLine]:
@@ -104,7 +111,14 @@ def instruction_index(texts: Mapping[str, str]) -> InstructionIndex:
     by_key: dict[str, InstructionLine] = {}
     for x in lines:
         by_key.setdefault(x.key, x)
-    return InstructionIndex(lines, by_key, tuple(x.key for x in lines))
+    keys: list[str] = []
+    budget = MAX_FUZZY_CHARS
+    for x in lines:
+        budget -= len(x.key)
+        if budget < 0:
+            break
+        keys.append(x.key)
+    return InstructionIndex(lines, by_key, tuple(keys))
 
 
 def repeated_line(

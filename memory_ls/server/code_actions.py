@@ -23,7 +23,7 @@ from memory_ls.core.text import MAX_STORE_BYTES, utf8_length
 from memory_ls.server import instructions
 from memory_ls.server.documents import MemoryDocument
 from memory_ls.server.edits import text_edits, text_range
-from memory_ls.server.positions import from_client
+from memory_ls.server.positions import from_client, to_client
 from memory_ls.server.protocol import CLIENT_TIMEOUT
 
 if TYPE_CHECKING:
@@ -154,22 +154,23 @@ def _edit_action(
 
 def _data_for(ls: MemoryServer, doc: MemoryDocument, diag: lsp.Diagnostic) -> Any:
     """The ``data`` of a diagnostic the client sent back without it (clients that do
-    not declare ``dataSupport`` may drop it): the current one with the same code and
-    start line, and the same message when one has it (a note in several ``conflict``
-    pairs has one diagnostic per other note on its line: the fix must be about the
-    other note that diagnostic names)."""
+    not declare ``dataSupport`` may drop it): the current one with the same code, range
+    and message (a note in several ``conflict`` pairs has one diagnostic per other note
+    on its line: the fix must be about the other note that diagnostic names)."""
     if ls.document(doc.uri) is not None:
         current = ls.analysis.items(doc)
     elif ls.instructions.get(doc.uri) is doc:
         current = instructions.items(ls, doc)
     else:
         return None
-    line = diag.range.start.line
-    same = [i for i in current if i["code"] == diag.code and i["range"]["start"]["line"] == line]
-    for item in same:
-        if item["message"] == diag.message:
+    # The same code, range and message: a diagnostic of an older version (the note it
+    # named deleted, another moved onto its line) must not lend that other note's data,
+    # or "Forget this note" would forget a note the user never pointed at.
+    where = CONVERTER.unstructure(diag.range)
+    for item in current:
+        if item["code"] == diag.code and item["range"] == where and item["message"] == diag.message:
             return item.get("data")
-    return same[0].get("data") if same else None
+    return None
 
 
 def _note_actions(
@@ -203,6 +204,21 @@ def _note_actions(
     return out
 
 
+def _inside_document(doc: MemoryDocument, selection: lsp.Range, encoding: str) -> bool:
+    """Whether ``selection`` is a range of ``doc`` as it is now (start before end, each
+    position on a line of it, no column past the line's end in the client's units)."""
+    lines = doc.lines
+    start, end = selection.start, selection.end
+    if (start.line, start.character) > (end.line, end.character):
+        return False
+    for pos in (start, end):
+        if not 0 <= pos.line < len(lines):
+            return False
+        if not 0 <= pos.character <= to_client(lines[pos.line], len(lines[pos.line]), encoding):
+            return False
+    return True
+
+
 async def reveal(ls: MemoryServer, arg: dict[str, Any]) -> dict[str, Any]:
     """``memory.reveal`` (``uri``, ``range``): show an open memory document with ``range``
     selected (``window/showDocument``), so the user edits the stale mention; ``{shown}``,
@@ -215,8 +231,12 @@ async def reveal(ls: MemoryServer, arg: dict[str, Any]) -> dict[str, Any]:
         selection = None
     if not isinstance(uri, str) or selection is None:
         return {"shown": False, "error": "memory.reveal needs a uri and a range"}
-    if ls.document(uri) is None:  # it shows open stores only, nothing a caller names
+    found = ls.document(uri)
+    if found is None:  # it shows open stores only, nothing a caller names
         return {"shown": False, "error": f"not an open memory document: {uri}"}
+    if not _inside_document(found.doc, selection, ls.analysis.encoding):
+        # A forged or stale range: the client would select nonsense, or fail.
+        return {"shown": False, "error": "memory.reveal: the range is not in the document"}
     if not ls.capability("window.show_document.support"):
         return {"shown": False, "error": "this client cannot show a document (window/showDocument)"}
     params = lsp.ShowDocumentParams(uri=uri, take_focus=True, selection=selection)

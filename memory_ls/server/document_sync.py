@@ -203,7 +203,7 @@ def did_change_watched_files(ls: MemoryServer, params: lsp.DidChangeWatchedFiles
     again in the background: it rechecks nothing else.
     """
     project_watch.files_changed(ls, params.changes)
-    if params.changes and not any(project_watch.is_memory_file(c.uri) for c in params.changes):
+    if params.changes and not project_watch.any_memory_file(params.changes):
         return
     for doc, state in ls.open_documents():
         state.disk = disk_facts(doc)

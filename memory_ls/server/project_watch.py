@@ -31,6 +31,7 @@ import contextlib
 import logging
 import os
 import threading
+import urllib.parse
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -81,6 +82,13 @@ WATCH_ID = "memory-ls-project-files"
 """The registration id of the project-tree watchers (the stores' own are separate)."""
 REBUILD_DELAY = 0.1
 """Seconds of quiet after a watched-file event before the project is looked at again."""
+REBUILD_MAX_WAIT = 1.0
+"""Seconds a look may be pushed back by events that keep coming (a watch-mode build
+writing a file every few milliseconds): then the project is looked at anyway."""
+EVENTS_SORTED_LIMIT = 256
+"""Events in one notification that are placed one by one; a larger batch (an
+``npm install``, a checkout, a hostile client's 10,000) looks at every project again
+instead: placing each event (parsing its URI, resolving symlinks) would hold the loop."""
 FIRST_LOOK_WAIT = 1.0
 """Seconds a pull that cannot be repeated waits for a store's first look (see
 :func:`first_look`)."""
@@ -243,6 +251,8 @@ class _Entry:
     """A build is scheduled (:func:`build_soon`) and has not started."""
     again: bool = False
     """Asked for again while a build ran: build once more when it ends."""
+    due: float | None = None
+    """The loop time by which the scheduled build starts, however many events follow."""
     watched_root: bool = False
     """A watcher was registered for this project's root (it lies outside every folder)."""
     waiters: list[asyncio.Future[None]] = field(default_factory=list)
@@ -261,6 +271,10 @@ class ProjectFiles:
     """Every project's (and agent dir's) :class:`Judge`, for the open stores."""
 
     entries: dict[FactsKey, _Entry] = field(default_factory=dict)
+    registering: asyncio.Lock | None = None
+    """Held while the tree watchers are (un)registered: folder changes in quick
+    succession must not interleave, or the client is left with several registrations
+    of one id (each reporting every event)."""
     request: Callable[[FactsKey], None] | None = None
     """Asks for a look at files no judge covers yet (set by the server: a build in the
     background), so a store whose project or agent dir changed (settings, folders) is
@@ -343,6 +357,10 @@ def build_soon(ls: MemoryServer, key: FactsKey, delay: float = REBUILD_DELAY) ->
     entry = _files(ls).entries.get(key)
     if entry is not None:
         entry.pending = True
+        now = asyncio.get_running_loop().time()
+        if entry.due is None:
+            entry.due = now + REBUILD_MAX_WAIT
+        delay = max(0.0, min(delay, entry.due - now))
     ls.timers.later("project-files", "\0".join(key), delay, lambda: _build(ls, key))
 
 
@@ -351,6 +369,7 @@ def _build(ls: MemoryServer, key: FactsKey) -> None:
     if entry is None:
         return
     entry.pending = False
+    entry.due = None
     if entry.building:
         entry.again = True
         return
@@ -374,6 +393,11 @@ def _build(ls: MemoryServer, key: FactsKey) -> None:
         entry.wake()
         if _files(ls).entries.get(key) is not entry:
             return  # dropped meanwhile (every store of it closed)
+        if not _docs_of(ls, key):
+            # Every store of it closed while it was looked at (`closed` cannot drop an
+            # entry that is building): its snapshot of the tree would be kept for good.
+            del _files(ls).entries[key]
+            return
         if judge is not None:
             judge.ready = {uri for uri in uris if uri in ls.projects.documents}
             entry.judge = judge
@@ -425,11 +449,30 @@ async def first_look(ls: MemoryServer, uri: str, limit: float = FIRST_LOOK_WAIT)
 def is_memory_file(uri: str) -> bool:
     """Whether a watched-file event is about a store, its settings, trust or inbox (the
     stores' own watchers), rather than about the project tree only."""
+    if uri.startswith("file:") and "%" not in uri and not any(n in uri for n in _MEMORY_HINTS):
+        return False  # no name of a memory file in it, even unquoted: no parse needed
     path = path_of_uri(uri) if uri.startswith("file:") else ""
     if not path:
         return True  # not a file this module can place: let the full recheck decide
     parts = Path(path).parts
     return parts[-1] in MEMORY_FILE_NAMES or ".pi" in parts
+
+
+_MEMORY_HINTS = (*MEMORY_FILE_NAMES, ".pi")
+
+
+def any_memory_file(changes: Sequence[lsp.FileEvent]) -> bool:
+    """Whether any event may be about a memory file (:func:`is_memory_file`). In a batch
+    larger than :data:`EVENTS_SORTED_LIMIT` a URI is not parsed: one that names a memory
+    file anywhere (unquoted), or is not a ``file:`` one, counts as one. At worst one
+    recheck too many, never a held loop."""
+    if len(changes) <= EVENTS_SORTED_LIMIT:
+        return any(is_memory_file(c.uri) for c in changes)
+    for c in changes:
+        uri = urllib.parse.unquote(c.uri) if "%" in c.uri else c.uri
+        if not uri.startswith("file:") or any(n in uri for n in _MEMORY_HINTS):
+            return True
+    return False
 
 
 def _under(key: FactsKey, path: str) -> bool:
@@ -464,12 +507,23 @@ def _relevant(key: FactsKey, path: str, kind: lsp.FileChangeType) -> bool:
     return len(rel) == 1 and name in WATCHED_NAMES
 
 
+def _real(path: str) -> str | None:
+    """``path`` with symlinks resolved, or ``None`` for one no file can have (a NUL byte
+    from a client's URI): one bad event must not cost the others in its notification."""
+    try:
+        return os.path.realpath(path)
+    except (OSError, ValueError):
+        return None
+
+
 def files_changed(ls: MemoryServer, changes: Sequence[lsp.FileEvent]) -> None:
     """Watched files changed: look again at each project (or agent dir) they concern."""
     entries = _files(ls).entries
     if not entries:
         return
     touched: set[FactsKey] = set()
+    if len(changes) > EVENTS_SORTED_LIMIT:
+        touched.update(entries)  # a burst: every project is looked at again, in a thread
     for change in changes:
         if len(touched) == len(entries):
             break  # a burst (`npm install`, `git checkout`): every project is looked at anyway
@@ -483,8 +537,8 @@ def files_changed(ls: MemoryServer, changes: Sequence[lsp.FileEvent]) -> None:
                 touched.add(key)
             elif key[0] == "project" and not _under(key, path):
                 # Another spelling of the path (a symlinked folder): as the server knows it.
-                real = os.path.realpath(path)
-                if real != path and _relevant(key, real, change.type):
+                real = _real(path)
+                if real is not None and real != path and _relevant(key, real, change.type):
                     touched.add(key)
     for key in touched:
         build_soon(ls, key)
@@ -560,7 +614,15 @@ async def register_watchers(ls: MemoryServer) -> None:
     is looked at again when a store is opened or saved: docs/lsp.md)."""
     if not _can_watch(ls):
         return
-    await _register(ls, WATCH_ID, watchers_for(ls, ls.projects.folders or [Path.cwd()]))
+    async with _registering(ls):
+        await _register(ls, WATCH_ID, watchers_for(ls, ls.projects.folders or [Path.cwd()]))
+
+
+def _registering(ls: MemoryServer) -> asyncio.Lock:
+    files = _files(ls)
+    if files.registering is None:
+        files.registering = asyncio.Lock()
+    return files.registering
 
 
 def folders_changed(ls: MemoryServer) -> None:
@@ -574,11 +636,12 @@ def folders_changed(ls: MemoryServer) -> None:
                 lsp.Unregistration(id=WATCH_ID, method=lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES)
             ]
         )
-        try:
-            await asyncio.wait_for(ls.client_unregister_capability_async(gone), CLIENT_TIMEOUT)
-        except Exception as exc:  # the old watchers stay: more events, never fewer
-            log.info("could not unregister the project watchers: %r", exc)
-        await register_watchers(ls)
+        async with _registering(ls):  # one unregister-register pair at a time
+            try:
+                await asyncio.wait_for(ls.client_unregister_capability_async(gone), CLIENT_TIMEOUT)
+            except Exception as exc:  # the old watchers stay: more events, never fewer
+                log.info("could not unregister the project watchers: %r", exc)
+            await _register(ls, WATCH_ID, watchers_for(ls, ls.projects.folders or [Path.cwd()]))
 
     asyncio.get_running_loop().create_task(again())
 

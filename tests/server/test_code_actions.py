@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 from lsprotocol import types as lsp
 from lsprotocol.converters import get_converter
@@ -278,7 +279,7 @@ async def test_diagnostic_data_holding_an_infinity_is_not_sent_back(
     s = serve(PROJECT, GLOBAL)
     [exact] = [d for d in s.diagnostics("duplicate") if d.range.start.line == 3]
     sent = {**exact.data, where: number}
-    acts = s.actions(3, diagnostics=[_diagnostic("duplicate", 3, sent)], only=["quickfix"])
+    acts = s.actions(3, diagnostics=[attrs.evolve(exact, data=sent)], only=["quickfix"])
     assert _titles(acts) == [("Remove the duplicate note", "quickfix", True)]
     named = get_converter().unstructure(acts[0].diagnostics)
     json.dumps(named, allow_nan=False)
@@ -324,10 +325,15 @@ async def test_stale_data_gives_no_fix(serve: Any) -> None:
 )
 async def test_unreadable_data_counts_as_none(serve: Any, data: object) -> None:
     # A client may drop `data`, mangle it or send another version's shape: it is
-    # ignored, and the fix is built from the diagnostic as the server has it now.
+    # ignored, and the fix is built from the diagnostic as the server has it now
+    # (the one with the same code, range and message).
     s = serve(PROJECT, GLOBAL)
-    acts = s.actions(3, diagnostics=[_diagnostic("duplicate", 3, data)], only=["quickfix"])
+    [exact] = [d for d in s.diagnostics("duplicate") if d.range.start.line == 3]
+    acts = s.actions(3, diagnostics=[attrs.evolve(exact, data=data)], only=["quickfix"])
     assert _titles(acts) == [("Remove the duplicate note", "quickfix", True)]
+    # Not one of another version (another message or range on that line): no fix.
+    acts = s.actions(3, diagnostics=[_diagnostic("duplicate", 3, data)], only=["quickfix"])
+    assert acts == []
 
 
 @pytest.mark.parametrize(

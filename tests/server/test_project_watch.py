@@ -447,3 +447,46 @@ async def test_lines_added_and_removed_keep_each_finding_on_its_note(server: InP
     # What was published matches what the analysis holds.
     published = {(d["code"], d["range"]["start"]["line"]) for d in server.ls.analysis.items(doc)}
     assert set(before) <= published
+
+
+async def test_a_store_closed_during_a_look_leaves_no_judge_behind(server: InProcess) -> None:
+    # The judge holds a snapshot of the whole tree (up to 200,000 paths): one installed
+    # for a project no open store needs was kept until the server exited.
+    from memory_ls.server.document_sync import did_close
+
+    ws = server.workspace
+    stale_project.project(ws)
+    for i in range(100):
+        (ws.root / "many" / f"d{i}").mkdir(parents=True)
+    await server.initialize("neovim")
+    uri = server.open(ws.project_store)
+    files = server.ls.analysis.files
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + TIMEOUT
+    while not any(e.building for e in files.entries.values()):
+        assert loop.time() < deadline, "no look began"
+        await asyncio.sleep(0.001)
+    did_close(
+        server.ls, lsp.DidCloseTextDocumentParams(text_document=lsp.TextDocumentIdentifier(uri=uri))
+    )
+    while any(e.building for e in files.entries.values()):
+        assert loop.time() < deadline, "the look never ended"
+        await asyncio.sleep(0.01)
+    await asyncio.sleep(0.05)
+    assert files.entries == {}
+
+
+def test_a_burst_of_events_is_sorted_without_parsing_each_uri() -> None:
+    events = [
+        lsp.FileEvent(uri=f"file:///my%20project/src/f{i}.py", type=lsp.FileChangeType.Created)
+        for i in range(project_watch.EVENTS_SORTED_LIMIT + 1)
+    ]
+    assert not project_watch.any_memory_file(events)  # a space in the path is no store
+    store = lsp.FileEvent(
+        uri="file:///my%20project/%2Epi/memory.md", type=lsp.FileChangeType.Changed
+    )
+    assert project_watch.any_memory_file([*events, store])
+    other = lsp.FileEvent(uri="untitled:Untitled-1", type=lsp.FileChangeType.Changed)
+    assert project_watch.any_memory_file([*events, other])
+    assert not project_watch.any_memory_file(events[:3])
+    assert project_watch.any_memory_file([*events[:3], store])

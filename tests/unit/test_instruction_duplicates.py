@@ -7,11 +7,14 @@ from hypothesis import strategies as st
 
 from memory_ls.core.bridges import EXPORT_BEGIN, EXPORT_END
 from memory_ls.core.instruction_duplicates import (
+    MAX_FUZZY_CHARS,
     instruction_duplicate_findings,
     instruction_index,
     instruction_lines,
+    repeated_line,
 )
 from memory_ls.core.notes import parse_lines
+from memory_ls.core.text import key_of_normalised, normalise
 
 AGENTS = f"""\
 ---
@@ -102,3 +105,21 @@ def test_hostile_files_never_crash_and_ranges_stay_inside(text: str) -> None:
     lines = text.replace("\r\n", "\n").split("\n")
     for x in instruction_lines("f", text):
         assert 0 <= x.start <= x.end <= len(lines[x.line])
+
+
+def test_a_huge_instruction_file_is_scored_in_part_and_matched_by_key_in_full():
+    # A megabyte of lines: scoring every keystroke's key against all of them took the
+    # editor 40 ms a keystroke, and `check` of a big store minutes.
+    lines = [f"- Rule number {i} says to keep module {i} tidy and small." for i in range(20_000)]
+    index = instruction_index({"/p/AGENTS.md": "\n".join(lines)})
+    assert len(index.lines) == 20_000
+    assert sum(len(k) for k in index.keys) <= MAX_FUZZY_CHARS
+    hit = repeated_line(
+        key_of_normalised(normalise("Rule number 19999 says to keep module 19999 tidy and small.")),
+        index,
+    )
+    assert hit is not None and hit[0].line == 19_999 and hit[1] == 100
+    near = repeated_line(
+        key_of_normalised(normalise("Rule number 1 says: keep module 1 tidy and small")), index
+    )
+    assert near is not None and near[0].line == 1
