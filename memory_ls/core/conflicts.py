@@ -80,27 +80,48 @@ _NOT_NARROWING_RE = re.compile(
     r"|(?:because|since|as|so) .*|via .*)$"
 )
 # Adverbs at the end of a subject that neither name the thing nor narrow it ("use pnpm here").
-_TRAILING_ADVERBS_RE = re.compile(
-    r"(?:\s+(?:here|everywhere|always|at all|anymore|any more|again|please|instead|too"
-    r"|as well|by default|now|whenever possible|where possible|if possible))+\W*$"
+_TRAILING_ADVERBS = (
+    "here|everywhere|always|at all|anymore|any more|again|please|instead|too"
+    "|as well|by default|now|whenever possible|where possible|if possible"
+)
+# Matched on the *reversed* subject, from its start: ``(?:\s+(?:ADV))+\W*$`` searched
+# forwards tries every position, which is quadratic in a long run of adverbs ("use a
+# here here … here x": seconds for a 16 kB line, on every keystroke in it).
+_TRAILING_ADVERBS_REVERSED_RE = re.compile(
+    r"^\W*(?:(?:" + "|".join(re.escape(w[::-1]) for w in _TRAILING_ADVERBS.split("|")) + r")\s+)+"
 )
 _ARTICLES_RE = re.compile(r"\b(?:a|an|the|any|some)\s+(?=\S)")
 _STRIP_CHARS = "`'\"*_“”‘’ "
-_TRAILING_RE = re.compile(r"[\s.,;:!?)(]+$")
+_TRAILING_PUNCTUATION = ".,;:!?)("
 
 
 def _normalise_phrase(text: str) -> str:
     text = text.replace("`", "").replace("*", "").replace('"', "").replace("“", "")
     text = text.replace("”", "")
     text = _ARTICLES_RE.sub("", text)
-    text = _TRAILING_RE.sub("", text.strip(_STRIP_CHARS))
+    text = _strip_trailing(text.strip(_STRIP_CHARS))
     return " ".join(text.split())
+
+
+def _strip_trailing(text: str) -> str:
+    """``text`` without trailing whitespace and ``.,;:!?)(`` (a regular expression
+    ``[…]+$`` is quadratic in a long run of them)."""
+    end = len(text)
+    while end and (text[end - 1].isspace() or text[end - 1] in _TRAILING_PUNCTUATION):
+        end -= 1
+    return text[:end]
+
+
+def _drop_trailing_adverbs(text: str) -> str:
+    """``text`` without trailing adverbs ("use pnpm here", "… anymore."), in linear time."""
+    m = _TRAILING_ADVERBS_REVERSED_RE.match(text[::-1])
+    return text if m is None else text[: len(text) - m.end()]
 
 
 def _split_context(text: str) -> tuple[str, frozenset[str]]:
     """``text`` as its head (the subject) and its narrowing phrases."""
     parts = _CONTEXT_RE.split(text)
-    head = _TRAILING_ADVERBS_RE.sub("", parts[0])
+    head = _drop_trailing_adverbs(parts[0])
     context: set[str] = set()
     for part in parts[1:]:
         phrase = _normalise_phrase(part)
@@ -196,13 +217,44 @@ def claims_of_key(key: str) -> tuple[Claim, ...]:
 
 # A note's history, as the quick fix "Merge the two notes" writes it: "never use X (was:
 # use X)" says what to do now, and what it replaced is no claim.
-_HISTORY_RE = re.compile(r"\((?:was|previously|formerly):?\s[^()]*\)")
+_HISTORY_OPEN_RE = re.compile(r"\((?:was|previously|formerly):?\s")
+
+
+def _drop_history(key: str) -> str:
+    """``key`` with each history part, ``(was: …)``, replaced by a space: with what it
+    holds, parentheses and history included (a merged note merged again reads "use X
+    (was: never use X (was: use X))", whose inner part is history too). Unclosed
+    parentheses are left as they are. Linear: one scan with a stack."""
+    if "(" not in key:
+        return key
+    opened: list[tuple[int, bool]] = []  # each open parenthesis: where, and whether history
+    inside = 0  # how many of them are history
+    cut: list[tuple[int, int]] = []  # the outermost history parts, in order
+    for i, char in enumerate(key):
+        if char == "(":
+            history = _HISTORY_OPEN_RE.match(key, i) is not None
+            opened.append((i, history))
+            inside += history
+        elif char == ")" and opened:
+            start, history = opened.pop()
+            if history:
+                inside -= 1
+                if not inside:
+                    cut.append((start, i + 1))
+    if not cut:
+        return key
+    pieces, at = [], 0
+    for start, end in cut:
+        pieces.append(key[at:start])
+        at = end
+    pieces.append(key[at:])
+    return " ".join(pieces)
 
 
 def read_claims(key: str) -> tuple[Claim, ...]:
     """The claims of a key whose emphasis is removed (:func:`claims_of_key` without its
     cache and its quick look for a marker word)."""
-    key = _HISTORY_RE.sub(" ", key)
+    key = _drop_history(key)
     label = _LABEL_RE.match(key)
     scope: frozenset[str] = frozenset()
     if label is not None:
@@ -242,8 +294,9 @@ def notes_conflict(a: str, b: str) -> str | None:
 
 
 MAX_CONFLICTS_PER_NOTE = 5
-"""A note is reported in conflict with at most this many others (the first ones, in the
-order the notes were indexed). A store of 17,000 "use X" and 17,000 "never use X" notes
+"""A note is reported in conflict with at most this many others: the first ones in
+reading order (its own store's by line, then the global store's), whichever of its
+claims they contradict; the editor and ``check`` pick the same ones. A store of 17,000 "use X" and 17,000 "never use X" notes
 has 289 million conflicting pairs: all of them would never be computed, let alone read.
 Every note of such a store is still flagged, each pointing at notes it disagrees with."""
 
@@ -259,6 +312,9 @@ class ConflictIndex:
     _claims: dict[Hashable, tuple[Claim, ...]] = field(default_factory=dict)
     _by_claim: dict[_ClaimKey, dict[Hashable, None]] = field(default_factory=dict)
     """Each claim's notes, in the order they were added (a dict as an ordered set)."""
+    _rank: dict[Hashable, int] = field(default_factory=dict)
+    """When each note was (last) added: the order :meth:`conflicts_of` answers in."""
+    _added: int = 0
 
     def add(self, ref: Hashable, key: str) -> None:
         """Index a note (its key) under ``ref``, replacing what ``ref`` held."""
@@ -267,6 +323,8 @@ class ConflictIndex:
         if not claims:
             return
         self._claims[ref] = claims
+        self._rank[ref] = self._added
+        self._added += 1
         for c in claims:
             self._by_claim.setdefault((c.subject, c.positive, c.context), {})[ref] = None
 
@@ -276,6 +334,7 @@ class ConflictIndex:
 
     def remove(self, ref: Hashable) -> None:
         """Forget a note."""
+        self._rank.pop(ref, None)
         for c in self._claims.pop(ref, ()):
             claim = (c.subject, c.positive, c.context)
             refs = self._by_claim.get(claim)
@@ -287,21 +346,28 @@ class ConflictIndex:
     def conflicts_of(
         self, ref: Hashable, limit: int | None = MAX_CONFLICTS_PER_NOTE
     ) -> list[tuple[Hashable, str]]:
-        """The notes ``ref`` conflicts with (at most ``limit``, the first indexed; ``None``:
-        all), and the subject of each conflict: the first of its claims that the other
-        note contradicts, as :func:`conflict_subject` says."""
-        out: list[tuple[Hashable, str]] = []
-        seen = {ref}
+        """The notes ``ref`` conflicts with, in the order they were indexed (at most the
+        first ``limit``; ``None``: all), and the subject of each conflict: the first of its
+        claims that the other note contradicts, as :func:`conflict_subject` says.
+
+        A caller that indexes notes in reading order gets "the first ``limit`` conflicting
+        notes in reading order", whichever claims they contradict."""
+        subjects: dict[Hashable, str] = {}
         for c in self._claims.get(ref, ()):
-            # At most `limit` refs of a group are seen before an unseen one: bounded work.
+            taken = 0
             for other in self._by_claim.get((c.subject, not c.positive, c.context), {}):
-                if other in seen:
+                if other == ref:
                     continue
-                seen.add(other)
-                out.append((other, c.subject.removeprefix("use ")))
-                if limit is not None and len(out) >= limit:
-                    return out
-        return out
+                # A group is in indexing order, so the first `limit` overall are among the
+                # first `limit` of their own group: bounded work per claim.
+                if limit is not None and taken >= limit:
+                    break
+                taken += 1
+                subjects.setdefault(other, c.subject.removeprefix("use "))
+        found = sorted(subjects, key=self._rank.__getitem__)
+        if limit is not None:
+            found = found[:limit]
+        return [(other, subjects[other]) for other in found]
 
     def pairs(self) -> list[tuple[Hashable, Hashable, str]]:
         """Every conflicting pair once (in the order the refs were added)."""

@@ -34,7 +34,15 @@ from memory_ls.core.checks import (
     StaleScriptData,
 )
 from memory_ls.core.notes import Bullet, parse_bullet
-from memory_ls.core.text import has_controls, hidden_characters, normalise, remove_hidden
+from memory_ls.core.text import (
+    MAX_NOTE_UTF16,
+    escape_unseen,
+    has_controls,
+    hidden_characters,
+    normalise,
+    remove_hidden,
+    utf16_length,
+)
 
 T = TypeVar("T")
 D = TypeVar("D")
@@ -80,11 +88,19 @@ class Fix:
     preferred: bool = False
     select: Selection | None = None
     command: CommandCall | None = None
+    refused: str | None = None
+    """Why this fix cannot be applied (no edits then): shown as a disabled action."""
 
 
 def shorten(text: str, limit: int = 60) -> str:
     """``text`` cut to ``limit`` characters for a title."""
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def quoted(note: str) -> str:
+    """A note in a title: hidden characters escaped (a bidi control must not reorder what
+    the person reads before choosing), then shortened."""
+    return shorten(escape_unseen(note))
 
 
 def _bullet(lines: Sequence[str], line: int) -> Bullet | None:
@@ -378,16 +394,20 @@ def _conflict(lines: Sequence[str], line: int, data: ConflictData) -> list[Fix]:
     note, other, other_line = data["note"], data["other"], data["otherLine"]
     if data["scope"] == data["otherScope"]:
         earlier, later = (note, other) if line < other_line else (other, note)
+        merged = conflict_merge_text(earlier, later)
+        merge = Fix(
+            f"Merge the two notes: “{quoted(merged)}”",
+            merge_conflicting(lines, line, note, other_line, other),
+        )
+        if merge.edits and (refused := _merge_refusal(merged)):
+            merge = Fix(merge.title, [], refused=refused)
         return [
-            Fix(f"Forget this note: “{shorten(note)}”", remove_duplicate(lines, line, note)),
+            Fix(f"Forget this note: “{quoted(note)}”", remove_duplicate(lines, line, note)),
             Fix(
-                f"Forget the other note: “{shorten(other)}”",
+                f"Forget the other note: “{quoted(other)}”",
                 remove_duplicate(lines, other_line, other),
             ),
-            Fix(
-                f"Merge the two notes: “{shorten(conflict_merge_text(earlier, later))}”",
-                merge_conflicting(lines, line, note, other_line, other),
-            ),
+            merge,
         ]
     where = data["otherScope"]
     forget = CommandCall("memory.forget", {"text": other, "scope": where})
@@ -396,8 +416,20 @@ def _conflict(lines: Sequence[str], line: int, data: ConflictData) -> list[Fix]:
             f"Forget this note (the {where} note then applies here)",
             remove_duplicate(lines, line, note),
         ),
-        Fix(f"Forget the {where} note, in every project: “{shorten(other)}”", [], command=forget),
+        Fix(f"Forget the {where} note, in every project: “{quoted(other)}”", [], command=forget),
     ]
+
+
+def _merge_refusal(merged: str) -> str | None:
+    """Why the merged note cannot be written: longer than a note may be (SPEC §2). (That
+    no fix takes the store over its cap is the shell's check: it knows the line ends.)"""
+    units = utf16_length(merged)
+    if units > MAX_NOTE_UTF16:
+        return (
+            f"The merged note would be {units} characters, longer than {MAX_NOTE_UTF16}: "
+            "forget one of the two notes, or shorten them first."
+        )
+    return None
 
 
 def _blank(lines: Sequence[str], line: int, _: NoteData) -> list[Fix]:
@@ -502,11 +534,13 @@ def quick_fixes(lines: Sequence[str], code: str, data: object) -> list[Fix] | No
     if header is None or header["code"] != code:
         return None
     found = make(lines, header["line"], data)
-    return (
-        None
-        if found is None
-        else [f for f in found if f.edits or f.command is not None or f.select is not None]
-    )
+    if found is None:
+        return None
+    return [
+        f
+        for f in found
+        if f.edits or f.command is not None or f.select is not None or f.refused is not None
+    ]
 
 
 def forget_fix(lines: Sequence[str], line: int) -> Fix | None:

@@ -19,6 +19,7 @@ from memory_ls.core import fixes
 from memory_ls.core.config import without_infinities
 from memory_ls.core.fixes import Fix
 from memory_ls.core.models import RevealResult, other_scope
+from memory_ls.core.text import MAX_STORE_BYTES, utf8_length
 from memory_ls.server import instructions
 from memory_ls.server.documents import MemoryDocument
 from memory_ls.server.edits import text_edits, text_range
@@ -73,14 +74,44 @@ def code_action(ls: MemoryServer, params: lsp.CodeActionParams) -> list[lsp.Code
                 quick = fixes.quick_fixes(doc.lines, code, _data_for(ls, doc, diag)) or []
             # A fix that selects needs window/showDocument: without it, it would do nothing.
             shows = bool(ls.capability("window.show_document.support"))
-            quick = [fix for fix in quick if fix.select is None or shows]
-            actions.extend(_edit_action(ls, doc, fix, QUICKFIX, diag) for fix in quick)
+            for fix in quick:
+                if fix.select is not None and not shows:
+                    continue
+                if found is not None:
+                    fix = _within_cap(doc, fix)
+                if fix.refused is None:
+                    actions.append(_edit_action(ls, doc, fix, QUICKFIX, diag))
+                elif ls.capability("text_document.code_action.disabled_support"):
+                    # Shown, greyed out, with why (a merge that would make too long a note).
+                    disabled = lsp.CodeActionDisabled(reason=fix.refused)
+                    actions.append(
+                        lsp.CodeAction(
+                            title=fix.title, kind=QUICKFIX, diagnostics=[diag], disabled=disabled
+                        )
+                    )
     if found is None:
         return actions  # an instruction file: its export-stale fix, nothing else
     actions.extend(_note_actions(ls, doc, params.range, only))
     if _wanted(FIX_ALL, only) and (fix_all := fixes.fix_all_fix(doc.lines)) is not None:
         actions.append(_edit_action(ls, doc, fix_all, FIX_ALL))
     return actions
+
+
+def _within_cap(doc: MemoryDocument, fix: Fix) -> Fix:
+    """``fix``, or the same refused when it would take the store over its cap (SPEC §2:
+    the store would then be refused for reading and writing). Only a fix that writes
+    text can grow the store; the text after it is measured with the buffer's own line
+    ends and byte-order mark."""
+    if not fix.edits or not any(e.new_text for e in fix.edits) or doc.size > MAX_STORE_BYTES:
+        return fix
+    after = utf8_length(fixes.apply_edits(doc.lines, fix.edits, doc.eol)) + (3 if doc.bom else 0)
+    if after <= MAX_STORE_BYTES:
+        return fix
+    reason = (
+        f"This would take the store to {after:,} bytes, over its {MAX_STORE_BYTES:,}-byte "
+        "cap: forget a note instead."
+    )
+    return Fix(fix.title, [], refused=reason)
 
 
 def _edit_action(
@@ -124,7 +155,9 @@ def _edit_action(
 def _data_for(ls: MemoryServer, doc: MemoryDocument, diag: lsp.Diagnostic) -> Any:
     """The ``data`` of a diagnostic the client sent back without it (clients that do
     not declare ``dataSupport`` may drop it): the current one with the same code and
-    start line."""
+    start line, and the same message when one has it (a note in several ``conflict``
+    pairs has one diagnostic per other note on its line: the fix must be about the
+    other note that diagnostic names)."""
     if ls.document(doc.uri) is not None:
         current = ls.analysis.items(doc)
     elif ls.instructions.get(doc.uri) is doc:
@@ -132,10 +165,11 @@ def _data_for(ls: MemoryServer, doc: MemoryDocument, diag: lsp.Diagnostic) -> An
     else:
         return None
     line = diag.range.start.line
-    for item in current:
-        if item["code"] == diag.code and item["range"]["start"]["line"] == line:
+    same = [i for i in current if i["code"] == diag.code and i["range"]["start"]["line"] == line]
+    for item in same:
+        if item["message"] == diag.message:
             return item.get("data")
-    return None
+    return same[0].get("data") if same else None
 
 
 def _note_actions(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
+import heapq
 import json
 from collections.abc import Mapping
 from typing import Any
@@ -25,12 +26,14 @@ from memory_ls.core.checks import (
     wire_data,
 )
 from memory_ls.core.conflicts import (
+    MAX_CONFLICTS_PER_NOTE,
     ConflictIndex,
     claims_of_key,
     conflict_finding,
     conflict_subject,
 )
 from memory_ls.core.models import Scope
+from memory_ls.core.notes import Bullet
 from memory_ls.core.similar import pair_finding, similar_pairs, similar_to
 from memory_ls.core.text import MAX_STORE_BYTES
 from memory_ls.server import review
@@ -44,6 +47,13 @@ from memory_ls.store.facts import memory_file_facts
 SOURCE = "memory"
 SIMILAR_LIMIT = 2000
 """At most this many ``similar`` pairs per document: hints, not a flood."""
+CONFLICT_LIMIT = 2000
+"""At most this many ``conflict`` diagnostics per document: a store of copies of "use X;
+never use X" would otherwise make every copy conflict with every other (millions)."""
+CONFLICT_PER_NOTE = MAX_CONFLICTS_PER_NOTE
+"""At most this many ``conflict`` diagnostics on one note (each names one other note), as
+``check`` (:data:`memory_ls.core.conflicts.MAX_CONFLICTS_PER_NOTE`): the index bounds the
+other notes a note is paired with, this bounds the copies of them."""
 SEVERITY_NUMBER = {"error": 1, "warning": 2, "information": 3, "hint": 4}
 
 Json = dict[str, Any]
@@ -77,9 +87,9 @@ Pair = tuple[str, str]
 ConflictRef = str | tuple[str, str]
 """A note in a document's conflict index: its key, or ``("global", key)`` for a note of
 the global store (compared with a project document)."""
-ConflictPair = tuple[ConflictRef, ConflictRef]
-"""Two refs that conflict: two keys (the smaller first; the same key twice for the
-copies of a note that contradicts itself), or a key and a global note's ref."""
+_Candidate = tuple[tuple[int, int], Bullet, Scope, str | None, str, ConflictRef]
+"""A note another may be in conflict with: its reading position, the note, its scope,
+its file (``None``: the same document), the subject, and its ref."""
 
 
 @dataclasses.dataclass(slots=True)
@@ -128,10 +138,16 @@ class Published:
     """The global store's claiming notes the index holds."""
     conf_seen: object = None
     """The :attr:`cross_source` seen when :attr:`conf_source` was last asked for."""
-    conf: dict[ConflictPair, list[Finding]] = dataclasses.field(default_factory=dict)
-    """Each conflicting pair's findings (on this document's notes only)."""
-    conf_by_ref: dict[ConflictRef, set[ConflictPair]] = dataclasses.field(default_factory=dict)
+    conf: dict[str, list[Finding]] = dataclasses.field(default_factory=dict)
+    """Key -> the findings on its notes (each names another note)."""
+    conf_named: dict[str, set[ConflictRef]] = dataclasses.field(default_factory=dict)
+    """Key -> the notes its findings were chosen among (its first few in reading order)."""
+    conf_cut: dict[str, tuple[int, int]] = dataclasses.field(default_factory=dict)
+    """Key -> the reading position of the last note it looked at, when it looked at no
+    more: a changed note after it cannot change the key's findings."""
     conf_at: dict[int, list[Finding]] = dataclasses.field(default_factory=dict)
+    conf_count: int = 0
+    """How many findings :attr:`conf` holds (at most :data:`CONFLICT_LIMIT`)."""
 
 
 @dataclasses.dataclass(slots=True)
@@ -507,26 +523,30 @@ class Analysis:
             else:
                 theirs = pub.conf_source
         index = pub.conf_index
-        changed: set[ConflictRef] = set()
         if index is None or keys is None:
             index = pub.conf_index = ConflictIndex()
             keys = set(doc.key_lines)
+        # The notes whose findings may have changed: each changed note's own, and those of
+        # the notes it conflicts (or conflicted) with, if it is or could be among the few
+        # they name (the first in reading order: see _key_conflicts).
+        affected: set[str] = set()
+
+        def partners(ref: ConflictRef) -> list[str]:
+            return [r for r, _ in index.conflicts_of(ref, limit=None) if isinstance(r, str)]
+
+        changed: list[tuple[ConflictRef, list[str]]] = []
         for key in keys:
-            claims = claims_of_key(key)
-            if not claims:
-                continue  # a note that makes no claim is in no pair
-            if key not in doc.key_lines:
+            if not claims_of_key(key):
+                continue  # a note that makes no claim is in no pair (claims: by key alone)
+            before = partners(key) if key in index else []
+            if key in doc.key_lines:
+                if key not in index:
+                    index.add(key, key)
+                affected.add(key)
+            else:
                 index.remove(key)
-            elif key not in index:
-                index.add(key, key)
-            elif key not in pub.conf_by_ref and (
-                len(doc.key_lines[key]) < 2 or conflict_subject(claims, claims) is None
-            ):
-                # Indexed already (claims depend on the key alone) and in no pair: a pair
-                # can only come from a note that changed, which is judged itself.
-                continue
-            # Else its findings name a note or line that may have changed.
-            changed.add(key)
+                affected.add(key)  # its findings go
+            changed.append((key, before))
         if theirs is not pub.conf_source:
             # The global store changed (or this is the first look): only its notes that
             # came, went or moved are indexed again.
@@ -535,88 +555,56 @@ class Analysis:
             for key in old.keys() | new.keys():
                 if old.get(key) != new.get(key):
                     ref: ConflictRef = ("global", key)
+                    before = partners(ref) if ref in index else []
                     if key in new:
                         index.add(ref, key)
                     else:
                         index.remove(ref)
-                    changed.add(ref)
+                    changed.append((ref, before))
             pub.conf_source = theirs
-        for ref in changed:
-            for pair in list(pub.conf_by_ref.get(ref, ())):
-                self._drop_conflict(pub, pair, dirty)
-        for ref in changed:
-            for other, _ in index.conflicts_of(ref):
-                assert isinstance(other, str | tuple)
-                if isinstance(ref, str):
-                    self._add_conflict(doc, pub, scope, _conflict_pair(ref, other), dirty)
-                elif isinstance(other, str):
-                    self._add_conflict(doc, pub, scope, _conflict_pair(other, ref), dirty)
-            if isinstance(ref, str) and len(doc.key_lines.get(ref, ())) > 1:
-                claims = claims_of_key(ref)
-                if conflict_subject(claims, claims) is not None:
-                    # Copies of a note that says both: each conflicts with the others.
-                    self._add_conflict(doc, pub, scope, (ref, ref), dirty)
+        for ref, before in changed:
+            at = self._conflict_position(doc, pub, ref)
+            for other in {*before, *partners(ref)}:
+                if other not in affected and self._may_name(pub, other, ref, at):
+                    affected.add(other)
+        for key in affected:
+            self._key_conflicts(doc, pub, scope, index, key, dirty)
 
-    def _add_conflict(
+    @staticmethod
+    def _conflict_position(
+        doc: MemoryDocument, pub: Published, ref: ConflictRef
+    ) -> tuple[int, int] | None:
+        """Where a note comes in reading order (this store's notes by line, then the
+        global store's), or ``None`` when it is gone."""
+        if isinstance(ref, str):
+            lines = doc.key_lines.get(ref)
+            return (0, min(lines)) if lines else None
+        notes = pub.conf_source.by_key.get(ref[1], ()) if pub.conf_source is not None else ()
+        return (1, min(n.line for n in notes)) if notes else None
+
+    @staticmethod
+    def _may_name(pub: Published, key: str, ref: ConflictRef, at: tuple[int, int] | None) -> bool:
+        """Whether a change of ``ref`` (now at ``at``) can change what ``key``'s notes name:
+        it was named, or it now comes before the last note ``key`` looked at."""
+        if ref in pub.conf_named.get(key, ()):
+            return True
+        cut = pub.conf_cut.get(key)
+        return cut is None or (at is not None and at < cut)
+
+    def _key_conflicts(
         self,
         doc: MemoryDocument,
         pub: Published,
         scope: Scope,
-        pair: ConflictPair,
+        index: ConflictIndex,
+        key: str,
         dirty: set[int],
     ) -> None:
-        """The findings of one conflicting pair (unless already made this time)."""
-        if pair in pub.conf:
-            return
-        mine, other = pair
-        assert isinstance(mine, str)
-        claims = claims_of_key(mine)
-        found: list[Finding] = []
-        xs = doc.bullets_for((mine,))
-        if isinstance(other, tuple):
-            source = pub.conf_source
-            assert source is not None
-            subject = conflict_subject(claims, claims_of_key(other[1]))
-            if subject is not None:
-                found = [
-                    conflict_finding(x, y, scope, "global", subject, source.path)
-                    for x in xs
-                    for y in source.by_key.get(other[1], ())
-                ]
-        elif other == mine:
-            subject = conflict_subject(claims, claims)
-            if subject is not None:
-                found = [
-                    conflict_finding(x, y, scope, scope, subject, None)
-                    for x in xs
-                    for y in xs
-                    if x.line != y.line
-                ]
-        else:
-            theirs = claims_of_key(other)
-            ys = doc.bullets_for((other,))
-            ours_first, theirs_first = (
-                conflict_subject(claims, theirs),
-                conflict_subject(theirs, claims),
-            )
-            if ours_first is not None and theirs_first is not None:
-                found = [
-                    conflict_finding(x, y, scope, scope, ours_first, None) for x in xs for y in ys
-                ]
-                found.extend(
-                    conflict_finding(y, x, scope, scope, theirs_first, None) for y in ys for x in xs
-                )
-        pub.conf[pair] = found
-        for ref in pair:
-            pub.conf_by_ref.setdefault(ref, set()).add(pair)
-        for f in found:
-            pub.conf_at.setdefault(f.line, []).append(f)
-            dirty.add(f.line)
-
-    @staticmethod
-    def _drop_conflict(pub: Published, pair: ConflictPair, dirty: set[int]) -> None:
-        """Forget one pair's findings (by identity: their lines may have moved since)."""
-        for f in pub.conf.pop(pair, ()):
+        """The ``conflict`` findings on the notes of ``key``, again: as ``check`` makes them
+        (:func:`memory_ls.core.conflicts.conflict_findings`), each note names the first
+        :data:`CONFLICT_PER_NOTE` notes it conflicts with in reading order (this store's by
+        line, then the global store's), within the document's :data:`CONFLICT_LIMIT`."""
+        for f in pub.conf.pop(key, ()):
             at = pub.conf_at.get(f.line)
             if at is not None:
                 kept = [g for g in at if g is not f]
@@ -624,13 +612,52 @@ class Analysis:
                     pub.conf_at[f.line] = kept
                 else:
                     del pub.conf_at[f.line]
+            pub.conf_count -= 1
             dirty.add(f.line)
-        for ref in pair:
-            pairs = pub.conf_by_ref.get(ref)
-            if pairs is not None:
-                pairs.discard(pair)
-                if not pairs:
-                    del pub.conf_by_ref[ref]
+        pub.conf_named.pop(key, None)
+        pub.conf_cut.pop(key, None)
+        if key not in doc.key_lines or key not in index:
+            return
+        candidates: list[_Candidate] = []
+        source = pub.conf_source
+        for ref, subject in index.conflicts_of(key, limit=None):
+            if isinstance(ref, str):
+                candidates.extend(
+                    ((0, y.line), y, scope, None, subject, ref) for y in doc.bullets_for((ref,))
+                )
+            elif source is not None and isinstance(ref, tuple):
+                global_ref: ConflictRef = (str(ref[0]), str(ref[1]))
+                candidates.extend(
+                    ((1, y.line), y, "global", source.path, subject, global_ref)
+                    for y in source.by_key.get(global_ref[1], ())
+                )
+        xs = doc.bullets_for((key,))
+        claims = claims_of_key(key)
+        itself = conflict_subject(claims, claims) if len(xs) > 1 else None
+        if itself is not None:
+            # Copies of a note that says both ways: each conflicts with the others.
+            candidates.extend(((0, y.line), y, scope, None, itself, key) for y in xs)
+        # One more than a note names: a copy of the note itself may be among them.
+        first = heapq.nsmallest(CONFLICT_PER_NOTE + 1, candidates, key=lambda c: c[0])
+        pub.conf_named[key] = {c[5] for c in first}
+        if len(first) > CONFLICT_PER_NOTE:
+            pub.conf_cut[key] = first[-1][0]
+        found: list[Finding] = []
+        for x in xs:
+            named = 0
+            for _, y, other_scope, path, subject, _ in first:
+                if named == CONFLICT_PER_NOTE or pub.conf_count >= CONFLICT_LIMIT:
+                    break
+                if path is None and y.line == x.line:
+                    continue
+                f = conflict_finding(x, y, scope, other_scope, subject, path)
+                pub.conf_at.setdefault(x.line, []).append(f)
+                found.append(f)
+                pub.conf_count += 1
+                named += 1
+                dirty.add(x.line)
+        if found:
+            pub.conf[key] = found
 
     def _bucket(self, doc: MemoryDocument, pub: Published, line: int) -> None:
         """Encode the diagnostics on ``line`` again (its findings or its text changed)."""
@@ -854,14 +881,6 @@ def _uri(path: str) -> str:
 
 def _line_range(line: int) -> Json:
     return {"start": {"line": line, "character": 0}, "end": {"line": line, "character": 0}}
-
-
-def _conflict_pair(mine: str, other: object) -> ConflictPair:
-    """The pair of a document key and another ref, in its one order."""
-    if isinstance(other, str):
-        return (mine, other) if mine <= other else (other, mine)
-    assert isinstance(other, tuple)
-    return (mine, (str(other[0]), str(other[1])))
 
 
 def _dedupe_pairs(pairs: dict[Pair, float]) -> dict[Pair, float]:

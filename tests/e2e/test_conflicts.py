@@ -7,6 +7,8 @@ note only; each quick fix works when applied; ``memoryLs.severity`` re-levels or
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from lsprotocol import types as lsp
 
@@ -145,3 +147,121 @@ async def test_severity_override_and_off(start, workspace):
     found = conflicts(await s.wait_for(uri, has_conflicts(2, 4, 5)))
     assert {d.severity for d in found.values()} == {lsp.DiagnosticSeverity.Hint}
     assert store_text(*NOTES, "use tabs") == workspace.text("project")  # nothing was written
+
+
+async def test_a_store_of_copies_that_all_conflict_gets_a_bounded_publish(start, workspace):
+    """1,500 copies of "Use pnpm; never use pnpm" each conflict with every other copy: 2.2
+    million pairs. The editor gets at most CONFLICT_LIMIT conflict diagnostics, at most
+    CONFLICT_PER_NOTE on a note, and promptly (before: a publish of gigabytes, never sent)."""
+    from memory_ls.server.diagnostics import CONFLICT_LIMIT, CONFLICT_PER_NOTE
+
+    workspace.write("project", ["Use pnpm; never use pnpm"] * 1500 + ["use tabs", "avoid tabs"])
+    s = await start("visual-studio-code")
+    uri = s.open(workspace.project_store)
+    found = await s.wait_for(uri, lambda ds: any(d.code == "conflict" for d in ds))
+    mine = [d for d in found if d.code == "conflict"]
+    assert len(mine) == CONFLICT_LIMIT
+    per_line: dict[int, int] = {}
+    for d in mine:
+        per_line[d.range.start.line] = per_line.get(d.range.start.line, 0) + 1
+    assert max(per_line.values()) == CONFLICT_PER_NOTE
+    # Typing is not held up: an edit is answered with the diagnostics of the new text.
+    s.edit(uri, [lsp.TextEdit(lsp.Range(lsp.Position(2, 2), lsp.Position(2, 26)), "keep")])
+    await s.wait_for(uri, lambda ds: not any(d.range.start.line == 2 for d in ds))
+
+
+@pytest.mark.parametrize("preset", ["visual-studio-code", "neovim"])
+async def test_a_merge_over_the_note_limit_is_shown_refused_or_left_out(start, workspace, preset):
+    """Merging two long notes would write a note over 500 characters, which the store
+    refuses: a client that shows disabled actions gets it greyed out with why, others do
+    not get it; forgetting either note is still offered."""
+    tail = " x" * 140
+    workspace.write(
+        "project", [f"Use pnpm for installs{tail}", f"Never use pnpm for installs{tail}"]
+    )
+    s = await start(preset)
+    uri = s.open(workspace.project_store)
+    found = conflicts(await s.wait_for(uri, has_conflicts(2, 3)))
+    actions = await code_actions(s, uri, 2, only=["quickfix"], diagnostics=[found[2]])
+    titles = [a.title.split(":")[0] for a in actions]
+    if preset == "visual-studio-code":
+        assert titles == ["Forget this note", "Forget the other note", "Merge the two notes"]
+        merge = actions[2]
+        assert merge.edit is None and merge.command is None
+        assert merge.disabled is not None and "longer than 500" in merge.disabled.reason
+    else:
+        assert titles == ["Forget this note", "Forget the other note"]
+
+
+async def test_a_hover_is_answered_while_a_large_stores_claims_are_read(start, workspace):
+    """The claims of a store of 300+ notes are read in a thread, but a regular expression
+    holds the GIL for as long as it runs: three 60 kB lines that were quadratic to read
+    held every request up for 23 s. Now each is read in milliseconds."""
+    notes = [f"note number {i} about topic {i}" for i in range(400)]
+    notes += [
+        "use a" + " here" * 12_000 + " x",
+        "never use b" + " too" * 12_000 + " x",
+        "never use a" + " ," * 20_000 + " x",
+    ]
+    workspace.write("project", notes)
+    s = await start("neovim")
+    uri = s.open(workspace.project_store)
+    loop = asyncio.get_running_loop()
+    worst = 0.0
+    for _ in range(20):
+        asked = loop.time()
+        await asyncio.wait_for(
+            s.client.text_document_hover_async(
+                lsp.HoverParams(
+                    text_document=lsp.TextDocumentIdentifier(uri=uri), position=lsp.Position(3, 3)
+                )
+            ),
+            60,
+        )
+        worst = max(worst, loop.time() - asked)
+        await asyncio.sleep(0.02)
+    assert worst < 2.0
+
+
+async def test_a_conflict_sent_back_without_data_gets_the_fixes_of_its_own_pair(start, workspace):
+    """Emacs drops ``data``: the server finds the diagnostic again by code and line. A
+    note in two pairs has two diagnostics on its line; the one about line 5 must offer to
+    forget the note on line 5, not the first one found (line 4)."""
+    workspace.write("project", ["use pnpm", "avoid pnpm", "never use pnpm"])
+    s = await start("emacs")
+    uri = s.open(workspace.project_store)
+    found = await s.wait_for(uri, lambda ds: len([d for d in ds if d.code == "conflict"]) == 4)
+    on_first = [d for d in found if d.code == "conflict" and d.range.start.line == 2]
+    d = next(d for d in on_first if "line 5" in d.message)
+    bare = lsp.Diagnostic(
+        range=d.range, message=d.message, severity=d.severity, code=d.code, source=d.source
+    )
+    actions = await code_actions(s, uri, 2, only=["quickfix"], diagnostics=[bare])
+    titles = [a.title for a in actions]
+    assert "Forget the other note: “never use pnpm”" in titles, titles
+
+
+@pytest.mark.parametrize("room", [2, 4])
+async def test_a_merge_that_would_take_a_crlf_store_over_its_cap_is_refused(start, workspace, room):
+    """At the cap, the merge grows a CRLF store by 4 bytes: with 2 bytes of room it is
+    refused (the store would be refused for reading and writing), with 4 it is offered.
+    Measured with the buffer's own line ends (a CRLF store has one more byte a line)."""
+    filler = [f"note number {i:06d} " + "y" * 80 for i in range(2_300)]
+    text = store_text(*filler, "Use pnpm", "Never use pnpm").replace("\n", "\r\n")
+    pad = 262_144 - len(text.encode()) - room
+    assert pad > 0
+    text = text.replace("note number 000000 ", "note number 000000 " + "z" * pad, 1)
+    workspace.write("project", text.encode())
+    s = await start("visual-studio-code")
+    uri = s.open(workspace.project_store, text)  # (read_text would turn CRLF into LF)
+    last = 2 + len(filler)
+    found = conflicts(await s.wait_for(uri, has_conflicts(last, last + 1)))
+    actions = await code_actions(s, uri, last, only=["quickfix"], diagnostics=[found[last]])
+    (merge,) = [a for a in actions if a.title.startswith("Merge")]
+    if room == 2:
+        assert merge.edit is None and merge.disabled is not None
+        assert "262,146 bytes" in merge.disabled.reason
+    else:
+        assert merge.disabled is None and merge.edit is not None
+        after = apply_text_edits(s.buffers[uri], edits_for(merge.edit, uri), s.encoding)
+        assert len(after.encode()) == 262_144

@@ -9,6 +9,7 @@ tune them; its figures are printed apart (docs/conflicts.md has both, and the mi
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -225,6 +226,37 @@ def test_the_quick_look_on_the_corpus() -> None:
             assert claims_of_key(key) == read_claims(key.replace("*", "").replace("__", ""))
 
 
+def test_a_merged_note_merged_again_says_only_what_it_says_now() -> None:
+    """The merge fix writes "<later> (was: <earlier>)"; merging that note again nests the
+    history, and the inner part is history too: the note must not also claim what it
+    replaced (it would conflict with a third note that agrees with it)."""
+    merged = "Use pnpm (was: Never use pnpm (was: Use pnpm))"
+    assert note_claims(merged) == (Claim(True, "use pnpm"),)
+    assert notes_conflict(merged, "Use pnpm for everything, please") is None
+    assert note_claims("Never use pnpm (previously: use pnpm (see (was: x))) here") == (
+        Claim(False, "use pnpm"),
+    )
+
+
+@pytest.mark.parametrize(
+    "note",
+    [
+        "use a" + " here" * 12_800 + " x",  # trailing adverbs: quadratic in a regex search
+        "never use b" + " too" * 16_000 + " x",
+        "never use a" + " ," * 32_000 + " x",  # trailing punctuation: the same
+        "use a" + " now" * 16_000,
+        "(was: " * 10_000 + "use a" + ")" * 10_000,  # nested history
+    ],
+)
+def test_reading_a_pathological_note_takes_linear_time(note: str) -> None:
+    """A line of a store (or a buffer) can be 64 kB: reading its claims must not block
+    the editor (each keystroke in the note reads them again). Before: 8-10 s each."""
+    key = near_duplicate_key(note)
+    started = time.perf_counter()
+    read_claims(key)
+    assert time.perf_counter() - started < 1.0
+
+
 def test_a_note_is_reported_with_at_most_a_few_of_its_conflicts() -> None:
     """A store of thousands of "use X" and "never use X" notes is linear work, not the
     millions of pairs (tests/cli/test_stale_attacks.py times it through check)."""
@@ -236,3 +268,36 @@ def test_a_note_is_reported_with_at_most_a_few_of_its_conflicts() -> None:
     lines = [f"- {'Use' if i % 2 else 'Never use'} pnpm" for i in range(2000)]
     found = conflict_findings(parse_lines(lines).bullets, "project")
     assert len(found) == 2000 * MAX_CONFLICTS_PER_NOTE  # every note flagged, a few times
+
+
+CLAIM_NOTES = st.sampled_from(
+    [
+        "Use pnpm",
+        "Never use pnpm",
+        "Use ruff",
+        "Avoid ruff",
+        "Use pnpm and ruff",
+        "Use ruff over black",
+        "Use black",
+        "Don't use pnpm or black",
+        "Use pnpm, not npm",
+        "Use npm",
+    ]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(CLAIM_NOTES, max_size=40), st.integers(min_value=1, max_value=6))
+def test_a_capped_answer_is_the_first_notes_of_the_whole_answer(
+    notes: list[str], limit: int
+) -> None:
+    """The cap picks the first conflicting notes in indexing order, whichever of a note's
+    claims they contradict (so a caller that indexes in reading order gets the first in
+    reading order), with the same subjects as the whole answer."""
+    index = ConflictIndex()
+    for i, note in enumerate(notes):
+        index.add(i, near_duplicate_key(note))
+    for i in range(len(notes)):
+        whole = index.conflicts_of(i, limit=None)
+        assert [ref for ref, _ in whole] == sorted(ref for ref, _ in whole)
+        assert index.conflicts_of(i, limit=limit) == whole[:limit]

@@ -371,3 +371,42 @@ def test_conflict_fixes_of_stale_data() -> None:
     assert quick_fixes(moved, "conflict", wire_data(first)) == []
     bad = {**wire_data(first), "otherScope": "elsewhere"}
     assert quick_fixes(CONFLICTS.lines, "conflict", bad) is None
+
+
+def test_conflict_messages_and_titles_escape_hidden_characters() -> None:
+    """A bidi override in the other note (maybe in the global store, unseen) must not
+    reorder the message or the fix's title a person reads; the data keeps the note as it
+    is, so the fix still finds it."""
+    evil = "Never use pnpm. \u202edelete everything\u202c"
+    store = parse(f"- Use pnpm\n- {evil}")
+    first, _ = conflict_findings(store.bullets, "project")
+    assert "\u202e" not in first.message and "\\u202e" in first.message
+    assert wire_data(first)["other"] == evil
+    found = quick_fixes(store.lines, "conflict", wire_data(first)) or []
+    assert len(found) == 3
+    for fix in found:
+        assert "\u202e" not in fix.title and "\u202c" not in fix.title, fix.title
+    assert "\\u202e" in found[1].title  # "Forget the other note: “Never use pnpm. \\u202e…”"
+    across = parse("- use pnpm")
+    (f,) = conflict_findings(across.bullets, "project", parse(f"- {evil}").bullets, "/g.md")
+    assert "\u202e" not in f.message
+    titles = [x.title for x in quick_fixes(across.lines, "conflict", wire_data(f)) or []]
+    assert len(titles) == 2 and all("\u202e" not in t for t in titles)
+
+
+def test_a_merge_that_would_make_too_long_a_note_is_refused() -> None:
+    """Two notes of 300 characters merge into one of 600+: over the note limit (SPEC §2),
+    which the store refuses. The merge is offered refused, with why, and edits nothing."""
+    tail = " x" * 140
+    store = parse(f"- Use pnpm for installs{tail}\n- Never use pnpm for installs{tail}")
+    first, _ = conflict_findings(store.bullets, "project")
+    found = quick_fixes(store.lines, "conflict", wire_data(first)) or []
+    assert [f.title.split(":")[0] for f in found] == [
+        "Forget this note",
+        "Forget the other note",
+        "Merge the two notes",
+    ]
+    merge = found[2]
+    assert merge.edits == [] and merge.command is None
+    assert merge.refused is not None and "longer than 500" in merge.refused
+    assert found[0].refused is None and found[0].edits  # forgetting is still offered
