@@ -4,11 +4,13 @@
                         [--servers memory-ls,rumdl] [--sessions N]
 
 For each store (100, 1,000 and 4,500 notes; 4,500 paraphrase-heavy notes; 10,000 short
-notes) the servers' sessions are interleaved (session 1 of every server, then session 2,
+notes; and, when asked for, ``4500tree``: the 4,500 store in a real-sized project, issue
+13) the servers' sessions are interleaved (session 1 of every server, then session 2,
 ... with the order rotated each round), each
 on a fresh copy of the store, so that drift on a shared machine hits every server alike.
 Then the CLI verbs are timed on the same store.  The report has one table per store with
-every figure and the ratio memory-ls / peer, then the memory-ls targets of issue 11.
+every figure and the ratio memory-ls / peer, then memory-ls on each tree scenario next to
+the store it repeats (with the difference), then the memory-ls targets of issue 11.
 """
 
 from __future__ import annotations
@@ -55,6 +57,8 @@ class Summary:
     open_count: int | None
     similar: float | None
     similar_count: int | None
+    checks: float | None
+    checks_count: int | None
     edit_diagnostics: int | None
     """Median diagnostics per publish over the timed edits."""
     edit_p50: float | None
@@ -87,6 +91,8 @@ def summarise(name: str, results: list[SessionResult]) -> Summary:
         open_count=ok[0].open_diagnostic_count if ok else None,
         similar=median(similar),
         similar_count=next((r.similar_count for r in ok if r.similar_count is not None), None),
+        checks=median([r.checks for r in ok if r.checks is not None]),
+        checks_count=next((r.checks_count for r in ok if r.checks_count is not None), None),
         edit_diagnostics=_median_int([c for r in ok for c in r.edit_counts]),
         edit_p50=quantile(edits, 0.5),
         edit_p95=quantile(edits, 0.95),
@@ -117,7 +123,6 @@ def log(message: str) -> None:
 async def run_store(
     store: str, specs: list[servers.ServerSpec], config: Config
 ) -> dict[str, list[SessionResult]]:
-    text = workload.store_text(store)
     results: dict[str, list[SessionResult]] = {spec.name: [] for spec in specs}
     broken: set[str] = set()
     for number in range(1, config.sessions + 1):
@@ -125,7 +130,7 @@ async def run_store(
         for spec in specs[shift:] + specs[:shift]:
             if spec.name in broken:
                 continue
-            ws = workload.make_workspace(text)
+            ws = workload.make_store_workspace(store)
             started = time.perf_counter()
             try:
                 result = await run_session(spec, store, number, ws, config.params)
@@ -134,7 +139,7 @@ async def run_store(
             results[spec.name].append(result)
             p50 = quantile(result.edits, 0.5)
             log(
-                f"  {store:>5} #{number} {spec.name:<10} "
+                f"  {store:>8} #{number} {spec.name:<10} "
                 f"start {_ms(result.cold_start)} open {_ms(result.open_diagnostics)} "
                 f"edit p50 {_ms(p50)} ({time.perf_counter() - started:.1f} s)"
                 + (f"  ERROR {result.error}" if result.error else "")
@@ -184,6 +189,12 @@ ROWS: list[Row] = [
     ("edit → diagnostics p95", lambda s: s.edit_p95, _fmt_ms, lambda s: s.edit_diagnostics),
     ("edit → diagnostics max", lambda s: s.edit_max, _fmt_ms, lambda s: s.edit_diagnostics),
     ("`similar` hints after open", lambda s: s.similar, _fmt_ms, lambda s: s.similar_count),
+    (
+        "§13 project findings after open",
+        lambda s: s.checks,
+        _fmt_ms,
+        lambda s: s.checks_count,
+    ),
     ("`memory.add` p50", lambda s: s.add_p50, _fmt_ms, None),
     ("`memory.add` p95", lambda s: s.add_p95, _fmt_ms, None),
     (
@@ -233,6 +244,65 @@ def store_table(store: str, summaries: list[Summary]) -> list[str]:
             "| "
             + " | ".join([label, *[show(s) for s in summaries]] + ["" for _ in peers if mine])
             + " |"
+        )
+    return lines
+
+
+TreeRow = tuple[str, Callable[[Summary], float | None], Callable[[Summary], int | None] | None]
+
+TREE_ROWS: list[TreeRow] = [
+    ("open → diagnostics", lambda s: s.open_diagnostics, lambda s: s.open_count),
+    ("§13 project findings after open", lambda s: s.checks, lambda s: s.checks_count),
+    ("edit → diagnostics p50", lambda s: s.edit_p50, lambda s: s.edit_diagnostics),
+    ("edit → diagnostics p95", lambda s: s.edit_p95, lambda s: s.edit_diagnostics),
+    ("edit → diagnostics max", lambda s: s.edit_max, lambda s: s.edit_diagnostics),
+    ("`memory.add` p50", lambda s: s.add_p50, None),
+]
+
+
+def _difference(base: float | None, tree: float | None) -> str:
+    if base is None or tree is None:
+        return "—"
+    ms = (tree - base) * 1000
+    return f"{ms:+.0f} ms" if abs(ms) >= 100 else f"{ms:+.1f} ms"
+
+
+def tree_table(
+    base: str,
+    tree: str,
+    summaries: dict[str, list[Summary]],
+    cli_results: dict[str, list[cli.CliResult]],
+) -> list[str]:
+    """memory-ls on a tree scenario next to the store it repeats: each figure of both
+    (with the diagnostics per publish), the difference and the ratio. Empty when either
+    was not measured."""
+    mine = {
+        store: next((s for s in summaries.get(store, []) if s.server == "memory-ls"), None)
+        for store in (base, tree)
+    }
+    b, t = mine[base], mine[tree]
+    if b is None or t is None:
+        return []
+    lines = [
+        f"| figure | {base} | {tree} | difference | {tree} / {base} |",
+        "|---|---|---|---|---|",
+    ]
+    for label, get, count in TREE_ROWS:
+        cells = [_cell(s, get, _fmt_ms, count) for s in (b, t)]
+        if all(c == "—" for c in cells):
+            continue
+        lines.append(
+            f"| {label} | {cells[0]} | {cells[1]} | {_difference(get(b), get(t))} "
+            f"| {_ratio(get(t), get(b))} |"
+        )
+    check = [
+        next((r.median for r in cli_results.get(store, []) if r.label == "memory-ls check"), None)
+        for store in (base, tree)
+    ]
+    if any(c is not None for c in check):
+        lines.append(
+            f"| `memory-ls check` wall | {_fmt_ms(check[0])} | {_fmt_ms(check[1])} "
+            f"| {_difference(check[0], check[1])} | {_ratio(check[1], check[0])} |"
         )
     return lines
 
@@ -366,7 +436,9 @@ def render(
     summaries: dict[str, list[Summary]],
     cli_results: dict[str, list[cli.CliResult]],
     elapsed: float,
+    project_files: dict[str, int] | None = None,
 ) -> str:
+    project_files = project_files or {}
     out = [
         "# memory-ls benchmark",
         "",
@@ -391,13 +463,32 @@ def render(
     for store in config.stores:
         text = workload.store_text(store)
         notes = sum(1 for line in text.split("\n") if line.startswith("- "))
-        out += ["", f"## Store {store}: {notes} notes, {len(text.encode())} bytes", ""]
+        where = ""
+        if store in workload.TREE_STORES:
+            files = project_files.get(store)
+            where = f", in a project of {files} files" if files is not None else ""
+        out += ["", f"## Store {store}: {notes} notes, {len(text.encode())} bytes{where}", ""]
         out += store_table(store, summaries.get(store, []))
         errors = [f"- {s.server}: {e}" for s in summaries.get(store, []) for e in s.errors]
         if errors:
             out += ["", "Errors:", "", *errors]
         out += ["", "CLI (wall time, process spawn to exit):", ""]
         out += cli_table(cli_results.get(store, []))
+    for tree, base in workload.TREE_STORES.items():
+        table = tree_table(base, tree, summaries, cli_results)
+        if table:
+            out += [
+                "",
+                f"## memory-ls in a real-sized project (issue 13): {tree} against {base}",
+                "",
+                f"{tree} is {base} with one note in a hundred running a script, in a project "
+                "of source files, the paths the notes mention (but ~3%), a package.json, a "
+                f"Makefile, AGENTS.md and CLAUDE.md. In {base}'s empty project every path a "
+                "note mentions is stale, so its publishes carry more diagnostics (in "
+                "brackets): read each latency with its count.",
+                "",
+                *table,
+            ]
     out += ["", "## memory-ls targets (issue 11)", ""]
     out += targets_table(config.stores, summaries, cli_results)
     return "\n".join(out) + "\n"
@@ -415,14 +506,18 @@ def parse_args(argv: list[str] | None) -> tuple[Config, Path, Path]:
         "--out", type=Path, default=DEFAULT_OUT, help="markdown report (%(default)s)"
     )
     parser.add_argument("--json", type=Path, help="raw results as JSON (default: next to --out)")
-    parser.add_argument("--stores", default=",".join(workload.STORE_SIZES), help="e.g. 100,4500")
+    parser.add_argument(
+        "--stores",
+        default=",".join(workload.STORE_SIZES),
+        help=f"e.g. 100,4500 (default: every store; also {', '.join(workload.TREE_STORES)})",
+    )
     parser.add_argument("--servers", help="subset, e.g. memory-ls,rumdl")
     parser.add_argument("--sessions", type=int, help="sessions per server per store (3)")
     args = parser.parse_args(argv)
     stores = [s for s in args.stores.split(",") if s]
-    unknown = [s for s in stores if s not in workload.STORE_SIZES]
+    unknown = [s for s in stores if s not in workload.STORES]
     if unknown:
-        parser.error(f"unknown store(s) {unknown}; choose from {list(workload.STORE_SIZES)}")
+        parser.error(f"unknown store(s) {unknown}; choose from {list(workload.STORES)}")
     if args.quick:
         params = SessionParams(edits=20, adds=10, similar_timeout=3.0)
         sessions, cli_runs = 1, 3
@@ -457,18 +552,21 @@ async def amain(config: Config, out: Path, json_out: Path) -> int:
     raw: dict[str, dict[str, list[SessionResult]]] = {}
     summaries: dict[str, list[Summary]] = {}
     cli_results: dict[str, list[cli.CliResult]] = {}
+    project_files: dict[str, int] = {}
     for store in config.stores:
         log(f"store {store}: {config.sessions} session(s) x {len(specs)} server(s)")
         raw[store] = await run_store(store, specs, config)
         summaries[store] = [summarise(spec.name, raw[store][spec.name]) for spec in specs]
-        ws = workload.make_workspace(workload.store_text(store))
+        ws = workload.make_store_workspace(store)
         try:
+            if store in workload.TREE_STORES:
+                project_files[store] = workload.project_files(ws.root)
             cli_results[store] = cli.time_store(ws, store, config.cli_runs)
         finally:
             workload.remove_workspace(ws)
     elapsed = time.perf_counter() - started
     info["load_end"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
-    report = render(config, info, specs, skipped, summaries, cli_results, elapsed)
+    report = render(config, info, specs, skipped, summaries, cli_results, elapsed, project_files)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(report, encoding="utf-8")
     json_out.parent.mkdir(parents=True, exist_ok=True)
@@ -482,6 +580,7 @@ async def amain(config: Config, out: Path, json_out: Path) -> int:
                 },
                 "cli": {st: [r.to_json() for r in rs] for st, rs in cli_results.items()},
                 "skipped": {s.name: s.missing for s in skipped},
+                "project_files": project_files,
             },
             indent=1,
         ),

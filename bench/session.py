@@ -8,6 +8,9 @@ What is measured (all wall-clock, ``time.perf_counter``, on the client side):
   document (push), or the ``textDocument/diagnostic`` report (pull, requested right after
   ``didOpen``);
 - **similar** (memory-ls): ``didOpen`` → the first publish that holds a ``similar`` hint;
+- **checks** (memory-ls): ``didOpen`` → the first publish that holds a finding of SPEC §13's
+  project checks (``stale-path``, ``stale-script``, ``instruction-duplicate``): the look at
+  the project in the server's background thread, then its publish;
 - **edits**: single characters typed at the end of a note in the middle of the file, one
   every ``gap`` seconds (an editor's typing pace, so the server sees idle time as it does in
   use); each waits for the diagnostics of its own version (push: the publish carrying that
@@ -32,6 +35,8 @@ from bench.servers import ServerSpec
 from bench.workload import Workspace
 
 TYPED = " and keep the staging database warm before each deploy, ok"
+PROJECT_CHECKS = frozenset({"stale-path", "stale-script", "instruction-duplicate"})
+"""The codes of SPEC §13's checks that look at the project around the store."""
 
 
 @dataclass
@@ -40,6 +45,7 @@ class SessionParams:
     adds: int = 20
     gap: float = 0.05
     similar_timeout: float = 5.0
+    checks_timeout: float = 10.0
     reply_timeout: float = 30.0
 
 
@@ -55,6 +61,9 @@ class SessionResult:
     similar: float | None = None
     similar_count: int | None = None
     """``similar`` hints in the first publish that held any."""
+    checks: float | None = None
+    checks_count: int | None = None
+    """SPEC §13 project findings in the first publish that held any."""
     edits: list[float] = field(default_factory=list)
     edit_counts: list[int] = field(default_factory=list)
     """Diagnostics in the publish (or report) each timed edit waited for."""
@@ -209,6 +218,9 @@ async def _drive(
     similar_waiter = client.expect_publish(
         lambda p: p.uri == uri and any(d.get("code") == "similar" for d in p.diagnostics)
     )
+    checks_waiter = client.expect_publish(
+        lambda p: p.uri == uri and any(d.get("code") in PROJECT_CHECKS for d in p.diagnostics)
+    )
     first = client.expect_publish(_for_version(uri, 0))
     opened = await client.open(uri, text)
     if pull:
@@ -230,7 +242,16 @@ async def _drive(
             result.similar_count = sum(1 for d in found.diagnostics if d.get("code") == "similar")
         except TimeoutError:
             result.similar = None
+        try:
+            found = await asyncio.wait_for(checks_waiter, params.checks_timeout)
+            result.checks = found.received - opened
+            result.checks_count = sum(
+                1 for d in found.diagnostics if d.get("code") in PROJECT_CHECKS
+            )
+        except TimeoutError:
+            result.checks = None
     similar_waiter.cancel()
+    checks_waiter.cancel()
 
     # typing
     await asyncio.sleep(0.2)

@@ -16,6 +16,13 @@ Two more stores stress what grows with the store rather than with the edit:
 - ``10000``: 10,000 short notes (12-30 characters, 3% near-duplicates) under the 256 KiB cap, the most notes a
   store can hold at a realistic length.
 
+A *tree scenario* (``4500tree``) repeats a store in a real-sized project (issue 13): the
+same notes but one in a hundred, which runs a script (``pnpm run build``, ``make lint``;
+one in five of those is defined nowhere), in a workspace of 3,000 source files with the
+paths the notes mention (but ~3%), a ``package.json`` with scripts, a Makefile, and
+``AGENTS.md`` / ``CLAUDE.md`` of 100 lines (``AGENTS.md`` repeats ten of the notes), so
+``stale-path``, ``stale-script`` and ``instruction-duplicate`` all find something.
+
 ``python -m bench.workload [--out DIR]`` writes the stores and prints their sizes.
 """
 
@@ -26,6 +33,7 @@ import json
 import random
 import shutil
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,6 +54,17 @@ STORE_SIZES: dict[str, int] = {
 }
 PARAPHRASE_VARIANTS = 1_100
 """Variants in the ``paraphrase`` store (the issue asks for at least 1,000)."""
+
+# scenario -> the store it repeats, in a real-sized project (issue 13)
+TREE_STORES: dict[str, str] = {"4500tree": "4500"}
+TREE_FILES = 3_000
+"""Source files of a tree scenario's project (a few hundred more hold the mentioned paths)."""
+TREE_SCRIPT_EVERY = 100
+"""A tree scenario's store has a note running a script in place of every 100th note."""
+TREE_REPEATS = 10
+"""Notes of a tree scenario's store that its AGENTS.md says again (``instruction-duplicate``)."""
+STORES: tuple[str, ...] = (*STORE_SIZES, *TREE_STORES)
+"""Every name ``--stores`` accepts; a tree scenario runs only when asked for."""
 
 
 def _split(words: str) -> tuple[str, ...]:
@@ -379,7 +398,9 @@ def generate_short_notes(count: int, seed: int = DEFAULT_SEED) -> list[str]:
 
 
 def store_notes(name: str, seed: int = DEFAULT_SEED) -> list[str]:
-    """The notes of the store called ``name`` (one of :data:`STORE_SIZES`)."""
+    """The notes of the store called ``name`` (one of :data:`STORES`)."""
+    if name in TREE_STORES:
+        return with_script_mentions(store_notes(TREE_STORES[name], seed), TREE_SCRIPT_EVERY)
     count = STORE_SIZES[name]
     if name == "paraphrase":
         return generate_paraphrase_notes(count, PARAPHRASE_VARIANTS, seed, BIG_STORE_TARGET_BYTES)
@@ -424,12 +445,17 @@ def make_workspace(text: str, parent: Path | None = None) -> Workspace:
 
 
 def add_project_tree(
-    root: Path, notes: list[str], files: int = 3000, seed: int = DEFAULT_SEED
+    root: Path,
+    notes: list[str],
+    files: int = 3000,
+    seed: int = DEFAULT_SEED,
+    repeats: Sequence[str] = (),
 ) -> None:
     """A real-sized project around a workspace's store (SPEC §13's speed criterion):
     ``files`` source files in nested folders, the paths ``notes`` mention (but about 3%
     of them, which stay stale), a ``package.json`` with scripts, a Makefile, and
-    ``AGENTS.md`` / ``CLAUDE.md`` of about 100 lines each."""
+    ``AGENTS.md`` / ``CLAUDE.md`` of about 100 lines each; ``AGENTS.md`` says each of
+    ``repeats`` again, in place of one of its own lines."""
     from memory_ls.core.stale import path_mentions
 
     rng = random.Random(f"{seed}:tree")
@@ -445,15 +471,70 @@ def add_project_tree(
         folder = root / "src" / f"pkg{i % 40}" / f"mod{i % 7}"
         folder.mkdir(parents=True, exist_ok=True)
         (folder / f"{rng.choice(_TECH)}_{i}.py").write_text("x = 1\n")
-    scripts = {name: f"echo {name}" for name in ("build", "test", "lint", "dev", "format")}
+    scripts = {name: f"echo {name}" for name in DEFINED_SCRIPTS}
     scripts.update({f"task:{rng.choice(_TECH)}{i}": "true" for i in range(25)})
     (root / "package.json").write_text(json.dumps({"name": "bench", "scripts": scripts}))
-    targets = ["all", "test", "lint", "bench", *(f"t{i}" for i in range(16))]
+    targets = [*DEFINED_TARGETS, *(f"t{i}" for i in range(16))]
     (root / "Makefile").write_text("".join(f"{t}:\n\techo {t}\n" for t in targets))
     for name in ("AGENTS.md", "CLAUDE.md"):
         lines = [f"# {name}", ""]
         lines += [f"- {_fresh_note(rng)}" for _ in range(98)]
+        if name == "AGENTS.md":
+            for i, repeated in enumerate(repeats[:98]):
+                lines[2 + i * (98 // max(1, len(repeats)))] = f"- {repeated}"
         (root / name).write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+DEFINED_SCRIPTS = ("build", "test", "lint", "dev", "format")
+"""The ``package.json`` scripts every project tree defines (:func:`add_project_tree`)."""
+DEFINED_TARGETS = ("all", "test", "lint", "bench")
+"""The Makefile targets every project tree defines, besides ``t0`` ... ``t15``."""
+_SCRIPT_NOTES = (
+    "Run `pnpm run {script}` before opening a pull request",
+    "Use `npm run {script}` after changing the schema files",
+    "CI calls `make {target}` first, so keep it quick",
+    "`pnpm {script}` needs the staging env loaded",
+    "After a rebase run `make {target}` again or the fixtures drift",
+)
+
+
+def with_script_mentions(notes: list[str], every: int) -> list[str]:
+    """``notes`` with every ``every``-th one (from ``every // 2``) replaced by a note that
+    runs a script or make target (``pnpm run build``, ``make lint``); one in five of them
+    is one no project tree defines, so ``stale-script`` has something to find. The note
+    the benchmark types into (the one nearest the middle) is never replaced, and the
+    count stays the same, so a session types at the same place."""
+    out = list(notes)
+    middle = len(out) // 2
+    for n, i in enumerate(range(every // 2, len(out), every)):
+        if abs(i - middle) <= 1:
+            continue
+        gone = n % 5 == 4
+        script = f"release:legacy{n}" if gone else DEFINED_SCRIPTS[n % len(DEFINED_SCRIPTS)]
+        target = f"deploy-old{n}" if gone else DEFINED_TARGETS[n % len(DEFINED_TARGETS)]
+        template = _SCRIPT_NOTES[(n + n // 5) % len(_SCRIPT_NOTES)]  # each kind goes stale
+        out[i] = template.format(script=script, target=target)
+    return out
+
+
+def make_store_workspace(name: str, parent: Path | None = None) -> Workspace:
+    """A fresh workspace holding the store (or scenario) ``name``: for a tree scenario
+    (:data:`TREE_STORES`), inside a real-sized project (:func:`add_project_tree`)."""
+    ws = make_workspace(store_text(name), parent)
+    if name in TREE_STORES:
+        notes = store_notes(name)
+        repeats = notes[len(notes) // 4 :: len(notes) // TREE_REPEATS][:TREE_REPEATS]
+        add_project_tree(ws.root, notes, TREE_FILES, repeats=repeats)
+    return ws
+
+
+def project_files(root: Path) -> int:
+    """How many files the project at ``root`` holds (its ``.pi`` and ``.git`` left out)."""
+    return sum(
+        1
+        for path in root.rglob("*")
+        if path.is_file() and path.relative_to(root).parts[0] not in (".pi", ".git")
+    )
 
 
 def remove_workspace(ws: Workspace) -> None:

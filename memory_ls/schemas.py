@@ -27,6 +27,7 @@ from memory_ls.core.models import (
     MemoryResult,
     PathInfo,
     ReloadResult,
+    RevealResult,
     ReviewResult,
     SyncResult,
 )
@@ -45,6 +46,7 @@ SCHEMAS: dict[str, Any] = {
     "inbox-result": InboxResult,
     "inbox-counts": InboxCounts,
     "review-result": ReviewResult,
+    "reveal-result": RevealResult,
     "settings": SettingsModel,
 }
 """Every published shape by file name: the results and the ``memoryLs`` settings a client sends."""

@@ -142,6 +142,18 @@ class ReloadResult(MemoryResult):
     reloaded: ReloadChanges
 
 
+class RevealResult(TypedDict):
+    """The ``memory.reveal`` result (an addition to SPEC §7's commands).
+
+    ``shown``: whether the client showed the open memory document with the range
+    selected (``window/showDocument``); ``error``: why not (a bad argument, a
+    document that is not an open store, a client that cannot show documents).
+    """
+
+    shown: bool
+    error: NotRequired[str]
+
+
 # -- bridges to other agents (SPEC §15) ---------------------------------------------
 
 
@@ -359,4 +371,5 @@ _closed(
     DoctorReport,
     DoctorResult,
     SyncResult,
+    RevealResult,
 )

@@ -18,7 +18,7 @@ from lsprotocol.converters import get_converter
 from memory_ls.core import fixes
 from memory_ls.core.config import without_infinities
 from memory_ls.core.fixes import Fix
-from memory_ls.core.models import other_scope
+from memory_ls.core.models import RevealResult, other_scope
 from memory_ls.core.text import MAX_STORE_BYTES, utf8_length
 from memory_ls.server import instructions
 from memory_ls.server.documents import MemoryDocument
@@ -219,11 +219,12 @@ def _inside_document(doc: MemoryDocument, selection: lsp.Range, encoding: str) -
     return True
 
 
-async def reveal(ls: MemoryServer, arg: dict[str, Any]) -> dict[str, Any]:
+async def reveal(ls: MemoryServer, arg: dict[str, Any]) -> RevealResult:
     """``memory.reveal`` (``uri``, ``range``): show an open memory document with ``range``
     selected (``window/showDocument``), so the user edits the stale mention; ``{shown}``,
     and ``error`` when the client cannot show documents, the document is not an open
-    store, or the range is not one."""
+    store, or the range is not one (the argument that is not an object at all is
+    ``InvalidParams``, as for every command: :func:`memory_ls.server.commands.argument`)."""
     uri = arg.get("uri")
     try:
         selection = CONVERTER.structure(arg.get("range"), lsp.Range)

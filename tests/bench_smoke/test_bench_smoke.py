@@ -16,7 +16,9 @@ from bench import run, servers, workload
 from bench.servers import ServerSpec
 from bench.session import SessionParams, quantile, run_session
 
-PARAMS = SessionParams(edits=1, adds=1, gap=0.0, similar_timeout=1.0, reply_timeout=20.0)
+PARAMS = SessionParams(
+    edits=1, adds=1, gap=0.0, similar_timeout=1.0, checks_timeout=1.0, reply_timeout=20.0
+)
 
 
 @pytest.fixture
@@ -111,3 +113,47 @@ def test_the_short_note_store_holds_ten_thousand_notes_under_the_cap() -> None:
     assert len(notes) == 10_000
     assert len(text.encode()) <= workload.BIG_STORE_TARGET_BYTES
     assert all(12 <= len(n) <= 33 for n in notes)  # 30, plus a near-duplicate's "..."
+
+
+def test_the_tree_scenario_repeats_its_store_with_scripts_to_judge() -> None:
+    """``4500tree`` is ``4500`` (same count, same note typed into) with script mentions."""
+    from bench.session import _typing_target
+
+    base, tree = workload.store_notes("4500"), workload.store_notes("4500tree")
+    assert len(tree) == len(base) == 4500
+    changed = [i for i, (a, b) in enumerate(zip(base, tree, strict=True)) if a != b]
+    assert len(changed) == 45 - 1  # every 100th but the one typed into
+    assert all("run " in tree[i] or "make " in tree[i] or "pnpm " in tree[i] for i in changed)
+    assert _typing_target(workload.store_text("4500tree")) == _typing_target(
+        workload.store_text("4500")
+    )
+    assert len(workload.store_text("4500tree").encode()) <= workload.BIG_STORE_TARGET_BYTES
+    config, _, _ = run.parse_args(["--quick", "--stores", "4500,4500tree"])
+    assert config.stores == ["4500", "4500tree"]
+    assert "4500tree" not in run.parse_args([])[0].stores  # run only when asked for
+
+
+async def test_memory_ls_in_a_project_tree() -> None:
+    """A memory-ls session in a (small) project tree measures the §13 findings, and the
+    report sets a tree scenario beside the store it repeats."""
+    spec = servers.memory_ls()
+    if spec.missing:
+        pytest.skip(spec.missing)
+    notes = workload.with_script_mentions(workload.generate_notes(60, seed=7), every=10)
+    ws = workload.make_workspace(workload.render_store(notes))
+    try:
+        workload.add_project_tree(ws.root, notes, files=40, repeats=notes[3:5])
+        agents = (ws.root / "AGENTS.md").read_text(encoding="utf-8")
+        assert f"- {notes[3]}\n" in agents and len(agents.splitlines()) == 100
+        assert workload.project_files(ws.root) >= 44
+        params = SessionParams(edits=1, adds=0, gap=0.0, similar_timeout=1.0, reply_timeout=20.0)
+        result = await run_session(spec, "tinytree", 1, ws, params)
+    finally:
+        workload.remove_workspace(ws)
+    assert result.error is None, result.error
+    assert result.checks is not None and result.checks_count  # a stale script at least
+    summary = run.summarise(spec.name, [result])
+    assert "§13 project findings after open" in "\n".join(run.store_table("t", [summary]))
+    table = run.tree_table("tiny", "tinytree", {"tiny": [summary], "tinytree": [summary]}, {})
+    assert table[0] == "| figure | tiny | tinytree | difference | tinytree / tiny |"
+    assert any(row.startswith("| edit → diagnostics p50 |") and "+0.0 ms" in row for row in table)

@@ -48,3 +48,11 @@ async def test_every_command_result_matches_its_schema(start, workspace):
     validate("reload-result", reload)
     assert reload["changed"] is True
     assert reload["reloaded"]["global"] == {"added": ["changed outside"], "removed": []}
+
+    # memory.reveal (an addition to SPEC §7): shown, and refused with its error.
+    uri = s.open(workspace.project_store)
+    where = {"start": {"line": 2, "character": 0}, "end": {"line": 2, "character": 3}}
+    validate("reveal-result", await s.command("memory.reveal", {"uri": uri, "range": where}))
+    refused = await s.command("memory.reveal", {"uri": uri})
+    validate("reveal-result", refused)
+    assert refused["shown"] is False and refused["error"]

@@ -19,6 +19,7 @@ from lsprotocol.converters import get_converter
 from memory_ls.server.project_watch import WATCH_ID
 from tests import stale_project
 from tests.conftest import store_text
+from tests.unit.test_schemas import validate
 
 from .conftest import PRESETS, TIMEOUT, Session, code_actions, command_of, edits_for, uri_of
 
@@ -149,6 +150,7 @@ async def test_quick_fixes_forget_and_edit_the_note(start, workspace):
     assert command["command"] == "memory.reveal"
     result = await s.command("memory.reveal", command["arguments"][0])
     assert result == {"shown": True}
+    validate("reveal-result", result)  # the type the VS Code client is generated from
     assert shown[-1].uri == uri and shown[-1].selection == path.range
     assert shown[-1].take_focus is True
 

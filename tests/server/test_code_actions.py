@@ -16,6 +16,7 @@ import attrs
 import pytest
 from lsprotocol import types as lsp
 from lsprotocol.converters import get_converter
+from pygls.exceptions import JsonRpcInvalidParams
 from pygls.uris import from_fs_path
 
 from memory_ls.core.fixes import Edit, apply_edits
@@ -23,6 +24,7 @@ from memory_ls.server import code_actions
 from memory_ls.server.document_sync import did_open
 from memory_ls.server.positions import from_client
 from memory_ls.server.server import MemoryServer, create_server
+from tests.unit.test_schemas import validate
 
 
 class _Sink:
@@ -434,7 +436,9 @@ async def test_reveal_shows_open_stores_only_and_says_why_not(server: Any) -> No
             lsp.WORKSPACE_EXECUTE_COMMAND,
             lsp.ExecuteCommandParams(command="memory.reveal", arguments=[argument]),
         )
-        return answer["result"]
+        if "result" in answer:
+            validate("reveal-result", answer["result"])
+        return answer.get("result", answer.get("error"))
 
     # The in-process client answers window/showDocument with null: not shown, and why.
     result = await reveal({"uri": uri, "range": where})
@@ -450,6 +454,10 @@ async def test_reveal_shows_open_stores_only_and_says_why_not(server: Any) -> No
         "shown": False,
         "error": "memory.reveal needs a uri and a range",
     }
+    # An argument that is not an object is InvalidParams, as for every command.
+    invalid = await reveal([uri, where])
+    assert invalid["code"] == JsonRpcInvalidParams.CODE
+    assert "memory.reveal takes one JSON object argument, not list." in invalid["message"]
     assert len(server.client.requests(lsp.WINDOW_SHOW_DOCUMENT)) == 1
 
 

@@ -36,6 +36,7 @@ RESULTS = (
     "inbox-result",
     "inbox-counts",
     "review-result",
+    "reveal-result",
 )
 
 

@@ -10,6 +10,7 @@ import type {
   MemoryResult,
   PathInfo,
   ReloadResult,
+  RevealResult,
   SyncResult,
   ReviewResult,
 } from './generated/schemas';
@@ -29,6 +30,7 @@ export type {
   OmittedNote,
   PathInfo,
   ReloadResult,
+  RevealResult,
   Settings as ServerSettings,
   SyncResult,
 } from './generated/schemas';
@@ -86,14 +88,8 @@ export interface CommandResults {
   'memory.inbox': InboxResult;
   'memory.accept': ReviewResult;
   'memory.reject': ReviewResult;
+  /** What a `stale-path` / `stale-script` quick fix *Edit the note* runs (the language client runs it). */
   'memory.reveal': RevealResult;
-}
-
-/** `memory.reveal`: whether the client showed the document with the range selected (what a
- * `stale-path` / `stale-script` quick fix *Edit the note* runs; the language client runs it). */
-export interface RevealResult {
-  shown: boolean;
-  error?: string;
 }
 
 /** The server's `memory/inbox` notification: how many proposals wait in each inbox (SPEC §12). */

@@ -16,6 +16,7 @@ export interface ServerShapes {
   'memory-result': MemoryResult;
   'path-info': PathInfo;
   'reload-result': ReloadResult;
+  'reveal-result': RevealResult;
   'review-result': ReviewResult;
   settings: Settings;
   'sync-result': SyncResult;
@@ -337,6 +338,20 @@ export interface ReloadChanges {
 export interface NoteChanges {
   added: string[];
   removed: string[];
+}
+/**
+ * The ``memory.reveal`` result (an addition to SPEC §7's commands).
+ *
+ * ``shown``: whether the client showed the open memory document with the range
+ * selected (``window/showDocument``); ``error``: why not (a bad argument, a
+ * document that is not an open store, a client that cannot show documents).
+ *
+ * This interface was referenced by `ServerShapes`'s JSON-Schema
+ * via the `definition` "RevealResult".
+ */
+export interface RevealResult {
+  shown: boolean;
+  error?: string;
 }
 /**
  * The result of ``memory.accept`` and ``memory.reject``: one result per proposal.
