@@ -483,9 +483,10 @@ def render(
                 "",
                 f"{tree} is {base} with one note in a hundred running a script, in a project "
                 "of source files, the paths the notes mention (but ~3%), a package.json, a "
-                f"Makefile, AGENTS.md and CLAUDE.md. In {base}'s empty project every path a "
-                "note mentions is stale, so its publishes carry more diagnostics (in "
-                "brackets): read each latency with its count.",
+                f"Makefile, AGENTS.md and CLAUDE.md. {base} runs with the checks that look "
+                "at the project (stale-path, stale-script, instruction-duplicate) turned "
+                "off, since its project is empty: the difference is what those checks cost "
+                "(the diagnostics each publish carried are in brackets).",
                 "",
                 *table,
             ]

@@ -32,7 +32,7 @@ from typing import Any
 
 from bench.lspclient import LspClient, Publish, RssSampler, ServerError
 from bench.servers import ServerSpec
-from bench.workload import Workspace
+from bench.workload import TREE_STORES, Workspace
 
 TYPED = " and keep the staging database warm before each deploy, ok"
 PROJECT_CHECKS = frozenset({"stale-path", "stale-script", "instruction-duplicate"})
@@ -171,14 +171,20 @@ async def run_session(
     return result
 
 
-def _initialize_params(spec: ServerSpec, ws: Workspace) -> dict[str, Any]:
+def _initialize_params(spec: ServerSpec, ws: Workspace, store: str = "") -> dict[str, Any]:
+    options = spec.init_options
+    if spec.is_memory_ls and store and store not in TREE_STORES:
+        # A store benchmarked alone sits in an empty project, where every path a note
+        # mentions is "stale": the checks that look at the project are measured in the
+        # tree stores instead, so these figures stay those of the store itself (issue 11).
+        options = {**(options or {}), "severity": dict.fromkeys(sorted(PROJECT_CHECKS), "off")}
     return {
         "processId": os.getpid(),
         "clientInfo": {"name": "memory-ls-bench", "version": "1"},
         "rootUri": ws.root_uri,
         "rootPath": str(ws.root),
         "workspaceFolders": [{"uri": ws.root_uri, "name": ws.root.name}],
-        "initializationOptions": spec.init_options,
+        "initializationOptions": options,
         "capabilities": client_capabilities(spec.mode == "pull"),
     }
 
@@ -199,7 +205,9 @@ async def _drive(
     client: LspClient, spec: ServerSpec, ws: Workspace, params: SessionParams, result: SessionResult
 ) -> None:
     timeout = params.reply_timeout
-    init = await client.request("initialize", _initialize_params(spec, ws), timeout=timeout)
+    init = await client.request(
+        "initialize", _initialize_params(spec, ws, result.store), timeout=timeout
+    )
     result.cold_start = time.perf_counter() - client.spawned
     capabilities = (init or {}).get("capabilities", {})
     info = (init or {}).get("serverInfo") or {}
