@@ -690,16 +690,7 @@ class Analysis:
         (:func:`memory_ls.core.conflicts.conflict_findings`), each note names the first
         :data:`CONFLICT_PER_NOTE` notes it conflicts with in reading order (this store's by
         line, then the global store's), within the document's :data:`CONFLICT_LIMIT`."""
-        for f in pub.conf.pop(key, ()):
-            at = pub.conf_at.get(f.line)
-            if at is not None:
-                kept = [g for g in at if g is not f]
-                if kept:
-                    pub.conf_at[f.line] = kept
-                else:
-                    del pub.conf_at[f.line]
-            pub.conf_count -= 1
-            dirty.add(f.line)
+        pub.conf_count -= _drop_key_findings(pub.conf, pub.conf_at, key, dirty)
         pub.conf_named.pop(key, None)
         pub.conf_cut.pop(key, None)
         if key not in doc.key_lines or key not in index:
@@ -895,16 +886,7 @@ class Analysis:
                     pub.st.setdefault(b.key, []).extend(on_line)
             return
         for key in keys:
-            for f in pub.st.pop(key, ()):
-                at = pub.st_at.get(f.line)
-                if at is not None:
-                    # By identity: after lines moved, the line may hold another key's finding.
-                    kept = [x for x in at if x is not f]
-                    if kept:
-                        pub.st_at[f.line] = kept
-                    else:
-                        del pub.st_at[f.line]
-                dirty.add(f.line)
+            _drop_key_findings(pub.st, pub.st_at, key, dirty)
             if judge is None or key not in doc.key_lines:
                 continue
             found = []
@@ -1010,6 +992,25 @@ class Analysis:
             "start": {"line": line, "character": to_client(first, start, enc)},
             "end": {"line": end_line, "character": to_client(last, end, enc)},
         }
+
+
+def _drop_key_findings(
+    by_key: dict[str, list[Finding]], by_line: dict[int, list[Finding]], key: str, dirty: set[int]
+) -> int:
+    """Forget the findings kept for ``key`` (in ``by_key`` and on their lines in
+    ``by_line``), marking their lines dirty; how many there were."""
+    found = by_key.pop(key, [])
+    for f in found:
+        at = by_line.get(f.line)
+        if at is not None:
+            # By identity: after lines moved, the line may hold another key's finding.
+            kept = [g for g in at if g is not f]
+            if kept:
+                by_line[f.line] = kept
+            else:
+                del by_line[f.line]
+        dirty.add(f.line)
+    return len(found)
 
 
 def _uri(path: str) -> str:
