@@ -32,7 +32,7 @@ from typing import Any
 
 from bench.lspclient import LspClient, Publish, RssSampler, ServerError
 from bench.servers import ServerSpec
-from bench.workload import TREE_STORES, Workspace
+from bench.workload import Workspace
 
 TYPED = " and keep the staging database warm before each deploy, ok"
 PROJECT_CHECKS = frozenset({"stale-path", "stale-script", "instruction-duplicate"})
@@ -171,9 +171,14 @@ async def run_session(
     return result
 
 
+def _empty_project(ws: Workspace) -> bool:
+    """Whether the workspace holds nothing but the repository marker and the store."""
+    return all(p.name in {".git", ".pi"} for p in ws.root.iterdir())
+
+
 def _initialize_params(spec: ServerSpec, ws: Workspace, store: str = "") -> dict[str, Any]:
     options = spec.init_options
-    if spec.is_memory_ls and store and store not in TREE_STORES:
+    if spec.is_memory_ls and store and _empty_project(ws):
         # A store benchmarked alone sits in an empty project, where every path a note
         # mentions is "stale": the checks that look at the project are measured in the
         # tree stores instead, so these figures stay those of the store itself (issue 11).
