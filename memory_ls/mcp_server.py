@@ -443,12 +443,31 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
+def _only_interrupts(exc: BaseException | None) -> bool:
+    """Whether ``exc`` is Ctrl-C: a ``KeyboardInterrupt``, or a group holding only those."""
+    if isinstance(exc, KeyboardInterrupt):
+        return True
+    if isinstance(exc, BaseExceptionGroup):
+        _, rest = exc.split(KeyboardInterrupt)
+        return rest is None
+    return False
+
+
+class _QuietInterrupt(logging.Filter):
+    """Drops asyncio's "unhandled exception during shutdown" report of a task that Ctrl-C
+    ended (it depends on where the signal lands); the one line the user sees is main's."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.exc_info and _only_interrupts(record.exc_info[1]))
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the MCP server on stdio until the client closes stdin."""
     args = parse_args(argv)
     logging.basicConfig(
         stream=sys.stderr, level=logging.WARNING, format="memory-ls mcp: %(levelname)s %(message)s"
     )
+    logging.getLogger("asyncio").addFilter(_QuietInterrupt())
     runtime = MemoryRuntime(
         Path(args.project).expanduser().resolve(),
         agent_dir=args.agent_dir,

@@ -134,3 +134,20 @@ def test_ctrl_c_stops_mcp_after_initialize(workspace: Workspace) -> None:
     answer = json.loads(proc.stdout.readline())
     assert answer["id"] == 1 and "serverInfo" in answer["result"]
     assert interrupt(proc) == (130, QUIET)
+
+
+def test_asyncio_s_shutdown_report_of_a_ctrl_c_task_is_dropped() -> None:
+    """Where Ctrl-C lands decides whether asyncio also reports the MCP task it ended (a
+    group holding KeyboardInterrupt): that report is dropped, any other error kept."""
+    import logging
+
+    from memory_ls.mcp_server import _QuietInterrupt
+
+    def record(exc: BaseException) -> logging.LogRecord:
+        return logging.LogRecord("asyncio", logging.ERROR, "", 0, "x", None, (type(exc), exc, None))
+
+    quiet = _QuietInterrupt()
+    assert not quiet.filter(record(BaseExceptionGroup("g", [KeyboardInterrupt()])))
+    assert not quiet.filter(record(KeyboardInterrupt()))
+    assert quiet.filter(record(BaseExceptionGroup("g", [KeyboardInterrupt(), ValueError()])))
+    assert quiet.filter(record(ValueError()))

