@@ -572,13 +572,13 @@ class Analysis:
         dirty: set[int],
         keys: set[str] | None = None,
     ) -> None:
-        """``conflict`` findings: of the pairs touching ``keys`` (or the global store's
-        notes that changed), or of every pair when ``keys`` is ``None`` (a fresh start).
+        """``conflict`` findings: of ``keys`` and the keys they can affect (or of the global
+        store's notes that changed), or of every key when ``keys`` is ``None`` (a fresh start).
 
         As ``check`` computes them (:func:`memory_ls.core.conflicts.conflict_findings`):
         inside the store on both notes, and for a project store on its note of a pair
         with a global note. A keystroke re-reads only the edited notes' claims and
-        re-judges only the pairs touching them (the index finds the notes about the
+        re-judges only the keys it can affect (the index finds the notes about the
         same subjects); nothing here walks every note unless it starts afresh.
         """
         info = state.info
