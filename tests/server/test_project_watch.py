@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import asyncio
 import os
+import threading
 from pathlib import Path
+from typing import Any
 
+import pytest
 from lsprotocol import types as lsp
 from pytest_lsp import client_capabilities
 
@@ -449,15 +452,25 @@ async def test_lines_added_and_removed_keep_each_finding_on_its_note(server: InP
     assert set(before) <= published
 
 
-async def test_a_store_closed_during_a_look_leaves_no_judge_behind(server: InProcess) -> None:
+async def test_a_store_closed_during_a_look_leaves_no_judge_behind(
+    server: InProcess, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # The judge holds a snapshot of the whole tree (up to 200,000 paths): one installed
     # for a project no open store needs was kept until the server exited.
     from memory_ls.server.document_sync import did_close
 
     ws = server.workspace
     stale_project.project(ws)
-    for i in range(100):
-        (ws.root / "many" / f"d{i}").mkdir(parents=True)
+    # The look is held until the store is closed: a quick look could end before the
+    # test saw it begin (it did once, in CI).
+    release = threading.Event()
+    real_build = project_watch.build_judge
+
+    def held_build(*args: Any) -> Any:
+        release.wait(TIMEOUT)
+        return real_build(*args)
+
+    monkeypatch.setattr(project_watch, "build_judge", held_build)
     await server.initialize("neovim")
     uri = server.open(ws.project_store)
     files = server.ls.analysis.files
@@ -469,6 +482,8 @@ async def test_a_store_closed_during_a_look_leaves_no_judge_behind(server: InPro
     did_close(
         server.ls, lsp.DidCloseTextDocumentParams(text_document=lsp.TextDocumentIdentifier(uri=uri))
     )
+    assert any(e.building for e in files.entries.values())  # still held
+    release.set()
     while any(e.building for e in files.entries.values()):
         assert loop.time() < deadline, "the look never ended"
         await asyncio.sleep(0.01)
