@@ -144,6 +144,36 @@ def start_tcp(ls: LanguageServer, host: str, port: int) -> None:
         asyncio.run(main())
 
 
+def start_ws(ls: LanguageServer, host: str, port: int) -> None:
+    """Serve one client at a time on ``ws://host:port`` (pygls' ``start_ws``, but taking
+    messages up to :data:`MAX_MESSAGE_BYTES`: the ``websockets`` default of 1 MiB closed
+    the connection, and so ended the server, on the first large ``didOpen``)."""
+    from pygls.io_ import run_websocket
+    from websockets.asyncio.server import ServerConnection, serve
+
+    stop = threading.Event()
+    ls._stop_event = stop
+
+    async def connection(websocket: ServerConnection) -> None:
+        await run_websocket(
+            stop_event=stop,
+            websocket=websocket,
+            protocol=ls.protocol,
+            logger=log,
+            error_handler=ls.report_server_error,
+        )
+        ls.shutdown()  # type: ignore[no-untyped-call]
+
+    async def main() -> None:
+        server = await serve(connection, host, port, max_size=MAX_MESSAGE_BYTES)
+        ls._server = server
+        async with server:
+            await server.serve_forever()
+
+    with contextlib.suppress(asyncio.CancelledError):
+        asyncio.run(main())
+
+
 def _valid_id(value: object) -> bool:
     # JSON-RPC allows null and fractions too, but an LSP id is an integer or a string.
     return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
@@ -209,6 +239,8 @@ class MemoryProtocol(LanguageServerProtocol):
         """
         if "method" in data:
             return data
+        if "jsonrpc" in data and "result" not in data and "error" not in data:
+            return data  # neither a request nor a response: :meth:`_junk` answers it
         try:
             return super().structure_message(data)
         except JsonRpcException as exc:
@@ -294,6 +326,16 @@ class MemoryProtocol(LanguageServerProtocol):
             self._answer(None, JsonRpcInvalidRequest(f"{problem}; it was skipped"))
         elif isinstance(data, dict) and ("result" in data or "error" in data):
             log.warning("ignored a response that is not JSON-RPC 2.0: %.200r", data)
+        elif isinstance(data, dict) and _valid_id(data.get("id")):
+            msg_id: MsgId = data["id"]
+            # An id without a method: a request that lost its method (JSON-RPC answers
+            # it with its id, which is known) or a response without its result.
+            future = self._request_futures.pop(msg_id, None)
+            problem = "a message with an id needs a method (or, as an answer, a result)"
+            if future is not None and not future.done():
+                future.set_exception(JsonRpcInvalidParams(f"the client's answer: {problem}"))
+            else:
+                self._answer(msg_id, JsonRpcInvalidRequest(problem))
         else:
             self._answer(None, JsonRpcInvalidRequest("not a JSON-RPC 2.0 request"))
 

@@ -39,7 +39,7 @@ from memory_ls.server.background import Timers
 from memory_ls.server.diagnostics import Analysis, DocState
 from memory_ls.server.documents import MemoryDocument
 from memory_ls.server.instructions import InstructionFiles
-from memory_ls.server.protocol import FramedStdin, MemoryProtocol, start_tcp
+from memory_ls.server.protocol import FramedStdin, MemoryProtocol, start_tcp, start_ws
 from memory_ls.server.settings import Settings
 from memory_ls.server.workspace import Projects
 
@@ -223,7 +223,7 @@ def serve(transport: str, host: str | None, port: int | None) -> int:
     elif transport == "tcp":
         start_tcp(ls, host or "127.0.0.1", port or 2087)
     elif transport == "ws":
-        ls.start_ws(host or "127.0.0.1", port or 2087)
+        start_ws(ls, host or "127.0.0.1", port or 2087)
     else:
         print(f"memory-ls: unknown transport {transport!r}", file=sys.stderr)
         return 2

@@ -133,3 +133,20 @@ async def test_tcp_framing_that_lies_costs_only_its_own_message(  # type: ignore
     await writer.drain()
     assert (await _next(reader))["id"] == 2
     writer.close()
+
+
+async def test_ws_reads_a_message_over_a_mebibyte(serve) -> None:  # type: ignore[no-untyped-def]
+    from websockets.asyncio.client import connect
+
+    port = serve("--ws")
+    ws = await _connect(port, lambda p: connect(f"ws://127.0.0.1:{p}", max_size=None))
+    await ws.send(json.dumps(INITIALIZE))
+    reply = json.loads(await asyncio.wait_for(ws.recv(), 30))
+    assert reply["id"] == 1 and reply["result"]["serverInfo"]["name"] == "memory-ls"
+    # The websockets default (1 MiB) closed the connection, and so ended the server.
+    await ws.send(json.dumps({"jsonrpc": "2.0", "id": 7, "method": "x" * 3_000_000}))
+    error = json.loads(await asyncio.wait_for(ws.recv(), 30))
+    assert error["id"] == 7 and error["error"]["code"] == -32601  # method not found
+    await ws.send(json.dumps({"jsonrpc": "2.0", "id": 8, "method": "shutdown"}))
+    assert json.loads(await asyncio.wait_for(ws.recv(), 30))["id"] == 8
+    await ws.close()
