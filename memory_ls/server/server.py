@@ -83,6 +83,9 @@ class MemoryServer(LanguageServer):
         """Settings problems already reported (each is reported once)."""
         self.instructions = InstructionFiles()
         """Open AGENTS.md / CLAUDE.md / GEMINI.md files, for ``export-stale`` (``instructions.py``)."""
+        self.unjudged: dict[str, MemoryDocument] = {}
+        """Open files named ``memory.md`` that are no store now, kept in step with the
+        editor: a settings change (``agentDir``) may make one a store (``document_sync.py``)."""
         self.client_name = "lsp"
         """The client's ``clientInfo.name``: who proposes through ``memory.propose`` (§12)."""
         self.inbox_stamps: dict[str, Any] = {}

@@ -295,7 +295,7 @@ def test_a_judge_answers_from_its_cache(monkeypatch) -> None:
 async def test_a_store_without_a_judge_gets_one_without_being_opened_again(
     server: InProcess,
 ) -> None:
-    from memory_ls.server import publishing
+    from memory_ls.server.document_sync import redescribe
 
     ws = server.workspace
     stale_project.project(ws)
@@ -303,7 +303,7 @@ async def test_a_store_without_a_judge_gets_one_without_being_opened_again(
     uri = server.open(ws.project_store)
     await judged(server, uri)
     server.ls.analysis.files.entries.clear()  # as after a change of settings or folders
-    publishing.refresh_all(server.ls, redescribe=True)
+    redescribe(server.ls)
     await judged(server, uri)
 
 
