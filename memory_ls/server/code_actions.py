@@ -153,21 +153,23 @@ def _edit_action(
 
 
 def _data_for(ls: MemoryServer, doc: MemoryDocument, diag: lsp.Diagnostic) -> Any:
-    """The ``data`` of a diagnostic the client sent back without it (clients that do
-    not declare ``dataSupport`` may drop it): the current one with the same code, range
-    and message (a note in several ``conflict`` pairs has one diagnostic per other note
-    on its line: the fix must be about the other note that diagnostic names)."""
-    if ls.document(doc.uri) is not None:
-        current = ls.analysis.items(doc)
-    elif ls.instructions.get(doc.uri) is doc:
-        current = instructions.items(ls, doc)
-    else:
-        return None
-    # The same code, range and message: a diagnostic of an older version (the note it
-    # named deleted, another moved onto its line) must not lend that other note's data,
-    # or "Forget this note" would forget a note the user never pointed at.
+    """The full ``data`` of the current diagnostic with the code, range and message of
+    ``diag``. A store's diagnostics are published without the note texts their fixes
+    need (:data:`~memory_ls.core.checks.WIRE_TEXTS`), and a client that does not declare
+    ``dataSupport`` may drop ``data`` altogether: either way the fix is built from the
+    server's own finding (a note in several ``conflict`` pairs has one diagnostic per
+    other note on its line: the fix must be about the other note that diagnostic names).
+
+    A diagnostic of an older version (the note it named deleted, another moved onto its
+    line) matches nothing, so it cannot lend that other note's data: "Forget this note"
+    never forgets a note the user did not point at.
+    """
     where = CONVERTER.unstructure(diag.range)
-    for item in current:
+    if ls.document(doc.uri) is not None:
+        return ls.analysis.data_of(doc, str(diag.code), where, diag.message)
+    if ls.instructions.get(doc.uri) is not doc:
+        return None
+    for item in instructions.items(ls, doc):
         if item["code"] == diag.code and item["range"] == where and item["message"] == diag.message:
             return item.get("data")
     return None

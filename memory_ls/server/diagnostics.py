@@ -22,6 +22,7 @@ from memory_ls.core.checks import (
     cross_scope_findings,
     duplicate_findings,
     file_findings,
+    lean_wire_data,
     not_injected_findings,
     sort_findings,
     wire_data,
@@ -743,18 +744,7 @@ class Analysis:
         earlier but for its own line numbers, on lines of the same text, takes that
         one's template: a line that only moved costs a splice, not an encoding.
         """
-        found: list[Finding] = []
-        found.extend(pub.file_at.get(line, ()))
-        found.extend(doc.found.get(line, ()))
-        for source in (pub.dup_at, pub.cross_at, pub.ni_at):
-            f = source.get(line)
-            if f is not None:
-                found.append(f)
-        sim = pub.sim_at.get(line)
-        if sim:
-            found.extend(sim.values())
-        found.extend(pub.st_at.get(line, ()))
-        found.extend(pub.conf_at.get(line, ()))
+        found = self._on_line(doc, pub, line)
         overrides: Mapping[str, str] = self.projects.settings.severity
         before = pub.moved.get(line - shift) if pub.moved else None
         lines = doc.lines
@@ -808,6 +798,44 @@ class Analysis:
         else:
             return
         pub.joined = None
+
+    @staticmethod
+    def _on_line(doc: MemoryDocument, pub: Published, line: int) -> list[Finding]:
+        """Every finding whose diagnostic starts on ``line``."""
+        found: list[Finding] = []
+        found.extend(pub.file_at.get(line, ()))
+        found.extend(doc.found.get(line, ()))
+        for source in (pub.dup_at, pub.cross_at, pub.ni_at):
+            f = source.get(line)
+            if f is not None:
+                found.append(f)
+        sim = pub.sim_at.get(line)
+        if sim:
+            found.extend(sim.values())
+        found.extend(pub.st_at.get(line, ()))
+        found.extend(pub.conf_at.get(line, ()))
+        return found
+
+    def data_of(self, doc: MemoryDocument, code: str, where: Json, message: str) -> object:
+        """The full ``data`` of the current diagnostic with this code, range (LSP JSON)
+        and message, or ``None``: what a quick fix is built from (the published
+        ``data`` leaves out the texts the server holds, :data:`WIRE_TEXTS`)."""
+        state = self.states.get(doc.uri)
+        if state is None:
+            return None
+        pub = self._update(doc, state, state.published)
+        start = where.get("start") if isinstance(where, dict) else None
+        line = start.get("line") if isinstance(start, dict) else None
+        if not isinstance(line, int):
+            return None
+        for f in self._on_line(doc, pub, line):
+            if (
+                f.code == code
+                and f.message == message
+                and self.range(doc, f.line, f.start, f.end_line, f.end) == where
+            ):
+                return wire_data(f)
+        return None
 
     def _template(self, doc: MemoryDocument, f: Finding, severity: int, ref: int | None) -> bytes:
         """``f`` encoded with holes for its own line numbers (and ``ref``'s, see
@@ -964,7 +992,7 @@ class Analysis:
             "code": f.code,
             "source": SOURCE,
             "message": f.message,
-            "data": wire_data(f),
+            "data": lean_wire_data(f),
         }
         if f.related and self.related:
             item["relatedInformation"] = [

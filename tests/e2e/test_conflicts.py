@@ -74,7 +74,7 @@ async def test_a_conflict_across_scopes_is_information_on_the_project_note_only(
     # The global note changes in its buffer: the project note follows.
     s.edit(glob, [lsp.TextEdit(lsp.Range(lsp.Position(2, 2), lsp.Position(2, 11)), "Avoid")])
     (d,) = conflicts(await s.wait_for(project, lambda ds: "Avoid tabs" in str(ds))).values()
-    assert d.data["other"] == "Avoid tabs"
+    assert ": Avoid tabs (" in d.message and d.data["otherScope"] == "global"
     s.edit(glob, [lsp.TextEdit(lsp.Range(lsp.Position(2, 2), lsp.Position(2, 7)), "Use")])
     await s.wait_for(project, has_conflicts())
 

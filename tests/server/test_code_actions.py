@@ -148,46 +148,50 @@ GLOBAL = HEADER + "- shared fact\n"
 
 async def test_wire_data_is_pinned(serve: Any) -> None:
     # Clients send `data` back in codeAction requests: its JSON is part of the contract.
+    # The note texts stay on the server (WIRE_TEXTS): fixes are built from its finding.
     long_note = "x" * 501
     s = serve(PROJECT + f"- {long_note}\n", GLOBAL)
     doc = s.ls.projects.documents[s.uri]
     data = {(i["code"], i["range"]["start"]["line"]): i["data"] for i in s.ls.analysis.items(doc)}
     assert data == {
-        ("duplicate", 3): {
-            "code": "duplicate",
-            "line": 3,
-            "note": "use pnpm",
-            "first": "use pnpm",
-            "firstLine": 2,
-            "exact": True,
-        },
-        ("duplicate", 4): {
-            "code": "duplicate",
-            "line": 4,
-            "note": "Use PNPM!",
-            "first": "use pnpm",
-            "firstLine": 2,
-            "exact": False,
-        },
-        ("control-characters", 5): {"code": "control-characters", "line": 5, "note": "tab here"},
-        ("hidden-unicode", 6): {
-            "code": "hidden-unicode",
-            "line": 6,
-            "note": "zero\u200bwidth 😀",
-            "count": 1,
-        },
+        ("duplicate", 3): {"code": "duplicate", "line": 3, "firstLine": 2, "exact": True},
+        ("duplicate", 4): {"code": "duplicate", "line": 4, "firstLine": 2, "exact": False},
+        ("control-characters", 5): {"code": "control-characters", "line": 5},
+        ("hidden-unicode", 6): {"code": "hidden-unicode", "line": 6, "count": 1},
         ("cross-scope-duplicate", 7): {
             "code": "cross-scope-duplicate",
             "line": 7,
-            "note": "shared fact",
             "scope": "project",
             "otherScope": "global",
-            "other": "shared fact",
             "otherPath": str(Path(s.ls.projects.default_runtime().paths["global"])),
         },
-        ("blank-note", 8): {"code": "blank-note", "line": 8, "note": ""},
-        ("too-long", 9): {"code": "too-long", "line": 9, "note": long_note, "length": 501},
+        ("blank-note", 8): {"code": "blank-note", "line": 8},
+        ("too-long", 9): {"code": "too-long", "line": 9, "length": 501},
     }
+    # What the fixes are built from: the full data, found by code, range and message.
+    full = {
+        (i["code"], i["range"]["start"]["line"]): s.ls.analysis.data_of(
+            doc, i["code"], i["range"], i["message"]
+        )
+        for i in s.ls.analysis.items(doc)
+    }
+    assert full[("duplicate", 4)] == {
+        "code": "duplicate",
+        "line": 4,
+        "note": "Use PNPM!",
+        "first": "use pnpm",
+        "firstLine": 2,
+        "exact": False,
+    }
+    assert full[("cross-scope-duplicate", 7)]["other"] == "shared fact"  # type: ignore[index]
+    assert full[("too-long", 9)] == {
+        "code": "too-long",
+        "line": 9,
+        "note": long_note,
+        "length": 501,
+    }
+    for (code, line), lean in data.items():
+        assert {k: v for k, v in full[(code, line)].items() if k in lean} == lean  # type: ignore[union-attr]
 
 
 async def test_wire_data_of_not_injected(serve: Any, tmp_path: Path) -> None:
@@ -301,7 +305,7 @@ def _diagnostic(code: str, line: int, data: object) -> lsp.Diagnostic:
 async def test_stale_data_gives_no_fix(serve: Any) -> None:
     s = serve(PROJECT, GLOBAL)
     [exact] = [d for d in s.diagnostics("duplicate") if d.range.start.line == 3]
-    stale = {**exact.data, "note": "a note that is not there"}
+    stale = {**exact.data, "note": "a note that is not there", "first": "use pnpm"}
     acts = s.actions(3, diagnostics=[_diagnostic("duplicate", 3, stale)], only=["quickfix"])
     assert acts == []  # no empty action either
 
@@ -510,11 +514,9 @@ async def test_quick_fixes_for_a_conflict(serve: Any) -> None:
         4: warning,
         5: information,
     }
-    assert diags[2].data == {
+    assert diags[2].data == {  # the note texts stay on the server (WIRE_TEXTS)
         "code": "conflict",
         "line": 2,
-        "note": "Use pnpm for installs",
-        "other": "Never use pnpm for installs.",
         "otherLine": 4,
         "scope": "project",
         "otherScope": "project",
