@@ -275,18 +275,20 @@ def wire_data(f: Finding) -> dict[str, object]:
     return {**header, **f.data}
 
 
-WIRE_TEXTS = frozenset({"note", "first", "other", "text"})
+WIRE_TEXTS = frozenset({"first", "other", "text"})
 """Fields of a finding's data that the language server does not send: the texts of
-notes and instruction lines, which it holds itself (two or three copies of a note
-made up half of a publish, on every keystroke)."""
+the other note or instruction line, which it holds itself (with ``note``, two or three
+copies of a note made up a third of a publish, on every keystroke). ``note`` is sent:
+it says which note a diagnostic sent back was about, whatever columns the client
+turned its range into."""
 
 
 def lean_wire_data(f: Finding) -> dict[str, object]:
     """:func:`wire_data` without :data:`WIRE_TEXTS`: what the language server publishes.
 
-    A client sends it back with the diagnostic's code, range and message; the server
-    finds its own finding by those and builds the fix from its full data, so a fix
-    still never re-analyses the file (SPEC §7).
+    A client sends it back with the diagnostic's code and message; the server finds its
+    own finding by those, the line and the note, and builds the fix from its full data,
+    so a fix still never re-analyses the file (SPEC §7).
     """
     header: DiagnosticData = {"code": f.code, "line": f.line}
     return {**header, **{k: v for k, v in f.data.items() if k not in WIRE_TEXTS}}

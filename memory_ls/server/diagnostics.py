@@ -816,23 +816,25 @@ class Analysis:
         found.extend(pub.conf_at.get(line, ()))
         return found
 
-    def data_of(self, doc: MemoryDocument, code: str, where: Json, message: str) -> object:
-        """The full ``data`` of the current diagnostic with this code, range (LSP JSON)
-        and message, or ``None``: what a quick fix is built from (the published
-        ``data`` leaves out the texts the server holds, :data:`WIRE_TEXTS`)."""
+    def data_of(
+        self, doc: MemoryDocument, code: str, line: int, message: str, note: object = None
+    ) -> object:
+        """The full ``data`` of the current diagnostic with this code, first line and
+        message (and, when the client sent it, ``note``), or ``None``: what a quick fix
+        is built from (the published ``data`` leaves out :data:`WIRE_TEXTS`).
+
+        Columns are not compared: clients turn ranges into their own units and back
+        (Neovim 0.7 sends byte columns); the message and the note say which finding it is.
+        """
         state = self.states.get(doc.uri)
         if state is None:
             return None
         pub = self._update(doc, state, state.published)
-        start = where.get("start") if isinstance(where, dict) else None
-        line = start.get("line") if isinstance(start, dict) else None
-        if not isinstance(line, int):
-            return None
         for f in self._on_line(doc, pub, line):
             if (
                 f.code == code
                 and f.message == message
-                and self.range(doc, f.line, f.start, f.end_line, f.end) == where
+                and (note is None or f.data.get("note") == note)
             ):
                 return wire_data(f)
         return None

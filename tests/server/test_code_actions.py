@@ -148,30 +148,48 @@ GLOBAL = HEADER + "- shared fact\n"
 
 async def test_wire_data_is_pinned(serve: Any) -> None:
     # Clients send `data` back in codeAction requests: its JSON is part of the contract.
-    # The note texts stay on the server (WIRE_TEXTS): fixes are built from its finding.
+    # The other note's text stays on the server (WIRE_TEXTS): fixes are built from its finding.
     long_note = "x" * 501
     s = serve(PROJECT + f"- {long_note}\n", GLOBAL)
     doc = s.ls.projects.documents[s.uri]
     data = {(i["code"], i["range"]["start"]["line"]): i["data"] for i in s.ls.analysis.items(doc)}
     assert data == {
-        ("duplicate", 3): {"code": "duplicate", "line": 3, "firstLine": 2, "exact": True},
-        ("duplicate", 4): {"code": "duplicate", "line": 4, "firstLine": 2, "exact": False},
-        ("control-characters", 5): {"code": "control-characters", "line": 5},
-        ("hidden-unicode", 6): {"code": "hidden-unicode", "line": 6, "count": 1},
+        ("duplicate", 3): {
+            "code": "duplicate",
+            "line": 3,
+            "note": "use pnpm",
+            "firstLine": 2,
+            "exact": True,
+        },
+        ("duplicate", 4): {
+            "code": "duplicate",
+            "line": 4,
+            "note": "Use PNPM!",
+            "firstLine": 2,
+            "exact": False,
+        },
+        ("control-characters", 5): {"code": "control-characters", "line": 5, "note": "tab here"},
+        ("hidden-unicode", 6): {
+            "code": "hidden-unicode",
+            "line": 6,
+            "note": "zero\u200bwidth 😀",
+            "count": 1,
+        },
         ("cross-scope-duplicate", 7): {
             "code": "cross-scope-duplicate",
             "line": 7,
+            "note": "shared fact",
             "scope": "project",
             "otherScope": "global",
             "otherPath": str(Path(s.ls.projects.default_runtime().paths["global"])),
         },
-        ("blank-note", 8): {"code": "blank-note", "line": 8},
-        ("too-long", 9): {"code": "too-long", "line": 9, "length": 501},
+        ("blank-note", 8): {"code": "blank-note", "line": 8, "note": ""},
+        ("too-long", 9): {"code": "too-long", "line": 9, "note": long_note, "length": 501},
     }
     # What the fixes are built from: the full data, found by code, range and message.
     full = {
         (i["code"], i["range"]["start"]["line"]): s.ls.analysis.data_of(
-            doc, i["code"], i["range"], i["message"]
+            doc, i["code"], i["range"]["start"]["line"], i["message"], i["data"]["note"]
         )
         for i in s.ls.analysis.items(doc)
     }
@@ -514,9 +532,10 @@ async def test_quick_fixes_for_a_conflict(serve: Any) -> None:
         4: warning,
         5: information,
     }
-    assert diags[2].data == {  # the note texts stay on the server (WIRE_TEXTS)
+    assert diags[2].data == {  # the other note's text stays on the server (WIRE_TEXTS)
         "code": "conflict",
         "line": 2,
+        "note": "Use pnpm for installs",
         "otherLine": 4,
         "scope": "project",
         "otherScope": "project",
