@@ -71,7 +71,7 @@ def test_the_vscode_client_escapes_what_the_server_escapes(tmp_path: Path) -> No
 
 LUA = """
 local out = { errors = {} }
-local ok, failure = pcall(function()
+dofile(vim.env.NVIM_COMMON).run(function()
   vim.opt.runtimepath:append(vim.env.EDITORS_NVIM)
   local escape = require('memory_ls').escape_unseen
   local function utf8(code)
@@ -99,14 +99,7 @@ local ok, failure = pcall(function()
   local sample = io.open(vim.env.SAMPLE_FILE, 'rb')
   out.sample = escape(sample:read('*a'))
   sample:close()
-end)
-if not ok then
-  table.insert(out.errors, tostring(failure))
-end
-local handle = io.open(vim.env.RESULT_FILE, 'w')
-handle:write(vim.fn.json_encode(out))
-handle:close()
-vim.cmd('qa!')
+end, out)
 """
 
 
@@ -124,6 +117,7 @@ def test_the_neovim_helper_escapes_what_the_server_escapes(tmp_path: Path) -> No
             "EDITORS_NVIM": str(EDITORS / "nvim"),
             "RESULT_FILE": str(result),
             "SAMPLE_FILE": str(sample),
+            "NVIM_COMMON": str(Path(__file__).with_name("nvim_common.lua")),
         }
         command = [str(binary), "--headless", "-u", "NONE", "-i", "NONE", "-n"]
         proc = run_headless([*command, "-c", f"luafile {script}"], tmp_path, env)
