@@ -63,7 +63,11 @@ TREE_SCRIPT_EVERY = 100
 """A tree scenario's store has a note running a script in place of every 100th note."""
 TREE_REPEATS = 10
 """Notes of a tree scenario's store that its AGENTS.md says again (``instruction-duplicate``)."""
-STORES: tuple[str, ...] = (*STORE_SIZES, *TREE_STORES)
+CHECKS_OFF: dict[str, str] = {f"{tree}-off": tree for tree in TREE_STORES}
+"""scenario -> the tree scenario it repeats with SPEC §13's four codes turned off: issue
+13's speed criterion is "the same store without these checks", so the store, its
+duplicates and the project around it are the same and only the checks differ."""
+STORES: tuple[str, ...] = (*STORE_SIZES, *TREE_STORES, *CHECKS_OFF)
 """Every name ``--stores`` accepts; a tree scenario runs only when asked for."""
 
 
@@ -399,6 +403,7 @@ def generate_short_notes(count: int, seed: int = DEFAULT_SEED) -> list[str]:
 
 def store_notes(name: str, seed: int = DEFAULT_SEED) -> list[str]:
     """The notes of the store called ``name`` (one of :data:`STORES`)."""
+    name = CHECKS_OFF.get(name, name)
     if name in TREE_STORES:
         return with_script_mentions(store_notes(TREE_STORES[name], seed), TREE_SCRIPT_EVERY)
     count = STORE_SIZES[name]
@@ -519,7 +524,9 @@ def with_script_mentions(notes: list[str], every: int) -> list[str]:
 
 def make_store_workspace(name: str, parent: Path | None = None) -> Workspace:
     """A fresh workspace holding the store (or scenario) ``name``: for a tree scenario
-    (:data:`TREE_STORES`), inside a real-sized project (:func:`add_project_tree`)."""
+    (:data:`TREE_STORES`, :data:`CHECKS_OFF`), inside a real-sized project
+    (:func:`add_project_tree`)."""
+    name = CHECKS_OFF.get(name, name)
     ws = make_workspace(store_text(name), parent)
     if name in TREE_STORES:
         notes = store_notes(name)

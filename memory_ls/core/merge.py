@@ -27,7 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from memory_ls.core.notes import parse_bullet
-from memory_ls.core.text import HEADER, MAX_STORE_BYTES, split_text, utf8_length
+from memory_ls.core.text import HEADER, MAX_STORE_BYTES, SplitText, split_text, utf8_length
 
 BOTH_CHANGED = "both sides changed the lines around the notes"
 OVER_CAP = f"the merged file would be larger than the {MAX_STORE_BYTES}-byte limit"
@@ -70,9 +70,10 @@ def merge_notes(base: str, current: str, other: str) -> MergeResult:
     """Merge three versions of a memory file note by note (SPEC §14)."""
     if current == other or other == base:
         return _capped(current)
-    if current == base:
-        return _capped(other)
     b, c, o = split_text(base), split_text(current), split_text(other)
+    if current == base:
+        # Only OTHER changed: its lines, in CURRENT's line endings and byte order mark.
+        return _capped(_in_style_of(c, o.lines))
     base_layout, cur_layout, oth_layout = _layout(b.lines), _layout(c.lines), _layout(o.lines)
     if cur_layout == base_layout and oth_layout != base_layout:
         layout, incoming = o.lines, c.lines
@@ -81,11 +82,16 @@ def merge_notes(base: str, current: str, other: str) -> MergeResult:
     else:
         return MergeResult(None, False, BOTH_CHANGED)
     merged = _merge_lines(set(_notes(b.lines)), layout, incoming)
-    if c.eol == "\n":
+    return _capped(_in_style_of(c, merged))
+
+
+def _in_style_of(current: SplitText, lines: list[str]) -> str:
+    """``lines`` joined with CURRENT's line endings and byte order mark."""
+    if current.eol == "\n":
         # A CR that ended the last line (no line feed after it) would, with a line
         # after it now, read back as a CRLF ending: the file would mix endings.
-        merged = [line.rstrip("\r") for line in merged[:-1]] + merged[-1:]
-    return _capped(c.render(merged))
+        lines = [line.rstrip("\r") for line in lines[:-1]] + lines[-1:]
+    return current.render(lines)
 
 
 def _merge_lines(base: set[str], layout: list[str], incoming: list[str]) -> list[str]:

@@ -28,10 +28,13 @@ from memory_ls.server.uris import path_of_uri, uri_of_path
 
 if TYPE_CHECKING:
     from memory_ls.server.server import MemoryServer
+    from memory_ls.server.workspace import DocumentInfo
 
 log = logging.getLogger("memory_ls.server")
 F = TypeVar("F", bound=Callable[..., Any])
 
+STORE_NAME = "memory.md"
+"""The file name of every store (SPEC §1)."""
 OTHERS_DELAY = 0.03
 """Seconds after an edit before the other store's diagnostics are refreshed."""
 
@@ -133,8 +136,14 @@ def did_open(ls: MemoryServer, params: lsp.DidOpenTextDocumentParams) -> None:
     info = ls.projects.describe(path)
     if info is None:
         instructions.did_open(ls, item, path)  # AGENTS.md & co. get export-stale only
+        if path.name == STORE_NAME:
+            ls.unjudged[item.uri] = MemoryDocument(item.uri, path, item.text, item.version)
         return
-    doc = MemoryDocument(item.uri, path, item.text, item.version)
+    _start(ls, MemoryDocument(item.uri, path, item.text, item.version), info)
+
+
+def _start(ls: MemoryServer, doc: MemoryDocument, info: DocumentInfo) -> None:
+    """Track a store that was opened (or became a store while open) and check it."""
     ls.track(doc, DocState(info, disk_facts(doc)))
     background.start_conflicts(ls, doc)  # a large store's claims: read in a thread first
     publishing.publish(ls, doc, always=True)
@@ -143,16 +152,58 @@ def did_open(ls: MemoryServer, params: lsp.DidOpenTextDocumentParams) -> None:
     _refresh_others_soon(ls, doc)
 
 
+def _stop(ls: MemoryServer, uri: str) -> MemoryDocument | None:
+    """Stop tracking a store (closed, or no store any more) and clear its diagnostics."""
+    doc = ls.untrack(uri)
+    if doc is None:
+        return None
+    commands.buffer_closed(ls, doc.uri)
+    project_watch.closed(ls, doc.uri)
+    publishing.clear(ls, doc.uri)
+    ls.projects.invalidate()
+    return doc
+
+
+def redescribe(ls: MemoryServer) -> None:
+    """What each open file is may have changed (``agentDir``, the workspace folders, a
+    file on disk): a store that is no store any more is let go (its diagnostics
+    cleared), an open ``memory.md`` that has become one is checked, then every store
+    is checked again."""
+    for doc, state in ls.open_documents():
+        info = ls.projects.describe(doc.path)
+        if info is None:
+            if _stop(ls, doc.uri) is not None and doc.path.name == STORE_NAME:
+                ls.unjudged[doc.uri] = doc
+        else:
+            state.info = info
+    for uri, doc in list(ls.unjudged.items()):
+        info = ls.projects.describe(doc.path)
+        if info is not None:
+            del ls.unjudged[uri]
+            _start(ls, doc, info)
+    publishing.refresh_all(ls)
+
+
 @guarded
 def did_change(ls: MemoryServer, params: lsp.DidChangeTextDocumentParams) -> None:
     """Apply the edit to the per-line state, then re-check what it touched."""
     found = ls.document(params.text_document.uri)
     if found is None:
         instructions.did_change(ls, params)
+        if (waiting := ls.unjudged.get(params.text_document.uri)) is not None:
+            _apply(waiting, params, ls.analysis.encoding)
         return
     doc = found.doc
     notes_before = doc.notes_version
-    encoding = ls.analysis.encoding
+    _apply(doc, params, ls.analysis.encoding)
+    commands.buffer_changed(ls, doc)
+    publishing.publish(ls, doc, always=True)
+    if doc.notes_version != notes_before:
+        background.similar_after_edit(ls, doc)
+        _refresh_others_soon(ls, doc)
+
+
+def _apply(doc: MemoryDocument, params: lsp.DidChangeTextDocumentParams, encoding: str) -> None:
     for change in params.content_changes:
         if isinstance(change, lsp.TextDocumentContentChangePartial):
             r = change.range
@@ -161,24 +212,15 @@ def did_change(ls: MemoryServer, params: lsp.DidChangeTextDocumentParams) -> Non
         else:
             doc.apply_change(None, change.text, encoding)
     doc.version = params.text_document.version
-    commands.buffer_changed(ls, doc)
-    publishing.publish(ls, doc, always=True)
-    if doc.notes_version != notes_before:
-        background.similar_after_edit(ls, doc)
-        _refresh_others_soon(ls, doc)
 
 
 @guarded
 def did_close(ls: MemoryServer, params: lsp.DidCloseTextDocumentParams) -> None:
     """Forget the document and clear its diagnostics."""
-    doc = ls.untrack(params.text_document.uri)
-    if doc is None:
+    ls.unjudged.pop(params.text_document.uri, None)
+    if _stop(ls, params.text_document.uri) is None:
         instructions.did_close(ls, params.text_document.uri)
         return
-    commands.buffer_closed(ls, doc.uri)
-    project_watch.closed(ls, doc.uri)
-    publishing.clear(ls, doc.uri)
-    ls.projects.invalidate()
     publishing.refresh_all(ls)
 
 
@@ -208,7 +250,7 @@ def did_change_watched_files(ls: MemoryServer, params: lsp.DidChangeWatchedFiles
     for doc, state in ls.open_documents():
         state.disk = disk_facts(doc)
     ls.projects.invalidate()
-    publishing.refresh_all(ls, redescribe=True)
+    redescribe(ls)
     review.check_inboxes(ls)  # a proposal from another process (SPEC §12)
 
 
@@ -220,4 +262,4 @@ def did_change_folders(ls: MemoryServer, params: lsp.DidChangeWorkspaceFoldersPa
     folders += [Path(p) for f in params.event.added if (p := path_of_uri(f.uri))]
     ls.projects.configure(ls.projects.settings, folders)
     project_watch.folders_changed(ls)
-    publishing.refresh_all(ls, redescribe=True)
+    redescribe(ls)

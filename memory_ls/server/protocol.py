@@ -1,17 +1,19 @@
 """The wire: stdio framing, reading every message, and writing plain JSON (SPEC §7 "Bad requests").
 
-:class:`FramedStdin` keeps pygls' stdio loop safe from a ``Content-Length`` that
-lies; :class:`MemoryProtocol` answers every request, however bad; and
+:class:`FramedStdin` (and :class:`FramedStream` for ``--tcp``) keep pygls' loop safe
+from a ``Content-Length`` that lies; :class:`MemoryProtocol` answers every request, however bad; and
 :func:`send_json` is the one place a message built as plain JSON is written.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import json
 import logging
 import re
+import threading
 from collections.abc import Generator
 from typing import Any, BinaryIO
 
@@ -83,6 +85,95 @@ class FramedStdin:
         return self.stream.read(size)
 
 
+class FramedStream:
+    """:class:`FramedStdin` for a network connection (``serve --tcp``): pygls' loop reads
+    an :class:`asyncio.StreamReader` as it is, so a ``Content-Length`` that lies, or a
+    header line longer than the reader's limit (which raised and ended the server),
+    would cost every later message. The same rules as on stdio apply here."""
+
+    def __init__(self, reader: asyncio.StreamReader) -> None:
+        self.reader = reader
+
+    async def readline(self) -> bytes:
+        """The next header line, starting at its ``Content-Length`` when junk came first;
+        junk without a line break comes back in pieces (never a blank line)."""
+        try:
+            line = await self.reader.readuntil(b"\n")
+        except asyncio.IncompleteReadError as exc:  # the end of the stream
+            line = exc.partial
+        except asyncio.LimitOverrunError as exc:
+            # Drop what was looked at but its last bytes, where a header may begin.
+            await self.reader.readexactly(max(1, exc.consumed - 64))
+            return b"junk"
+        at = line.rfind(b"Content-Length: ")
+        return line[at:] if at > 0 else line
+
+    async def readexactly(self, size: int) -> bytes:
+        """A message body of ``size`` bytes, or the stand-in for one too large to read."""
+        if size > MAX_MESSAGE_BYTES:
+            return json.dumps({OVERSIZED: size}).encode()
+        return await self.reader.readexactly(size)
+
+
+def start_tcp(ls: LanguageServer, host: str, port: int) -> None:
+    """Serve one client at a time on ``host:port`` (pygls' ``start_tcp``, with the
+    framing of :class:`FramedStream`)."""
+    from pygls.io_ import run_async
+
+    stop = threading.Event()
+    ls._stop_event = stop
+
+    async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        ls.protocol.set_writer(writer)
+        await run_async(
+            stop_event=stop,
+            reader=FramedStream(reader),
+            protocol=ls.protocol,
+            logger=log,
+            error_handler=ls.report_server_error,
+        )
+        ls.shutdown()  # type: ignore[no-untyped-call]
+
+    async def main() -> None:
+        server = await asyncio.start_server(connection, host, port)
+        ls._server = server
+        async with server:
+            await server.serve_forever()
+
+    with contextlib.suppress(asyncio.CancelledError):
+        asyncio.run(main())
+
+
+def start_ws(ls: LanguageServer, host: str, port: int) -> None:
+    """Serve one client at a time on ``ws://host:port`` (pygls' ``start_ws``, but taking
+    messages up to :data:`MAX_MESSAGE_BYTES`: the ``websockets`` default of 1 MiB closed
+    the connection, and so ended the server, on the first large ``didOpen``)."""
+    from pygls.io_ import run_websocket
+    from websockets.asyncio.server import ServerConnection, serve
+
+    stop = threading.Event()
+    ls._stop_event = stop
+
+    async def connection(websocket: ServerConnection) -> None:
+        await run_websocket(
+            stop_event=stop,
+            websocket=websocket,
+            protocol=ls.protocol,
+            logger=log,
+            error_handler=ls.report_server_error,
+        )
+        ls.shutdown()  # type: ignore[no-untyped-call]
+
+    async def main() -> None:
+        server = await serve(connection, host, port, max_size=MAX_MESSAGE_BYTES)
+        ls._server = server
+        async with server:
+            await server.serve_forever()
+
+    with contextlib.suppress(asyncio.CancelledError):
+        asyncio.run(main())
+
+
 def _valid_id(value: object) -> bool:
     # JSON-RPC allows null and fractions too, but an LSP id is an integer or a string.
     return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
@@ -148,6 +239,8 @@ class MemoryProtocol(LanguageServerProtocol):
         """
         if "method" in data:
             return data
+        if "jsonrpc" in data and "result" not in data and "error" not in data:
+            return data  # neither a request nor a response: :meth:`_junk` answers it
         try:
             return super().structure_message(data)
         except JsonRpcException as exc:
@@ -233,6 +326,16 @@ class MemoryProtocol(LanguageServerProtocol):
             self._answer(None, JsonRpcInvalidRequest(f"{problem}; it was skipped"))
         elif isinstance(data, dict) and ("result" in data or "error" in data):
             log.warning("ignored a response that is not JSON-RPC 2.0: %.200r", data)
+        elif isinstance(data, dict) and _valid_id(data.get("id")):
+            msg_id: MsgId = data["id"]
+            # An id without a method: a request that lost its method (JSON-RPC answers
+            # it with its id, which is known) or a response without its result.
+            future = self._request_futures.pop(msg_id, None)
+            problem = "a message with an id needs a method (or, as an answer, a result)"
+            if future is not None and not future.done():
+                future.set_exception(JsonRpcInvalidParams(f"the client's answer: {problem}"))
+            else:
+                self._answer(msg_id, JsonRpcInvalidRequest(problem))
         else:
             self._answer(None, JsonRpcInvalidRequest("not a JSON-RPC 2.0 request"))
 

@@ -123,9 +123,7 @@ def request_refresh(ls: MemoryServer) -> None:
     ls.timers.later("refresh", "", REFRESH_DELAY, send)
 
 
-def refresh_all(
-    ls: MemoryServer, *, except_uri: str | None = None, redescribe: bool = False
-) -> None:
+def refresh_all(ls: MemoryServer, *, except_uri: str | None = None) -> None:
     """Recheck every open memory document (after a store, trust or settings change),
     and every open instruction file (its export block follows the stores)."""
     from memory_ls.server import instructions  # it publishes through this module
@@ -134,14 +132,9 @@ def refresh_all(
         request_refresh(ls)
     if not ls.pull:
         instructions.refresh(ls)
-    for doc, state in ls.open_documents():
+    for doc, _ in ls.open_documents():
         if doc.uri == except_uri:
             continue
-        if redescribe:
-            info = ls.projects.describe(doc.path)
-            if info is None:
-                continue
-            state.info = info
         if ls.pull:
             continue
         try:

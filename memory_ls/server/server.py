@@ -39,7 +39,7 @@ from memory_ls.server.background import Timers
 from memory_ls.server.diagnostics import Analysis, DocState
 from memory_ls.server.documents import MemoryDocument
 from memory_ls.server.instructions import InstructionFiles
-from memory_ls.server.protocol import FramedStdin, MemoryProtocol
+from memory_ls.server.protocol import FramedStdin, MemoryProtocol, start_tcp, start_ws
 from memory_ls.server.settings import Settings
 from memory_ls.server.workspace import Projects
 
@@ -83,6 +83,9 @@ class MemoryServer(LanguageServer):
         """Settings problems already reported (each is reported once)."""
         self.instructions = InstructionFiles()
         """Open AGENTS.md / CLAUDE.md / GEMINI.md files, for ``export-stale`` (``instructions.py``)."""
+        self.unjudged: dict[str, MemoryDocument] = {}
+        """Open files named ``memory.md`` that are no store now, kept in step with the
+        editor: a settings change (``agentDir``) may make one a store (``document_sync.py``)."""
         self.client_name = "lsp"
         """The client's ``clientInfo.name``: who proposes through ``memory.propose`` (§12)."""
         self.inbox_stamps: dict[str, Any] = {}
@@ -221,9 +224,9 @@ def serve(transport: str, host: str | None, port: int | None) -> int:
     if transport == "stdio":
         ls.start_io(stdin=FramedStdin(sys.stdin.buffer))  # type: ignore[arg-type]
     elif transport == "tcp":
-        ls.start_tcp(host or "127.0.0.1", port or 2087)
+        start_tcp(ls, host or "127.0.0.1", port or 2087)
     elif transport == "ws":
-        ls.start_ws(host or "127.0.0.1", port or 2087)
+        start_ws(ls, host or "127.0.0.1", port or 2087)
     else:
         print(f"memory-ls: unknown transport {transport!r}", file=sys.stderr)
         return 2

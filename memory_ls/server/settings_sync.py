@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from lsprotocol import types as lsp
 
-from memory_ls.server import publishing
+from memory_ls.server import document_sync
 from memory_ls.server.protocol import CLIENT_TIMEOUT
 from memory_ls.server.settings import SECTION, Settings, parse_settings
 
@@ -61,7 +61,7 @@ def apply_settings(ls: MemoryServer, raw: object) -> None:
     if settings == ls.projects.settings:
         return
     ls.projects.configure(settings)
-    publishing.refresh_all(ls, redescribe=True)
+    document_sync.redescribe(ls)
 
 
 def report_problems(ls: MemoryServer, problems: list[str]) -> None:

@@ -129,8 +129,28 @@ def test_the_tree_scenario_repeats_its_store_with_scripts_to_judge() -> None:
     )
     assert len(workload.store_text("4500tree").encode()) <= workload.BIG_STORE_TARGET_BYTES
     config, _, _ = run.parse_args(["--quick", "--stores", "4500,4500tree"])
-    assert config.stores == ["4500", "4500tree"]
+    # The tree scenario brings the same store with SPEC §13's checks off: issue 13's
+    # criterion compares the two.
+    assert config.stores == ["4500", "4500tree-off", "4500tree"]
     assert "4500tree" not in run.parse_args([])[0].stores  # run only when asked for
+
+
+def test_the_checks_off_scenario_is_its_tree_scenario_with_section_13_off() -> None:
+    from bench.session import SECTION_13_CODES, _initialize_params
+
+    assert workload.store_text("4500tree-off") == workload.store_text("4500tree")
+    assert workload.store_notes("4500tree-off") == workload.store_notes("4500tree")
+    spec = servers.memory_ls()
+    ws = workload.make_workspace("- a note\n")
+    (ws.root / "app.py").write_text("", encoding="utf-8")  # a project, not an empty one
+    try:
+        options = _initialize_params(spec, ws, "4500tree-off")["initializationOptions"]
+        assert options["severity"] == dict.fromkeys(sorted(SECTION_13_CODES), "off")
+        assert options["trusted"] is True  # the server's own options are kept
+        on = _initialize_params(spec, ws, "4500tree")["initializationOptions"]
+        assert "severity" not in (on or {})
+    finally:
+        workload.remove_workspace(ws)
 
 
 async def test_memory_ls_in_a_project_tree() -> None:

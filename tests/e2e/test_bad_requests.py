@@ -502,6 +502,10 @@ INVALID_REQUESTS: list[tuple[Any, Any]] = [
     ({}, None),
     # A notification method sent with an id is a request the server cannot serve.
     ({"jsonrpc": "2.0", "id": 56, "method": "textDocument/didSave", "params": {}}, 56),
+    # An id and nothing else: neither a request nor an answer (it was only logged).
+    ({"jsonrpc": "2.0", "id": 57}, 57),
+    ({"jsonrpc": "2.0", "id": "fifty-eight", "params": {}}, "fifty-eight"),
+    ({"jsonrpc": "2.0"}, None),
 ]
 
 

@@ -4,10 +4,17 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
+from lsprotocol import types as lsp
+
+from memory_ls.server.document_sync import did_change, did_close
 from memory_ls.server.settings import Settings
+from memory_ls.server.settings_sync import apply_settings
 from memory_ls.server.workspace import Projects
 from tests.conftest import Workspace
+
+from .conftest import InProcess
 
 
 def projects_for(workspace: Workspace) -> Projects:
@@ -55,3 +62,63 @@ def test_a_refused_store_leading_to_the_agent_dir_stays_the_projects(
     # A command's uri naming it picks that project too; the global store picks the default.
     assert projects.runtime_for_uri_path(workspace.project_store) is info.runtime
     assert projects.runtime_for_uri_path(workspace.global_store) is projects.default_runtime()
+
+
+async def test_an_open_memory_md_follows_agent_dir_changes(
+    server: InProcess, tmp_path: Path
+) -> None:
+    """A ``memory.md`` opened before ``agentDir`` names its folder becomes the global
+    store with the text in the editor (it was never judged); the store it was before
+    is let go when ``agentDir`` moves away (it kept the old store's diagnostics)."""
+    ws = server.workspace
+    other = tmp_path / "other-agent"
+    other.mkdir()
+    elsewhere = other / "memory.md"
+    elsewhere.write_text("# Memory\n\n- use pnpm\n", encoding="utf-8")
+    await server.initialize("neovim", init_options={"agentDir": str(ws.agent_dir)})
+    uri = server.open(elsewhere)
+    assert server.ls.document(uri) is None
+    # Typed, not saved: the store is judged with the buffer's text.
+    did_change(
+        server.ls,
+        lsp.DidChangeTextDocumentParams(
+            text_document=lsp.VersionedTextDocumentIdentifier(uri=uri, version=2),
+            content_changes=[
+                lsp.TextDocumentContentChangePartial(
+                    range=lsp.Range(start=lsp.Position(3, 0), end=lsp.Position(3, 0)),
+                    text="- Use pnpm.\n",
+                )
+            ],
+        ),
+    )
+    before = server.open(ws.global_store, "# Memory\n\n- use uv\n")
+    assert server.ls.document(before) is not None
+
+    apply_settings(server.ls, {"agentDir": str(other)})
+    found = server.ls.document(uri)
+    assert found is not None and found.state.info.scope == "global"
+    assert found.doc.version == 2
+    codes = [(d["code"], d["range"]["start"]["line"]) for d in server.ls.analysis.items(found.doc)]
+    assert ("duplicate", 3) in codes
+    assert server.ls.document(before) is None  # no store any more: let go
+    report = await pull(server, before)
+    assert report["items"] == []
+
+    apply_settings(server.ls, {"agentDir": str(ws.agent_dir)})
+    assert server.ls.document(uri) is None
+    again = server.ls.document(before)
+    assert again is not None and again.state.info.scope == "global"
+    # Closed while waiting: nothing of it is kept.
+    did_close(
+        server.ls, lsp.DidCloseTextDocumentParams(text_document=lsp.TextDocumentIdentifier(uri=uri))
+    )
+    assert uri not in server.ls.unjudged
+
+
+async def pull(server: InProcess, uri: str) -> Any:
+    answer = await server.client.request(
+        lsp.TEXT_DOCUMENT_DIAGNOSTIC,
+        lsp.DocumentDiagnosticParams(text_document=lsp.TextDocumentIdentifier(uri=uri)),
+    )
+    assert "result" in answer, answer
+    return answer["result"]

@@ -333,11 +333,11 @@ def test_a_judge_answers_from_its_cache(monkeypatch) -> None:
 async def test_a_store_without_a_judge_gets_one_without_being_opened_again(
     server: InProcess,
 ) -> None:
-    from memory_ls.server import publishing
+    from memory_ls.server.document_sync import redescribe
 
     uri, _ = await opened(server)
     server.ls.analysis.files.entries.clear()  # as after a change of settings or folders
-    publishing.refresh_all(server.ls, redescribe=True)
+    redescribe(server.ls)
     await judged(server, uri)
 
 

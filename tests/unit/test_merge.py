@@ -85,6 +85,16 @@ def test_crlf_and_bom_are_kept_as_current_has_them() -> None:
     )
 
 
+def test_only_other_changed_still_keeps_currents_line_endings_and_bom() -> None:
+    # CURRENT is BASE: the result is OTHER's notes, but CURRENT's style (it was OTHER's bytes).
+    crlf = ("\ufeff" + store_text("a")).replace("\n", "\r\n")
+    assert clean(crlf, crlf, store_text("a", "b")) == ("\ufeff" + store_text("a", "b")).replace(
+        "\n", "\r\n"
+    )
+    lf = store_text("a")
+    assert clean(lf, lf, store_text("a", "b").replace("\n", "\r\n")) == store_text("a", "b")
+
+
 def test_a_merge_that_empties_the_store_leaves_an_empty_file_and_one_that_fills_it_a_header() -> (
     None
 ):
