@@ -390,8 +390,9 @@ def duplicate_pairs(bullets: Sequence[Bullet]) -> list[tuple[Bullet, Bullet]]:
 
 
 def duplicate_message(first_line: int, first_note: str) -> str:
-    """How a duplicate is reported everywhere: the first note's line (1-based) and its text."""
-    return f"Duplicate of the note on line {first_line}: {first_note}"
+    """How a duplicate is reported everywhere: the first note's line (1-based) and its text
+    (escaped: a bidi control in it must not reorder the message a person reads)."""
+    return f"Duplicate of the note on line {first_line}: {escape_unseen(first_note)}"
 
 
 def duplicate_findings(bullets: Sequence[Bullet]) -> list[Finding]:
@@ -416,6 +417,11 @@ def duplicate_findings(bullets: Sequence[Bullet]) -> list[Finding]:
     ]
 
 
+def cross_scope_message(other: Scope, other_note: str) -> str:
+    """What a ``cross-scope-duplicate`` says: the other scope and its note (escaped)."""
+    return f"Also in {other} memory: {escape_unseen(other_note)}"
+
+
 def cross_scope_findings(
     bullets: Sequence[Bullet], scope: Scope, other_keys: Mapping[str, str], other_path: str
 ) -> list[Finding]:
@@ -425,7 +431,7 @@ def cross_scope_findings(
         _at(
             b,
             "cross-scope-duplicate",
-            f"Also in {other} memory: {other_keys[b.key]}",
+            cross_scope_message(other, other_keys[b.key]),
             CrossScopeData(
                 note=b.note,
                 scope=scope,

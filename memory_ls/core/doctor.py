@@ -37,7 +37,7 @@ from memory_ls.core.models import (
 from memory_ls.core.notes import ParsedFile
 from memory_ls.core.recall import RecallPlan
 from memory_ls.core.render import trust_summary
-from memory_ls.core.text import MAX_STORE_BYTES, display_path
+from memory_ls.core.text import MAX_STORE_BYTES, display_path, escape_unseen
 
 WITHHELD = "(text withheld: the project is untrusted)"
 """What the doctor shows in place of an untrusted project's note (SPEC §4)."""
@@ -234,7 +234,7 @@ def _scope_lines(name: str, rep: ScopeReport) -> list[str]:
             if all(n == WITHHELD for n in notes):
                 lines.append(f"    {WITHHELD}")  # once, not once per note
             else:
-                lines.extend(f"    - {_clip(n)}" for n in notes)
+                lines.extend(f"    - {escape_unseen(_clip(n))}" for n in notes)
     for p in rep["duplicates"]:
         # Word for word what `check` says on the later line (SPEC §9).
         message = duplicate_message(p["firstLine"], _clip(p["first"]))
@@ -257,7 +257,7 @@ def render_doctor_text(report: DoctorReport) -> str:
     lines += _scope_lines("global", report["global"])
     lines.append("")
     for pair in report["crossScopeDuplicates"]:
-        lines.append(f"in both scopes: {_clip(pair['project'])}")
+        lines.append(f"in both scopes: {escape_unseen(_clip(pair['project']))}")
     lines.append(f"trust: {trust_summary(trust['trusted'], trust['rule'], trust['reason'])}")
     lines.append(
         f"config: inject={'true' if config['inject'] else 'false'}, "
@@ -272,7 +272,7 @@ def render_doctor_text(report: DoctorReport) -> str:
             f"{recall['included']} note(s) in, {len(recall['omitted'])} left out"
         )
         for n in recall["omitted"]:
-            lines.append(f"  left out ({n['scope']}): {_clip(n['text'])}")
+            lines.append(f"  left out ({n['scope']}): {escape_unseen(_clip(n['text']))}")
     else:
         lines.append("recall: off (inject: false)")
     lines.append("")

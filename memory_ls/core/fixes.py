@@ -162,12 +162,17 @@ def merged_text(first: str, second: str) -> str:
 
 def merge_lines(lines: Sequence[str], targets: Sequence[int]) -> list[Edit]:
     """Merge the notes on ``targets`` into the first one (``"a; b; c"``); remove the rest."""
-    bullets = [b for t in sorted(set(targets)) if (b := _bullet(lines, t)) and b.note]
+    bullets = _notes_on(lines, targets)
     if len(bullets) < 2:
         return []
     text = "; ".join(b.note for b in bullets)
     first = Edit(bullets[0].line, bullets[0].start, bullets[0].line, bullets[0].end, text)
     return _join(lines, [b.line for b in bullets[1:]], [first])
+
+
+def _notes_on(lines: Sequence[str], targets: Sequence[int]) -> list[Bullet]:
+    """The notes (not blank bullets) on ``targets``, in file order."""
+    return [b for t in sorted(set(targets)) if (b := _bullet(lines, t)) and b.note]
 
 
 def merge_pair(
@@ -373,11 +378,13 @@ def _duplicate(lines: Sequence[str], line: int, data: DuplicateData) -> list[Fix
 def _wordings(lines: Sequence[str], line: int, data: PairData) -> list[Fix]:
     """Keep either wording of two near-duplicates, or merge them."""
     note, first, first_line = data["note"], data["first"], data["firstLine"]
+    merged = merged_text(first, note)
     return [
-        Fix(f"Keep “{shorten(first)}”", remove_duplicate(lines, line, note)),
-        Fix(f"Keep “{shorten(note)}”", keep_later_wording(lines, line, note, first_line, first)),
-        Fix(
-            f"Merge into “{shorten(merged_text(first, note))}”",
+        Fix(f"Keep “{quoted(first)}”", remove_duplicate(lines, line, note)),
+        Fix(f"Keep “{quoted(note)}”", keep_later_wording(lines, line, note, first_line, first)),
+        _merge(
+            f"Merge into “{quoted(merged)}”",
+            merged,
             merge_pair(lines, line, note, first_line, first),
         ),
     ]
@@ -395,12 +402,11 @@ def _conflict(lines: Sequence[str], line: int, data: ConflictData) -> list[Fix]:
     if data["scope"] == data["otherScope"]:
         earlier, later = (note, other) if line < other_line else (other, note)
         merged = conflict_merge_text(earlier, later)
-        merge = Fix(
+        merge = _merge(
             f"Merge the two notes: “{quoted(merged)}”",
+            merged,
             merge_conflicting(lines, line, note, other_line, other),
         )
-        if merge.edits and (refused := _merge_refusal(merged)):
-            merge = Fix(merge.title, [], refused=refused)
         return [
             Fix(f"Forget this note: “{quoted(note)}”", remove_duplicate(lines, line, note)),
             Fix(
@@ -420,16 +426,20 @@ def _conflict(lines: Sequence[str], line: int, data: ConflictData) -> list[Fix]:
     ]
 
 
-def _merge_refusal(merged: str) -> str | None:
-    """Why the merged note cannot be written: longer than a note may be (SPEC §2). (That
-    no fix takes the store over its cap is the shell's check: it knows the line ends.)"""
+def _merge(title: str, merged: str, edits: list[Edit]) -> Fix:
+    """A merge that writes the note ``merged`` with ``edits``; refused, with why, when
+    ``merged`` is longer than a note may be (SPEC §2: the store would refuse it, and
+    ``too-long`` would flag what the fix wrote). (That no fix takes the store over its
+    cap is the shell's check: it knows the line ends.) Stale data (no edits) stays
+    without edits, so the fix is left out."""
     units = utf16_length(merged)
-    if units > MAX_NOTE_UTF16:
-        return (
-            f"The merged note would be {units} characters, longer than {MAX_NOTE_UTF16}: "
-            "forget one of the two notes, or shorten them first."
-        )
-    return None
+    if not edits or units <= MAX_NOTE_UTF16:
+        return Fix(title, edits)
+    refused = (
+        f"The merged note would be {units} characters, longer than {MAX_NOTE_UTF16}: "
+        "forget one of the notes, or shorten them first."
+    )
+    return Fix(title, [], refused=refused)
 
 
 def _blank(lines: Sequence[str], line: int, _: NoteData) -> list[Fix]:
@@ -549,16 +559,17 @@ def forget_fix(lines: Sequence[str], line: int) -> Fix | None:
     edit = remove_line(lines, line) if b is not None and b.note else None
     if b is None or edit is None:
         return None
-    return Fix(f"Forget “{shorten(b.note)}”", [edit])
+    return Fix(f"Forget “{quoted(b.note)}”", [edit])
 
 
 def merge_fix(lines: Sequence[str], targets: Sequence[int]) -> Fix | None:
-    """Merge the notes on ``targets`` into the first one (:func:`merge_lines`)."""
+    """Merge the notes on ``targets`` into the first one (:func:`merge_lines`); refused
+    when the merged note would be too long."""
     edits = merge_lines(lines, targets)
     if not edits:
         return None
-    count = sum(1 for t in set(targets) if (b := _bullet(lines, t)) and b.note)
-    return Fix(f"Merge the {count} selected notes", edits)
+    notes = [b.note for b in _notes_on(lines, targets)]
+    return _merge(f"Merge the {len(notes)} selected notes", "; ".join(notes), edits)
 
 
 def fix_all_fix(lines: Sequence[str]) -> Fix | None:

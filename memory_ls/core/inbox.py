@@ -97,6 +97,15 @@ def already_proposed_message(proposal: Proposal) -> str:
     return f"Already proposed ({proposal['id']}): {label(proposal)}"
 
 
+BY_MESSAGE = "by must be a string: who proposes."
+"""The refusal of a ``by`` that is given but is not a string (LSP commands; ``null`` is none)."""
+
+
+def check_by(value: object) -> str | None:
+    """Why ``by`` is refused (:data:`BY_MESSAGE`), or ``None``: absent, ``null`` or a string."""
+    return None if value is None or isinstance(value, str) else BY_MESSAGE
+
+
 def clean_by(value: object, default: str) -> str:
     """Who proposed: one line, normalised, without hidden characters (bidi overrides,
     zero-width), at most :data:`MAX_BY` characters; ``default`` when blank.

@@ -16,6 +16,7 @@ from typing import Any
 
 from memory_ls.core.checks import Finding, Related, SimilarData
 from memory_ls.core.notes import Bullet
+from memory_ls.core.text import escape_unseen
 
 DEFAULT_THRESHOLD = 85.0
 
@@ -210,7 +211,8 @@ def pair_finding(first: Bullet, later: Bullet, score: float) -> Finding:
         later.start,
         later.line,
         later.end,
-        f"Similar to the note on line {first.line + 1} ({score:.0f}% alike): {first.note}",
+        f"Similar to the note on line {first.line + 1} ({score:.0f}% alike): "
+        f"{escape_unseen(first.note)}",
         SimilarData(note=later.note, first=first.note, firstLine=first.line, score=score),
         (Related(first.line, first.start, first.end, "Similar note"),),
     )

@@ -7,7 +7,6 @@ comments say where Python's defaults differ from them.
 from __future__ import annotations
 
 import re
-import unicodedata
 from dataclasses import dataclass
 from pathlib import PurePath
 from typing import TypeVar, cast
@@ -34,13 +33,58 @@ NEEDS_REPLACING_RE = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
 TRAILING_PUNCT = ".!?,;:"
 """Trailing punctuation a near-duplicate key drops."""
 
-# Characters that hide text from a human reader but not from a model:
-# zero-width characters, bidirectional controls and Unicode tag characters.
-_HIDDEN_RE = re.compile(
-    "[\u200b\u200c\u200d\u2060\u2061\u2062\u2063\u2064\ufeff\u180e"
-    "\u200e\u200f\u061c\u202a-\u202e\u2066-\u2069"
-    "\U000e0000-\U000e007f]"
+HIDDEN_RANGES: tuple[tuple[int, int], ...] = (
+    (0x061C, 0x061C),  # Arabic letter mark
+    (0x180E, 0x180E),  # Mongolian vowel separator
+    (0x200B, 0x200F),  # zero-width space, (non-)joiner, left-to-right and right-to-left marks
+    (0x202A, 0x202E),  # bidirectional embeddings and overrides
+    (0x2060, 0x2064),  # word joiner, invisible operators
+    (0x2066, 0x2069),  # bidirectional isolates
+    (0xFEFF, 0xFEFF),  # zero-width no-break space
+    (0xE0000, 0xE007F),  # Unicode tags
 )
+"""Characters that hide text from a human reader but not from a model (``hidden-unicode``),
+as inclusive code point ranges."""
+
+UNSEEN_RANGES: tuple[tuple[int, int], ...] = tuple(
+    sorted(
+        (
+            *HIDDEN_RANGES,
+            (0x0000, 0x001F),  # C0 controls (line breaks among them)
+            (0x007F, 0x009F),  # DEL and C1 controls
+            (0x00AD, 0x00AD),  # soft hyphen
+            (0x0600, 0x0605),  # Arabic number signs (format characters)
+            (0x06DD, 0x06DD),
+            (0x070F, 0x070F),
+            (0x0890, 0x0891),
+            (0x08E2, 0x08E2),
+            (0x2028, 0x2029),  # line and paragraph separators
+            (0x206A, 0x206F),  # deprecated format characters
+            (0xFFF9, 0xFFFB),  # interlinear annotation
+            (0x110BD, 0x110BD),
+            (0x110CD, 0x110CD),
+            (0x13430, 0x1343F),  # Egyptian hieroglyph format controls
+            (0x1BCA0, 0x1BCA3),  # shorthand format controls
+            (0x1D173, 0x1D17A),  # musical symbol format characters
+        )
+    )
+)
+"""What a reader cannot see for what it is, as inclusive code point ranges: controls,
+every format character (Unicode 15.1's category Cf: bidi, zero-width, tags, …) and the
+line and paragraph separators. :func:`escape_unseen` escapes these (and lone
+surrogates). The one definition: the VS Code client (``vscode-client/src/inbox.ts``)
+and the Neovim helper (``editors/nvim/lua/memory_ls/init.lua``) hold copies, which
+``tests/editors/test_hidden_characters.py`` checks against this one."""
+
+
+def _class_of(ranges: tuple[tuple[int, int], ...]) -> str:
+    """A regular expression character class matching ``ranges``."""
+    return "[" + "".join(f"{re.escape(chr(lo))}-{re.escape(chr(hi))}" for lo, hi in ranges) + "]"
+
+
+_HIDDEN_RE = re.compile(_class_of(HIDDEN_RANGES))
+# A lone surrogate (a path byte that is not UTF-8) cannot be seen for what it is either.
+_UNSEEN_RE = re.compile(_class_of((*UNSEEN_RANGES, (0xD800, 0xDFFF))))
 
 
 def normalise(text: str) -> str:
@@ -120,10 +164,6 @@ def remove_hidden(text: str) -> str:
     return _HIDDEN_RE.sub("", text)
 
 
-# Unicode categories a reader cannot see for what they are: controls (line
-# breaks among them), format characters (bidi, zero-width, tags), lone
-# surrogates (a path byte that is not UTF-8) and the line/paragraph separators.
-_UNSEEN_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
 _NAMED_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
@@ -141,21 +181,21 @@ def display_path(path: str | PurePath) -> str:
 
 
 def escape_unseen(text: str) -> str:
-    """``text`` with what could forge a line or hide text escaped (see :func:`display_path`).
+    """``text`` with what could forge a line or hide text escaped (see :func:`display_path`):
+    each character of :data:`UNSEEN_RANGES` (and each lone surrogate).
 
-    For any text shown to a person who must judge it (a proposal under review)
-    as well as for paths.
+    For any text shown to a person who must judge it (a proposal under review, a note
+    quoted in a diagnostic, a fix's title or the doctor's report) as well as for paths.
     """
     if text.isascii() and text.isprintable():
         return text  # the common case: nothing to escape
-    return "".join(_escape_unseen(char) for char in text)
+    return _UNSEEN_RE.sub(_escape_unseen, text)
 
 
-def _escape_unseen(char: str) -> str:
+def _escape_unseen(match: re.Match[str]) -> str:
+    char = match.group()
     if char in _NAMED_ESCAPES:
         return _NAMED_ESCAPES[char]
-    if unicodedata.category(char) not in _UNSEEN_CATEGORIES and not _HIDDEN_RE.match(char):
-        return char
     code = ord(char)
     if code < 0x100:
         return f"\\x{code:02x}"

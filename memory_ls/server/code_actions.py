@@ -79,22 +79,35 @@ def code_action(ls: MemoryServer, params: lsp.CodeActionParams) -> list[lsp.Code
                     continue
                 if found is not None:
                     fix = _within_cap(doc, fix)
-                if fix.refused is None:
-                    actions.append(_edit_action(ls, doc, fix, QUICKFIX, diag))
-                elif ls.capability("text_document.code_action.disabled_support"):
-                    # Shown, greyed out, with why (a merge that would make too long a note).
-                    disabled = lsp.CodeActionDisabled(reason=fix.refused)
-                    actions.append(
-                        lsp.CodeAction(
-                            title=fix.title, kind=QUICKFIX, diagnostics=[diag], disabled=disabled
-                        )
-                    )
+                if (action := _offered(ls, doc, fix, QUICKFIX, diag)) is not None:
+                    actions.append(action)
     if found is None:
         return actions  # an instruction file: its export-stale fix, nothing else
     actions.extend(_note_actions(ls, doc, params.range, only))
     if _wanted(FIX_ALL, only) and (fix_all := fixes.fix_all_fix(doc.lines)) is not None:
         actions.append(_edit_action(ls, doc, fix_all, FIX_ALL))
     return actions
+
+
+def _offered(
+    ls: MemoryServer,
+    doc: MemoryDocument,
+    fix: Fix,
+    kind: str,
+    diagnostic: lsp.Diagnostic | None = None,
+) -> lsp.CodeAction | None:
+    """The action for ``fix``; a refused fix is shown greyed out with why (a merge that
+    would make too long a note) where the client shows disabled actions, else left out."""
+    if fix.refused is None:
+        return _edit_action(ls, doc, fix, kind, diagnostic)
+    if not ls.capability("text_document.code_action.disabled_support"):
+        return None
+    return lsp.CodeAction(
+        title=fix.title,
+        kind=kind,
+        diagnostics=None if diagnostic is None else [diagnostic],
+        disabled=lsp.CodeActionDisabled(reason=fix.refused),
+    )
 
 
 def _within_cap(doc: MemoryDocument, fix: Fix) -> Fix:
@@ -205,8 +218,8 @@ def _note_actions(
             out.append(lsp.CodeAction(title=title, kind=MOVE, command=command))
     elif _wanted(REWRITE, only):
         merge = fixes.merge_fix(doc.lines, [b.line for b in notes])
-        if merge is not None:
-            out.append(_edit_action(ls, doc, merge, REWRITE))
+        if merge is not None and (action := _offered(ls, doc, merge, REWRITE)) is not None:
+            out.append(action)
     return out
 
 

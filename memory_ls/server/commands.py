@@ -39,6 +39,7 @@ from memory_ls.core.bridges import (
     check_message,
     plan_import,
 )
+from memory_ls.core.inbox import check_by
 from memory_ls.core.merge import merge_notes
 from memory_ls.core.models import ExportResult, ImportResult, MemoryResult, Scope, SyncResult
 from memory_ls.core.render import sync_summary
@@ -95,6 +96,7 @@ CLEAR_CANNOT_ASK = (
     "(window/showMessageRequest); nothing was changed."
 )
 CLEAR_DECLINED = "memory.clear was not confirmed; nothing was changed."
+URI_MESSAGE = "uri must be a string: a workspace folder or a file in it (a file URI or a path)."
 
 
 def argument(command: str, args: tuple[Any, ...]) -> dict[str, Any]:
@@ -118,23 +120,32 @@ def runtime_for(
     picks nothing: the answer is then the command's ``MemoryResult`` error, so
     no project is ever created from a typo (SPEC §1). The store of a project
     whose ``.pi`` leads out of it is judged first: it names that project, and
-    gets its exact refusal, even when the link dangles.
+    gets its exact refusal, even when the link dangles. A ``uri`` that is not a string
+    (``null`` is no ``uri``) is refused, not ignored: the command must not run on the
+    default project instead of the one its caller meant.
     """
     uri = arg.get("uri")
+    if uri is not None and not isinstance(uri, str):
+        return _refused(ls, command, arg, URI_MESSAGE)
     path: Path | None = None
-    if isinstance(uri, str) and uri:
+    if uri:
         fs = path_of_uri(uri) if "://" in uri else uri
         path = Path(fs) if fs else None
     if path is None or refused_project_store(path) is not None:
         return ls.projects.runtime_for_uri_path(path)
     missing = ls.projects.missing_project(path)
     if missing is not None:
-        scope, _ = check_scope(arg.get("scope"))
-        result = ls.projects.default_runtime().result(command.removeprefix("memory."), scope)
-        result["project"] = []  # the default project's notes are not this uri's
-        result["error"] = missing
-        return result
+        return _refused(ls, command, arg, missing)
     return ls.projects.runtime_for_uri_path(path)
+
+
+def _refused(ls: MemoryServer, command: str, arg: Mapping[str, Any], error: str) -> MemoryResult:
+    """The ``MemoryResult`` error of a command whose ``uri`` picks no project."""
+    scope, _ = check_scope(arg.get("scope"))
+    result = ls.projects.default_runtime().result(command.removeprefix("memory."), scope)
+    result["project"] = []  # the default project's notes are not this uri's
+    result["error"] = error
+    return result
 
 
 async def execute(ls: MemoryServer, command: str, args: tuple[Any, ...]) -> Any:
@@ -258,7 +269,7 @@ async def _import(ls: MemoryServer, runtime: MemoryRuntime, arg: dict[str, Any])
     scope, scope_error = check_scope(arg.get("scope"))
     propose = arg.get("propose", False)
     propose_error = None if isinstance(propose, bool) else PROPOSE_MESSAGE
-    error = error or format_error or scope_error or propose_error
+    error = error or format_error or scope_error or propose_error or check_by(arg.get("by"))
     if error is None:
         files = read_import_files([_path_field(runtime, n) for n in names], fmt)
         error = files.error

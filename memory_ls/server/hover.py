@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 from lsprotocol import types as lsp
 
 from memory_ls.core.recall import note_cost, note_recall
+from memory_ls.core.text import escape_unseen
 from memory_ls.server.edits import text_range
 
 if TYPE_CHECKING:
@@ -50,7 +51,7 @@ def hover(ls: MemoryServer, params: lsp.HoverParams) -> lsp.Hover | None:
             )
         other = ls.projects.other_keys(state.info.runtime, scope)
         if b.key in other:
-            parts.append(f"Also in the other scope: {other[b.key]}")
+            parts.append(f"Also in the other scope: {escape_unseen(other[b.key])}")
     same = [i + 1 for i in doc.key_lines.get(b.key, []) if i != b.line]
     if same:
         parts.append("Same note (near-duplicate) on line " + ", ".join(map(str, same)) + ".")

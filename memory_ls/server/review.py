@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types as lsp
 
-from memory_ls.core.actions import SCOPE_MESSAGE, Change, Request, check_scope
+from memory_ls.core.actions import SCOPE_MESSAGE, Change, Request, check_scope, read_request
 from memory_ls.core.checks import Finding, proposal_findings
-from memory_ls.core.inbox import clean_by, parse_inbox
+from memory_ls.core.inbox import check_by, clean_by, parse_inbox
 from memory_ls.core.models import (
     SCOPES,
     InboxCounts,
@@ -224,6 +224,9 @@ async def execute(ls: MemoryServer, runtime: MemoryRuntime, name: str, arg: dict
     if name == "inbox":
         return review.listing()[0]
     if name == "propose":
+        if (by_error := check_by(arg.get("by"))) is not None:
+            request, error = read_request(arg.get("action"), arg)
+            return runtime.result(request.action, request.scope, error=error or by_error)
         by = clean_by(arg.get("by"), ls.client_name)
         fields = {k: v for k, v in arg.items() if k not in ("action", "by", "uri")}
         # In a worker thread, as every write: waiting for another process's lock must

@@ -175,27 +175,17 @@ class Review:
             return result, result_text(result)
         seed = os.urandom(8).hex()
         at = utc_now()
-        store_path, path = runtime.paths[scope], self.path(scope)
 
-        def locked() -> Proposed:
-            with self._locked(scope) as folder:
-                store = read_store(store_path, folder)
-                inbox = read_store(path, folder)
-                refused = store.mutation_error or inbox.mutation_error
-                if refused:
-                    waiting = len(parse_inbox(inbox.content).proposals)
-                    return Proposed(inbox.content, False, waiting=waiting, error=refused)
-                out = propose_inbox(store.content, inbox.content, request, by, at, seed)
-                if out.queued:
-                    write_inbox(path, out.inbox, folder)
-                return out
+        def planned(store: str, inbox: str) -> tuple[Proposed, str | None]:
+            out = propose_inbox(store, inbox, request, by, at, seed)
+            return out, out.inbox if out.queued else None
 
-        if not store_path.parent.exists():
+        if not runtime.paths[scope].parent.exists():
             # Nothing to lock yet: a proposal that queues nothing creates no folder.
-            dry = propose_inbox("", "", request, by, at, seed)
-            out = dry if not dry.queued else self._guarded(scope, locked)
+            dry, _ = planned("", "")
+            out = dry if not dry.queued else self._with_inbox(scope, planned)
         else:
-            out = self._guarded(scope, locked)
+            out = self._with_inbox(scope, planned)
         result = runtime.result(
             request.action,
             scope,
@@ -230,42 +220,57 @@ class Review:
         if refusal:
             return plan_import("", candidates).refused_whole(refusal), None
         seed, at = os.urandom(8).hex(), utc_now()
-        store_path, path = runtime.paths[scope], self.path(scope)
         plans: list[ProposalImportPlan] = []
 
-        def planned(store: str, inbox: str) -> str | None:
+        def planned(store: str, inbox: str) -> tuple[Proposed, str | None]:
             plan = plan_import_proposals(store, inbox, candidates, by, at, seed)
             plans.append(plan)
+            error = None
             if plan.full:
-                return full_message(scope)
-            if plan.changed and plan.size > MAX_STORE_BYTES:
-                return oversize_message(path, plan.size)
-            return None
-
-        def locked() -> Proposed:
-            with self._locked(scope) as folder:
-                store = read_store(store_path, folder)
-                inbox = read_store(path, folder)
-                refused = store.mutation_error or inbox.mutation_error
-                if refused:
-                    return Proposed(inbox.content, False, error=refused)
-                error = planned(store.content, inbox.content)
-                if error is None and plans[-1].changed:
-                    write_inbox(path, plans[-1].inbox, folder)
-                return Proposed(inbox.content, False, error=error)
+                error = full_message(scope)
+            elif plan.changed and plan.size > MAX_STORE_BYTES:
+                error = oversize_message(self.path(scope), plan.size)
+            write = plan.inbox if error is None and plan.changed else None
+            return Proposed(inbox, False, error=error), write
 
         out: Proposed | None = None
-        if not store_path.parent.exists():
+        if not runtime.paths[scope].parent.exists():
             # Nothing to lock yet: an import that queues nothing creates no folder.
-            error = planned("", "")
-            if error is not None or not plans[-1].changed:
-                out = Proposed("", False, error=error)
+            dry, write = planned("", "")
+            if write is None:
+                out = dry
         if out is None:
-            out = self._guarded(scope, locked)
+            out = self._with_inbox(scope, planned)
         plan = plans[-1] if plans else plan_import_proposals("", "", candidates, by, at, seed)
         if out.error:
             return plan.refused_whole(out.error), plan
         return plan.result(), plan
+
+    def _with_inbox(
+        self, scope: Scope, plan: Callable[[str, str], tuple[Proposed, str | None]]
+    ) -> Proposed:
+        """Under the store's lock, read the store and the inbox, ask ``plan`` (given their
+        texts) what to answer and what the inbox becomes (``None``: no write), and write it.
+
+        The one locked read-plan-write of proposing and of ``import --propose``. A store
+        or inbox that cannot be changed (symlink, invalid UTF-8, too large) refuses it
+        before ``plan`` is asked: the answer is that refusal, nothing queued and no count
+        (a refused proposal reports no ``waiting``). An I/O failure is a refusal too.
+        """
+
+        def locked() -> Proposed:
+            with self._locked(scope) as folder:
+                store = read_store(self.runtime.paths[scope], folder)
+                inbox = read_store(self.path(scope), folder)
+                refused = store.mutation_error or inbox.mutation_error
+                if refused:
+                    return Proposed(inbox.content, False, error=refused)
+                out, write = plan(store.content, inbox.content)
+                if write is not None:
+                    write_inbox(self.path(scope), write, folder)
+                return out
+
+        return self._guarded(scope, locked)
 
     def _guarded(self, scope: Scope, run: Callable[[], Proposed]) -> Proposed:
         """Run a locked operation; an I/O failure is a refusal, not a crash."""

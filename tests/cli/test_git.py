@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from memory_ls.core.text import HEADER
-from tests.conftest import Workspace, run_cli, store_text
+from tests.conftest import CLI_TIMEOUT, Workspace, run_cli, store_text
 from tests.unit.test_schemas import validate
 
 if shutil.which("git") is None:  # pragma: no cover - the CI image installs git
@@ -62,25 +62,57 @@ def notes(path: Path) -> list[str]:
     return [line[2:] for line in path.read_text().splitlines() if line.startswith("- ")]
 
 
+def in_git(
+    workspace: Workspace,
+    *args: str,
+    cwd: Path | None = None,
+    env: dict[str, str] | None = None,
+    timeout: float = CLI_TIMEOUT,
+) -> subprocess.CompletedProcess[str]:
+    """``memory-ls ARGS`` (the one CLI runner) in the project, or ``cwd``, with the private
+    git config (:func:`git_env`, or ``env``) and this memory-ls on ``PATH``."""
+    return run_cli(*args, cwd=cwd or workspace.root, env=env or git_env(workspace), timeout=timeout)
+
+
+def sides(folder: Path, base: str, current: str, other: str) -> tuple[Path, Path, Path]:
+    """The three files git hands the merge driver (``%O %A %B``), written in ``folder``."""
+    paths = (folder / "base", folder / "current", folder / "other")
+    for path, text in zip(paths, (base, current, other), strict=True):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return paths
+
+
+def published(env: dict[str, str], remote: Path, clone: Path, name: str, text: str) -> None:
+    """A bare ``remote`` and its ``clone`` on ``main``, whose first commit (the file ``name``
+    holding ``text``) is pushed."""
+    git(env, remote.parent, "init", "-q", "--bare", str(remote))
+    git(env, remote.parent, "clone", "-q", str(remote), str(clone))
+    (clone / name).write_text(text)
+    git(env, clone, "add", name)
+    git(env, clone, "commit", "-qm", "start")
+    git(env, clone, "push", "-qu", "origin", "main")
+
+
 # -- the merge driver on its own ----------------------------------------------------------
 
 
 def test_merge_file_writes_the_clean_merge_into_current(workspace: Workspace) -> None:
-    base = workspace.write(workspace.root / "base", store_text("a", "b"))
-    current = workspace.write(workspace.root / "current", store_text("a", "b", "c"))
-    other = workspace.write(workspace.root / "other", store_text("b", "Use pnpm"))
+    base, current, other = sides(
+        workspace.root, store_text("a", "b"), store_text("a", "b", "c"), store_text("b", "Use pnpm")
+    )
     r = workspace.cli("merge-file", str(base), str(current), str(other))
     assert r.returncode == 0, r.stderr
     assert current.read_text() == store_text("b", "c", "Use pnpm")
 
 
+PROSE_CHANGED = tuple(f"{HEADER}\n\n{prose}\n\n- a\n" for prose in ("intro", "mine", "theirs"))
+"""Merge-file inputs whose prose both sides changed: left to git, conflict markers."""
+
+
 def test_merge_file_leaves_prose_changed_on_both_sides_to_git(workspace: Workspace) -> None:
-    workspace.write(workspace.root / "base", f"{HEADER}\n\nintro\n\n- a\n")
-    current = workspace.write(workspace.root / "current", f"{HEADER}\n\nmine\n\n- a\n")
-    workspace.write(workspace.root / "other", f"{HEADER}\n\ntheirs\n\n- a\n")
-    r = run_cli(
-        "merge-file", "base", "current", "other", cwd=workspace.root, env=git_env(workspace)
-    )
+    _, current, _ = sides(workspace.root, *PROSE_CHANGED)
+    r = in_git(workspace, "merge-file", "base", "current", "other")
     assert r.returncode == 1
     assert "both sides changed the lines around the notes" in r.stderr
     text = current.read_text()
@@ -92,18 +124,8 @@ def test_merge_file_with_relative_paths_in_a_folder_leaves_conflict_markers(
 ) -> None:
     # Run by hand from elsewhere: git merge-file must get paths that still name the files,
     # and a git merge-file that failed must not pass for a conflict it never marked.
-    folder = workspace.root / "sub"
-    workspace.write(folder / "base", f"{HEADER}\n\nintro\n\n- a\n")
-    current = workspace.write(folder / "current", f"{HEADER}\n\nmine\n\n- a\n")
-    workspace.write(folder / "other", f"{HEADER}\n\ntheirs\n\n- a\n")
-    r = run_cli(
-        "merge-file",
-        "sub/base",
-        "sub/current",
-        "sub/other",
-        cwd=workspace.root,
-        env=git_env(workspace),
-    )
+    _, current, _ = sides(workspace.root / "sub", *PROSE_CHANGED)
+    r = in_git(workspace, "merge-file", "sub/base", "sub/current", "sub/other")
     assert r.returncode == 1, r.stderr
     text = current.read_text()
     assert "<<<<<<< current" in text and "theirs" in text and ">>>>>>> other" in text
@@ -111,14 +133,9 @@ def test_merge_file_with_relative_paths_in_a_folder_leaves_conflict_markers(
 
 def test_merge_file_over_the_cap_is_left_to_git(workspace: Workspace) -> None:
     big = ["n" * 400 + str(i) for i in range(340)]
-    base = workspace.write(workspace.root / "base", store_text())
-    current = workspace.write(workspace.root / "current", store_text(*big))
-    other = workspace.write(
-        workspace.root / "other", store_text(*(n.replace("n", "o") for n in big))
-    )
-    r = run_cli(
-        "merge-file", "base", "current", "other", cwd=workspace.root, env=git_env(workspace)
-    )
+    other_big = store_text(*(n.replace("n", "o") for n in big))
+    base, current, other = sides(workspace.root, store_text(), store_text(*big), other_big)
+    r = in_git(workspace, "merge-file", "base", "current", "other")
     assert r.returncode == 1
     assert "262144-byte limit" in r.stderr
     assert "<<<<<<<" in current.read_text()
@@ -130,14 +147,12 @@ def test_merge_file_refuses_a_fifo_or_a_device_without_hanging(
     workspace: Workspace, which: str
 ) -> None:
     # SPEC §8: a FIFO or device given to any verb is refused, never opened for reading.
-    paths = {
-        name: workspace.write(workspace.root / name, store_text("a"))
-        for name in ("base", "current", "other")
-    }
+    three = sides(workspace.root, *[store_text("a")] * 3)
+    paths = dict(zip(("base", "current", "other"), three, strict=True))
     os.mkfifo(workspace.root / "fifo")
     for odd in (workspace.root / "fifo", Path("/dev/zero")):
         args = [str(odd) if name == which else str(path) for name, path in paths.items()]
-        r = run_cli("merge-file", *args, cwd=workspace.root, env=git_env(workspace), timeout=20)
+        r = in_git(workspace, "merge-file", *args, timeout=20)
         assert r.returncode == 1, r.stderr
         assert "not a regular file" in r.stderr and "Traceback" not in r.stderr
     assert paths["current"].read_text() == store_text("a")
@@ -149,18 +164,10 @@ def test_merge_file_refuses_a_symlinked_current_and_writes_nothing_through_it(
     # git hands the driver a temporary regular file; a link would make it write elsewhere.
     outside = tmp_path / "outside.txt"
     outside.write_text("not a memory file\n")
-    base = workspace.write(workspace.root / "base", store_text("a"))
-    other = workspace.write(workspace.root / "other", store_text("a", "b"))
-    current = workspace.root / "current"
+    base, current, other = sides(workspace.root, store_text("a"), "", store_text("a", "b"))
+    current.unlink()
     current.symlink_to(outside)
-    r = run_cli(
-        "merge-file",
-        str(base),
-        str(current),
-        str(other),
-        cwd=workspace.root,
-        env=git_env(workspace),
-    )
+    r = in_git(workspace, "merge-file", str(base), str(current), str(other))
     assert r.returncode == 1
     assert "symlink" in r.stderr and "Traceback" not in r.stderr
     assert outside.read_text() == "not a memory file\n"
@@ -171,14 +178,7 @@ def test_merge_file_names_a_missing_file_or_a_folder_plainly(workspace: Workspac
     base = workspace.write(workspace.root / "base", store_text("a"))
     (workspace.root / "folder").mkdir()
     for current in ("missing", "folder"):
-        r = run_cli(
-            "merge-file",
-            str(base),
-            current,
-            str(base),
-            cwd=workspace.root,
-            env=git_env(workspace),
-        )
+        r = in_git(workspace, "merge-file", str(base), current, str(base))
         assert r.returncode == 1
         assert current in r.stderr and "Traceback" not in r.stderr
 
@@ -197,13 +197,13 @@ def test_git_setup_keeps_a_crlf_gitattributes_crlf(workspace: Workspace) -> None
     env = fresh_repo(workspace)
     attributes = workspace.root / ".gitattributes"
     attributes.write_bytes(b"*.txt text\r\n*.png binary\r\n")
-    r = run_cli("git-setup", cwd=workspace.root, env=env)
+    r = in_git(workspace, "git-setup", env=env)
     assert r.returncode == 0, r.stderr
     assert attributes.read_bytes() == (
         b"*.txt text\r\n*.png binary\r\n"
         b".pi/memory.md merge=memory-ls\r\n.pi/memory.inbox.jsonl merge=union\r\n"
     )
-    again = run_cli("git-setup", cwd=workspace.root, env=env)
+    again = in_git(workspace, "git-setup", env=env)
     assert again.returncode == 0 and "nothing changed" in again.stdout
 
 
@@ -218,7 +218,7 @@ def test_git_setup_refuses_a_symlinked_or_fifo_gitattributes(
     outside = tmp_path / "bashrc"
     outside.write_text("# rc\n")
     attributes.symlink_to(outside)
-    r = run_cli("git-setup", cwd=workspace.root, env=env)
+    r = in_git(workspace, "git-setup", env=env)
     assert r.returncode == 1 and "symlink" in r.stderr and "Traceback" not in r.stderr
     assert outside.read_text() == "# rc\n"
     assert (
@@ -226,7 +226,7 @@ def test_git_setup_refuses_a_symlinked_or_fifo_gitattributes(
     )
     attributes.unlink()
     os.mkfifo(attributes)
-    r = run_cli("git-setup", cwd=workspace.root, env=env, timeout=20)
+    r = in_git(workspace, "git-setup", env=env, timeout=20)
     assert r.returncode == 1 and "not a regular file" in r.stderr
 
 
@@ -235,7 +235,7 @@ def test_git_setup_in_a_repository_whose_path_is_not_utf8(workspace: Workspace) 
     root = Path(os.fsdecode(bytes(workspace.root.parent) + b"/caf\xe9 repo"))
     root.mkdir()
     git(env, root, "init", "-q")
-    r = run_cli("git-setup", cwd=root, env=env)
+    r = in_git(workspace, "git-setup", cwd=root, env=env)
     assert r.returncode == 0, r.stderr
     assert (root / ".gitattributes").read_text().startswith(".pi/memory.md merge=memory-ls\n")
     check = git(env, root, "check-attr", "merge", ".pi/memory.md")
@@ -248,14 +248,12 @@ def test_git_setup_in_a_repository_whose_path_is_not_utf8(workspace: Workspace) 
 @pytest.fixture
 def project_repo(workspace: Workspace) -> dict[str, str]:
     """The workspace's project as a real repository with git-setup done and a first store."""
-    env = git_env(workspace)
-    shutil.rmtree(workspace.root / ".git")
-    git(env, workspace.root, "init", "-q")
-    r = run_cli("git-setup", cwd=workspace.root, env=env)
+    env = fresh_repo(workspace)
+    r = in_git(workspace, "git-setup", env=env)
     assert r.returncode == 0, r.stderr
     assert ".pi/memory.md merge=memory-ls" in r.stdout
     assert "merge.memory-ls.driver 'memory-ls merge-file %O %A %B'" in r.stdout
-    again = run_cli("git-setup", cwd=workspace.root, env=env)
+    again = in_git(workspace, "git-setup", env=env)
     assert again.returncode == 0 and "nothing changed" in again.stdout
     assert (workspace.root / ".gitattributes").read_text() == (
         ".pi/memory.md merge=memory-ls\n.pi/memory.inbox.jsonl merge=union\n"
@@ -267,7 +265,7 @@ def project_repo(workspace: Workspace) -> dict[str, str]:
 
 
 def cli_in(workspace: Workspace, env: dict[str, str], *args: str) -> None:
-    r = run_cli(*args, cwd=workspace.root, env=env)
+    r = in_git(workspace, *args, env=env)
     assert r.returncode == 0, (args, r.stderr)
 
 
@@ -329,7 +327,7 @@ class Machine:
         return self.agent_dir / "memory.md"
 
     def cli(self, *args: str) -> subprocess.CompletedProcess[str]:
-        return run_cli(*args, cwd=self.clone, env=self.env)
+        return in_git(self.workspace, *args, cwd=self.clone, env=self.env)
 
     def add(self, *texts: str) -> None:
         for text in texts:
@@ -355,15 +353,9 @@ class Machine:
 def machines(workspace: Workspace, tmp_path: Path) -> tuple[Machine, Machine]:
     """A bare remote and two clones of it, each a machine with its agent dir in the clone."""
     env = git_env(workspace)
-    remote = tmp_path / "remote.git"
-    git(env, tmp_path, "init", "-q", "--bare", str(remote))
-    first = tmp_path / "laptop"
-    git(env, tmp_path, "clone", "-q", str(remote), str(first))
+    remote, first = tmp_path / "remote.git", tmp_path / "laptop"
+    published(env, remote, first, "README", "dotfiles\n")
     (first / "agent").mkdir()
-    (first / "README").write_text("dotfiles\n")
-    git(env, first, "add", "README")
-    git(env, first, "commit", "-qm", "dotfiles")
-    git(env, first, "push", "-qu", "origin", "main")
     second = tmp_path / "desktop"
     git(env, tmp_path, "clone", "-q", str(remote), str(second))
     (second / "agent").mkdir(exist_ok=True)
@@ -545,8 +537,7 @@ def test_a_commit_refused_by_a_hook_leaves_the_index_as_it_was(
 
 
 def test_sync_refuses_without_a_work_tree_quoting_git(workspace: Workspace) -> None:
-    env = git_env(workspace)
-    r = run_cli("sync", cwd=workspace.home, env=env)
+    r = in_git(workspace, "sync", cwd=workspace.home)
     assert r.returncode == 1
     assert "Cannot sync the global store" in r.stderr
     assert "is not in a git work tree" in r.stderr and "not a git repository" in r.stderr
@@ -557,7 +548,7 @@ def test_sync_refuses_without_an_upstream_quoting_git(workspace: Workspace) -> N
     git(env, workspace.agent_dir, "init", "-q")
     git(env, workspace.agent_dir, "commit", "-q", "--allow-empty", "-m", "start")
     workspace.write("global", ["kept"])
-    r = run_cli("sync", cwd=workspace.home, env=env)
+    r = in_git(workspace, "sync", cwd=workspace.home, env=env)
     assert r.returncode == 1
     assert "has no upstream" in r.stderr and "no upstream configured" in r.stderr
     assert workspace.text("global") == store_text("kept")
@@ -565,9 +556,7 @@ def test_sync_refuses_without_an_upstream_quoting_git(workspace: Workspace) -> N
 
 
 def test_sync_of_an_untrusted_project_is_refused(workspace: Workspace) -> None:
-    r = run_cli(
-        "sync", "--scope", "project", "--untrusted", cwd=workspace.root, env=git_env(workspace)
-    )
+    r = in_git(workspace, "sync", "--scope", "project", "--untrusted")
     assert r.returncode == 1
     assert "untrusted project" in r.stderr
 
@@ -577,17 +566,12 @@ def test_sync_of_the_project_store_commits_only_its_store(
 ) -> None:
     env = git_env(workspace)
     remote = tmp_path / "project.git"
-    git(env, tmp_path, "init", "-q", "--bare", str(remote))
     shutil.rmtree(workspace.root)
-    git(env, tmp_path, "clone", "-q", str(remote), str(workspace.root))
-    (workspace.root / "README").write_text("hello\n")
-    git(env, workspace.root, "add", "README")
-    git(env, workspace.root, "commit", "-qm", "start")
-    git(env, workspace.root, "push", "-qu", "origin", "main")
+    published(env, remote, workspace.root, "README", "hello\n")
     (workspace.root / "README").write_text("work in progress\n")
     git(env, workspace.root, "add", "README")  # staged, and not the store's business
     cli_in(workspace, env, "add", "project fact")
-    r = run_cli("sync", "--scope", "project", "--trusted", "--json", cwd=workspace.root, env=env)
+    r = in_git(workspace, "sync", "--scope", "project", "--trusted", "--json", env=env)
     assert r.returncode == 0, r.stderr
     result = json.loads(r.stdout)
     assert result["scope"] == "project" and result["pushed"] is True

@@ -74,6 +74,14 @@ async def test_bad_arguments(start, workspace):
     with pytest.raises(JsonRpcInvalidParams):
         await s.command("memory.list", "text")
     assert not workspace.project_store.exists()
+    # An optional field of the wrong type is refused too, never ignored: a forget whose
+    # uri is a number must not forget the note from the first workspace folder's store.
+    await s.command("memory.add", {"text": "keep me"})
+    r = await s.command("memory.forget", {"text": "keep me", "uri": 42})
+    assert r.get("error", "").startswith("uri must be a string") and r["changed"] is False
+    r = await s.command("memory.propose", {"action": "forget", "text": "keep me", "by": 7})
+    assert r.get("error") == "by must be a string: who proposes."
+    assert notes_on_disk(workspace.project_store) == ["keep me"]
 
 
 async def test_read_only_and_untrusted(start, workspace):

@@ -8,13 +8,22 @@ note only; each quick fix works when applied; ``memoryLs.severity`` re-levels or
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
 from lsprotocol import types as lsp
 
 from tests.conftest import store_text
 
-from .conftest import PRESETS, apply_text_edits, code_actions, command_of, edits_for, uri_of
+from .conftest import (
+    PRESETS,
+    Session,
+    apply_text_edits,
+    code_actions,
+    command_of,
+    edits_for,
+    uri_of,
+)
 
 WARNING, INFORMATION = lsp.DiagnosticSeverity.Warning, lsp.DiagnosticSeverity.Information
 NOTES = ["Use pnpm for installs", "keep commits small", "Never use pnpm for installs."]
@@ -33,12 +42,25 @@ def notes_of(text: str) -> list[str]:
     return [line[2:] for line in text.splitlines() if line.startswith("- ")]
 
 
+ACROSS_GLOBAL = ["Never use tabs", "keep it short"]
+ACROSS_PROJECT = ["use tabs", "keep commits small"]
+"""Stores whose project note (line 2) conflicts with the global note (line 2)."""
+
+
+async def opened(
+    start: Any, preset: str = "visual-studio-code", *lines: int, **options: Any
+) -> tuple[Session, str, dict[int, lsp.Diagnostic]]:
+    """The workspace served to ``preset`` (``options`` to ``start``) with its project store
+    open, and the store's conflicts once they are on exactly ``lines``."""
+    s = await start(preset, **options)
+    uri = s.open(s.workspace.project_store)
+    return s, uri, conflicts(await s.wait_for(uri, has_conflicts(*lines)))
+
+
 @pytest.mark.parametrize("preset", PRESETS)
 async def test_a_conflict_in_one_store_is_a_warning_on_both_notes(start, workspace, preset):
     workspace.write("project", NOTES)
-    s = await start(preset)
-    uri = s.open(workspace.project_store)
-    found = conflicts(await s.wait_for(uri, has_conflicts(2, 4)))
+    s, uri, found = await opened(start, preset, 2, 4)
     assert {line: d.severity for line, d in found.items()} == {2: WARNING, 4: WARNING}
     assert found[2].source == "memory"
     assert found[2].message.startswith("Conflicts with the note on line 5 about pnpm")
@@ -59,12 +81,11 @@ async def test_a_conflict_in_one_store_is_a_warning_on_both_notes(start, workspa
 
 
 async def test_a_conflict_across_scopes_is_information_on_the_project_note_only(start, workspace):
-    workspace.write("global", ["Never use tabs", "keep it short"])
-    workspace.write("project", ["use tabs", "keep commits small"])
-    s = await start("visual-studio-code")
-    project = s.open(workspace.project_store)
+    workspace.write("global", ACROSS_GLOBAL)
+    workspace.write("project", ACROSS_PROJECT)
+    s, project, found = await opened(start, "visual-studio-code", 2)
     glob = s.open(workspace.global_store)
-    (d,) = conflicts(await s.wait_for(project, has_conflicts(2))).values()
+    (d,) = found.values()
     assert d.severity == INFORMATION
     assert "global note about tabs" in d.message and "the project note wins" in d.message
     (info,) = d.related_information or []
@@ -82,9 +103,7 @@ async def test_a_conflict_across_scopes_is_information_on_the_project_note_only(
 @pytest.mark.parametrize("index", [0, 1, 2])
 async def test_each_quick_fix_in_one_store(start, workspace, index):
     workspace.write("project", NOTES)
-    s = await start("visual-studio-code")
-    uri = s.open(workspace.project_store)
-    found = conflicts(await s.wait_for(uri, has_conflicts(2, 4)))
+    s, uri, found = await opened(start, "visual-studio-code", 2, 4)
     actions = await code_actions(s, uri, 2, only=["quickfix"], diagnostics=[found[2]])
     actions = [a for a in actions if isinstance(a, lsp.CodeAction) and a.edit is not None]
     assert [a.title.split(":")[0] for a in actions] == [
@@ -105,11 +124,10 @@ async def test_each_quick_fix_in_one_store(start, workspace, index):
 
 
 async def test_quick_fixes_across_scopes(start, workspace):
-    workspace.write("global", ["Never use tabs", "keep it short"])
-    workspace.write("project", ["use tabs", "keep commits small"])
-    s = await start("visual-studio-code")
-    uri = s.open(workspace.project_store)
-    (d,) = conflicts(await s.wait_for(uri, has_conflicts(2))).values()
+    workspace.write("global", ACROSS_GLOBAL)
+    workspace.write("project", ACROSS_PROJECT)
+    s, uri, found = await opened(start, "visual-studio-code", 2)
+    (d,) = found.values()
     actions = await code_actions(s, uri, 2, only=["quickfix"], diagnostics=[d])
     titles = [a.title for a in actions]
     assert titles == [
@@ -133,9 +151,8 @@ async def test_quick_fixes_across_scopes(start, workspace):
 async def test_severity_override_and_off(start, workspace):
     workspace.write("global", ["Never use tabs"])
     workspace.write("project", [*NOTES, "use tabs"])
-    s = await start("visual-studio-code", init_options={"severity": {"conflict": "error"}})
-    uri = s.open(workspace.project_store)
-    found = conflicts(await s.wait_for(uri, has_conflicts(2, 4, 5)))
+    severity = {"severity": {"conflict": "error"}}
+    s, uri, found = await opened(start, "visual-studio-code", 2, 4, 5, init_options=severity)
     # The user's level wins over both defaults (Warning inside, Information across).
     assert {d.severity for d in found.values()} == {lsp.DiagnosticSeverity.Error}
     s.client.set_configuration({"severity": {"conflict": "off"}}, section="memoryLs")
@@ -179,9 +196,7 @@ async def test_a_merge_over_the_note_limit_is_shown_refused_or_left_out(start, w
     workspace.write(
         "project", [f"Use pnpm for installs{tail}", f"Never use pnpm for installs{tail}"]
     )
-    s = await start(preset)
-    uri = s.open(workspace.project_store)
-    found = conflicts(await s.wait_for(uri, has_conflicts(2, 3)))
+    s, uri, found = await opened(start, preset, 2, 3)
     actions = await code_actions(s, uri, 2, only=["quickfix"], diagnostics=[found[2]])
     titles = [a.title.split(":")[0] for a in actions]
     if preset == "visual-studio-code":

@@ -11,6 +11,7 @@ import pytest
 from lsprotocol import types as lsp
 
 from memory_ls.core.text import HEADER
+from tests import hidden_notes
 from tests.conftest import store_text
 
 from .conftest import PRESETS, TIMEOUT, uri_of
@@ -340,3 +341,26 @@ async def test_not_the_store_points_at_the_real_store(start, workspace, tmp_path
     )
     assert d.related_information
     assert d.related_information[0].location.uri == uri_of(workspace.project_store)
+
+
+async def test_messages_quote_notes_with_hidden_characters_escaped(start, workspace):
+    """A note holding U+202E (here in the global store, which the reader of the project
+    store may never open) must not reorder the message of a ``duplicate``, ``similar``
+    or ``cross-scope-duplicate`` diagnostic, nor the hover: it is quoted escaped."""
+    hidden_notes.write(workspace)
+    s = await start("visual-studio-code")
+    uri = s.open(workspace.project_store)
+    ds = await s.codes(uri, "duplicate", "similar", "cross-scope-duplicate")
+    shown = hidden_notes.SHOWN
+    messages = {str(d.code): d.message for d in ds if d.code != "hidden-unicode"}
+    assert messages == {
+        "duplicate": f"Duplicate of the note on line 3: {shown}",
+        "similar": messages["similar"],
+        "cross-scope-duplicate": f"Also in global memory: {shown}",
+    }
+    assert messages["similar"].endswith(f"alike): {shown}"), messages["similar"]
+    hover = await s.client.text_document_hover_async(
+        lsp.HoverParams(lsp.TextDocumentIdentifier(uri=uri), lsp.Position(2, 3))
+    )
+    assert hover is not None and isinstance(hover.contents, lsp.MarkupContent)
+    assert "\u202e" not in hover.contents.value and shown in hover.contents.value

@@ -2,8 +2,9 @@
 -- Environment: MEMORY_FILE, RESULT_FILE, MODE (plain | helper | legacy | packadd), EDITORS_NVIM,
 -- PACK_DIR (packadd: a packpath entry whose pack/memory-ls/opt/memory-ls is editors/nvim), TIMEOUT_MS.
 -- Writes a JSON report to RESULT_FILE and always quits (Neovim 0.7 hangs on an uncaught Lua error).
+local common = dofile(debug.getinfo(1, 'S').source:sub(2):match('(.*/)') .. 'nvim_common.lua')
 local out = { errors = {}, steps = {} }
-local timeout = tonumber(vim.env.TIMEOUT_MS or '20000')
+local timeout = common.timeout
 local file = vim.env.MEMORY_FILE
 local mode = vim.env.MODE
 
@@ -11,38 +12,7 @@ local function step(name)
   table.insert(out.steps, name)
 end
 
-local function clients_for(bufnr)
-  if vim.lsp.get_clients then
-    return vim.lsp.get_clients({ bufnr = bufnr, name = 'memory_ls' })
-  end
-  local found = {}
-  for _, client in pairs(vim.lsp.buf_get_clients(bufnr)) do
-    if client.name == 'memory_ls' then
-      table.insert(found, client)
-    end
-  end
-  return found
-end
-
-local function request_sync(client, method, params)
-  local done, err_out, result_out = false, nil, nil
-  local handler = function(err, result)
-    done, err_out, result_out = true, err, result
-  end
-  if vim.fn.has('nvim-0.11') == 1 then
-    client:request(method, params, handler, 0)
-  else
-    client.request(method, params, handler, 0)
-  end
-  vim.wait(timeout, function() return done end, 20)
-  if not done then
-    error(method .. ' timed out')
-  end
-  if err_out then
-    error(method .. ' failed: ' .. vim.inspect(err_out))
-  end
-  return result_out
-end
+local request_sync = common.request_sync
 
 local function memory_diagnostics(bufnr)
   local found = {}
@@ -88,11 +58,7 @@ local function main()
   vim.cmd('edit ' .. vim.fn.fnameescape(file))
   local bufnr = vim.api.nvim_get_current_buf()
   out.filetype = vim.bo[bufnr].filetype
-  vim.wait(timeout, function() return #clients_for(bufnr) > 0 end, 20)
-  local client = clients_for(bufnr)[1]
-  if client == nil then
-    error('memory_ls did not attach to ' .. file)
-  end
+  local client = common.attached(bufnr)
   out.attached = true
   out.offset_encoding = client.offset_encoding
   step('attached')
@@ -226,11 +192,4 @@ local function main()
   step('review picker accept')
 end
 
-local ok, failure = xpcall(main, debug.traceback)
-if not ok then
-  table.insert(out.errors, tostring(failure))
-end
-local handle = io.open(vim.env.RESULT_FILE, 'w')
-handle:write(vim.fn.json_encode(out))
-handle:close()
-vim.cmd('qa!')
+common.run(main, out)

@@ -1,19 +1,9 @@
 -- Neovim 0.11 and SPEC §13's stale-path: the diagnostic, its quick fixes, and *Edit the
 -- note* (memory.reveal -> window/showDocument) putting the cursor on the stale mention.
 -- Run by test_neovim.py; environment: MEMORY_FILE, RESULT_FILE, EDITORS_NVIM, TIMEOUT_MS.
+local common = dofile(debug.getinfo(1, 'S').source:sub(2):match('(.*/)') .. 'nvim_common.lua')
 local out = { errors = {}, steps = {}, titles = {} }
-local timeout = tonumber(vim.env.TIMEOUT_MS or '20000')
-
-local function request_sync(client, method, params, bufnr)
-  local done, err_out, result_out = false, nil, nil
-  client:request(method, params, function(err, result)
-    done, err_out, result_out = true, err, result
-  end, bufnr)
-  vim.wait(timeout, function() return done end, 20)
-  if not done then error(method .. ' timed out') end
-  if err_out then error(method .. ' failed: ' .. vim.inspect(err_out)) end
-  return result_out
-end
+local timeout = common.timeout
 
 local function main()
   vim.cmd('filetype on')
@@ -21,12 +11,7 @@ local function main()
   require('memory_ls').setup()
   vim.cmd('edit ' .. vim.fn.fnameescape(vim.env.MEMORY_FILE))
   local bufnr = vim.api.nvim_get_current_buf()
-  local client
-  vim.wait(timeout, function()
-    client = vim.lsp.get_clients({ bufnr = bufnr, name = 'memory_ls' })[1]
-    return client ~= nil
-  end, 20)
-  if client == nil then error('memory_ls did not attach') end
+  local client = common.attached(bufnr)
   table.insert(out.steps, 'attached')
 
   local stale
@@ -48,7 +33,7 @@ local function main()
 
   local lsp_diagnostic = stale.user_data and stale.user_data.lsp
   if lsp_diagnostic == nil then error('the diagnostic kept no LSP form') end
-  local actions = request_sync(client, 'textDocument/codeAction', {
+  local actions = common.request_sync(client, 'textDocument/codeAction', {
     textDocument = { uri = vim.uri_from_bufnr(bufnr) },
     range = lsp_diagnostic.range,
     context = { diagnostics = { lsp_diagnostic }, only = { 'quickfix' } },
@@ -73,11 +58,4 @@ local function main()
   table.insert(out.steps, 'revealed')
 end
 
-local ok, failure = xpcall(main, debug.traceback)
-if not ok then
-  table.insert(out.errors, tostring(failure))
-end
-local handle = io.open(vim.env.RESULT_FILE, 'w')
-handle:write(vim.fn.json_encode(out))
-handle:close()
-vim.cmd('qa!')
+common.run(main, out)

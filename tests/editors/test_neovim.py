@@ -31,6 +31,8 @@ from .conftest import (
 )
 
 DRIVER = Path(__file__).with_name("nvim_driver.lua")
+STALE_DRIVER = Path(__file__).with_name("nvim_stale_driver.lua")
+"""Both load ``nvim_common.lua`` (waiting for the server, requests, the report)."""
 
 
 def nvim_011() -> Path | None:
@@ -60,8 +62,14 @@ def nvim_version(binary: Path) -> str:
 
 
 def run_driver(
-    binary: Path, workspace: Workspace, env: dict[str, str], mode: str, tmp_path: Path
+    binary: Path,
+    workspace: Workspace,
+    env: dict[str, str],
+    mode: str,
+    tmp_path: Path,
+    driver: Path = DRIVER,
 ) -> dict[str, Any]:
+    """Run ``driver`` in headless Neovim on the project store; its report, without errors."""
     result_file = tmp_path / f"nvim-{mode}.json"
     env = dict(
         env,
@@ -86,7 +94,7 @@ def run_driver(
         "NONE",
         "-n",
         "-c",
-        f"luafile {DRIVER}",
+        f"luafile {driver}",
     ]
     proc = run_headless(command, workspace.root, env)
     assert result_file.exists(), (
@@ -227,20 +235,7 @@ def test_neovim_011_stale_path_and_edit_the_note(
     assert binary is not None
     require_server()
     stale_project.project(workspace)
-    result_file = tmp_path / "nvim-stale.json"
-    env = dict(
-        editor_env,
-        MEMORY_FILE=str(workspace.project_store),
-        RESULT_FILE=str(result_file),
-        EDITORS_NVIM=str(EDITORS / "nvim"),
-        TIMEOUT_MS="20000",
-    )
-    driver = Path(__file__).with_name("nvim_stale_driver.lua")
-    command = [str(binary), "--headless", "-u", "NONE", "-i", "NONE", "-n"]
-    proc = run_headless([*command, "-c", f"luafile {driver}"], workspace.root, env)
-    assert result_file.exists(), f"no report (exit {proc.returncode}): {proc.stderr[-2000:]}"
-    report: dict[str, Any] = json.loads(result_file.read_text(encoding="utf-8"))
-    assert not report["errors"], f"{report['errors']}\nlsp.log: {lsp_log(workspace)}"
+    report = run_driver(binary, workspace, editor_env, "stale", tmp_path, STALE_DRIVER)
     line = report["line"]
     start = line.index("src/old_name.py")
     assert report["stale"]["lnum"] == 2 and report["stale"]["col"] == start

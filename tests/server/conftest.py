@@ -14,7 +14,7 @@ import asyncio
 import gc
 import itertools
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -157,6 +157,15 @@ class InProcess:
             ),
         )
         return uri
+
+
+async def eventually(happened: Callable[[], bool], never: str, poll: float = 0.02) -> None:
+    """Wait (up to :data:`TIMEOUT`) until ``happened()``; fail saying what ``never`` did."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + TIMEOUT
+    while not happened():
+        assert loop.time() < deadline, never
+        await asyncio.sleep(poll)
 
 
 @pytest.fixture

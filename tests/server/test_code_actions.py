@@ -568,3 +568,36 @@ async def test_quick_fixes_for_a_conflict(serve: Any) -> None:
     assert acts[1].command.arguments == [
         {"text": "Never use tabs", "scope": "global", "uri": s.uri}
     ]
+
+
+LONG = "run the integration tests before every push" + " with care" * 25  # 293 characters
+
+
+@pytest.mark.parametrize("preset", ["visual-studio-code", "neovim"])
+@pytest.mark.parametrize("code", ["duplicate", "similar"])
+async def test_a_near_duplicate_merge_over_the_note_limit_is_shown_refused_or_left_out(
+    server: Any, preset: str, code: str
+) -> None:
+    """Merging two notes of ~290 characters would write one of ~580, which the store
+    refuses (SPEC §2): a client that shows disabled actions gets the merge greyed out
+    with why, others do not get it; keeping either wording is still offered. The same
+    for merging selected notes."""
+    later = LONG.upper() + "." if code == "duplicate" else LONG.replace("every", "each")
+    server.workspace.write("project", [LONG, later])
+    await server.initialize(preset)
+    uri = server.open(server.workspace.project_store)
+    data = {"code": code, "line": 3, "note": later, "first": LONG, "firstLine": 2}
+    data |= {"exact": False} if code == "duplicate" else {"score": 97.0}
+    s = Served(server.ls, uri)
+    actions = s.actions(3, diagnostics=[_diagnostic(code, 3, data)], only=["quickfix"])
+    selected = s.actions(2, 3, only=["refactor.rewrite"])
+    titles = [a.title.split("“")[0] for a in actions]
+    if preset == "visual-studio-code":
+        assert titles == ["Keep ", "Keep ", "Merge into "]
+        for merge in (actions[2], *selected):
+            assert merge.edit is None and merge.command is None
+            assert merge.disabled is not None and "longer than 500" in merge.disabled.reason
+        assert [a.title for a in selected] == ["Merge the 2 selected notes"]
+    else:
+        assert titles == ["Keep ", "Keep "] and selected == []
+    assert all(a.edit is not None for a in actions[:2])

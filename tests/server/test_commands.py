@@ -97,6 +97,62 @@ def test_an_argument_that_is_not_an_object_is_invalid_params(value: object) -> N
     )
 
 
+NOT_STRINGS = [42, 1.5, True, ["file:///elsewhere"], {"uri": "file:///elsewhere"}]
+"""Field values a JSON client may send where a string belongs."""
+
+
+@pytest.mark.parametrize("uri", NOT_STRINGS)
+@pytest.mark.parametrize(
+    "command, arg",
+    [
+        ("memory.forget", {"text": "one"}),
+        ("memory.add", {"text": "two"}),
+        ("memory.list", {}),
+        ("memory.clear", {}),
+        ("memory.propose", {"action": "forget", "text": "one"}),
+        ("memory.accept", {"all": True}),
+    ],
+)
+async def test_a_uri_that_is_not_a_string_is_refused_not_ignored(
+    server: InProcess, command: str, arg: dict[str, object], uri: object
+) -> None:
+    """Ignored, it ran the command on the first workspace folder's store instead of the
+    project its caller meant (``memory.forget`` removed a note there)."""
+    server.workspace.write("project", ["one"])
+    await server.initialize()
+    result = await commands.execute(server.ls, command, ({**arg, "uri": uri},))
+    assert result["error"] == commands.URI_MESSAGE
+    assert result["changed"] is False and result["project"] == []
+    assert server.workspace.text("project") == store_text("one")
+    assert not (server.workspace.root / ".pi" / "memory.inbox.jsonl").exists()
+
+
+async def test_a_null_uri_is_no_uri(server: InProcess) -> None:
+    server.workspace.write("project", ["one"])
+    await server.initialize()
+    result = await commands.execute(server.ls, "memory.forget", ({"text": "one", "uri": None},))
+    assert "error" not in result and result["changed"] is True
+
+
+@pytest.mark.parametrize("by", NOT_STRINGS)
+async def test_a_by_that_is_not_a_string_is_refused(server: InProcess, by: object) -> None:
+    """``by`` names who proposes (SPEC §12); a number was silently replaced by the
+    client's name."""
+    from memory_ls.core.inbox import BY_MESSAGE
+
+    server.workspace.write("project", ["one"])
+    (server.workspace.root / "notes.md").write_text("- two\n", encoding="utf-8")
+    await server.initialize()
+    propose = {"action": "add", "text": "two", "by": by}
+    result = await commands.execute(server.ls, "memory.propose", (propose,))
+    assert result["error"] == BY_MESSAGE and result["action"] == "add"
+    assert result["changed"] is False and "proposal" not in result
+    imported = {"files": ["notes.md"], "propose": True, "by": by}
+    result = await commands.execute(server.ls, "memory.import", (imported,))
+    assert result == {"added": [], "skipped": [], "refused": [], "error": BY_MESSAGE}
+    assert not (server.workspace.root / ".pi" / "memory.inbox.jsonl").exists()
+
+
 # -- turns: commands on one store are ordered -----------------------------------------------
 
 

@@ -19,25 +19,69 @@ from memory_ls.core.notes import parse_lines
 from memory_ls.core.text import split_text
 from memory_ls.server import project_watch
 from memory_ls.server.document_sync import did_change, did_change_watched_files
+from memory_ls.server.documents import MemoryDocument
 from memory_ls.server.project_watch import STALE_CODES
 from memory_ls.store.project_files import stale_and_conflict_findings
 from tests import stale_project
 
-from .conftest import TIMEOUT, InProcess, uri_of
+from .conftest import TIMEOUT, InProcess, eventually, uri_of
 
 
 async def judged(server: InProcess, uri: str) -> None:
     """Wait until the store's first judge is installed (built in a thread)."""
     ls = server.ls
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + TIMEOUT
-    while True:
-        found = ls.document(uri)
-        assert found is not None
-        if ls.analysis.files.judge_for(uri, found.state.info) is not None:
-            return
-        assert loop.time() < deadline, "the project's files were never looked at"
-        await asyncio.sleep(0.02)
+    found = ls.document(uri)
+    assert found is not None
+    await eventually(
+        lambda: ls.analysis.files.judge_for(uri, found.state.info) is not None,
+        "the project's files were never looked at",
+    )
+
+
+async def opened(
+    server: InProcess,
+    capabilities: str | lsp.ClientCapabilities = "visual-studio-code",
+    *,
+    judge: bool = True,
+) -> tuple[str, MemoryDocument]:
+    """The stale project (``tests/stale_project.py``) served, its store open and (unless
+    ``judge`` is false) judged."""
+    stale_project.project(server.workspace)
+    await server.initialize(capabilities)
+    uri = server.open(server.workspace.project_store)
+    if judge:
+        await judged(server, uri)
+    found = server.ls.document(uri)
+    assert found is not None
+    return uri, found.doc
+
+
+async def stale_on(server: InProcess, doc: MemoryDocument, line: int, never: str) -> None:
+    """Wait until the note on ``line`` is reported ``stale-path``."""
+    await eventually(
+        lambda: any(
+            f.code == "stale-path" and f.line == line for f in server.ls.analysis.findings(doc)
+        ),
+        never,
+    )
+
+
+def watch_registrations(server: InProcess) -> list[dict[str, Any]]:
+    """The registrations of the project watch the server asked the client for."""
+    return [
+        r
+        for p in server.client.requests(lsp.CLIENT_REGISTER_CAPABILITY)
+        for r in p["registrations"]
+        if r["id"] == project_watch.WATCH_ID
+    ]
+
+
+def relative_patterns() -> lsp.ClientCapabilities:
+    """VS Code's capabilities with ``relativePatternSupport`` (which the preset lacks)."""
+    caps = client_capabilities("visual-studio-code")
+    assert caps.workspace is not None and caps.workspace.did_change_watched_files is not None
+    caps.workspace.did_change_watched_files.relative_pattern_support = True
+    return caps
 
 
 def editor_findings(server: InProcess, uri: str) -> list[tuple[object, ...]]:
@@ -81,14 +125,39 @@ async def test_the_editor_reports_what_check_reports(server: InProcess) -> None:
     assert theirs == check_findings(server, ws.global_store, "global")
 
 
+@pytest.mark.parametrize("threshold", [50, 99])
+async def test_instruction_duplicate_ignores_the_similar_threshold(
+    server: InProcess, threshold: float
+) -> None:
+    """``memoryLs.similarThreshold`` tunes ``similar`` hints only: ``instruction-duplicate``
+    scores against the default (85) in the editor as in ``check`` and the doctor, which
+    have no such setting, so all three name the same notes (docs/lsp.md)."""
+    ws = server.workspace
+    (ws.root / "AGENTS.md").write_text("- Run the integration tests before pushing to main.\n")
+    ws.write(
+        "project",
+        [
+            "Run the integration tests before you push to main",  # line 2: scores 93
+            "Run the linters after pulling from main",  # line 3: scores 69
+        ],
+    )
+    await server.initialize("neovim", init_options={"similarThreshold": threshold})
+    assert server.ls.projects.settings.similar_threshold == threshold
+    uri = server.open(ws.project_store)
+    await judged(server, uri)
+    mine = editor_findings(server, uri)
+    assert [(m[0], m[1]) for m in mine] == [("instruction-duplicate", 2)]
+    assert mine == check_findings(server, ws.project_store, "project")
+    doctor = ws.runtime().doctor_report()["project"]["staleAndConflicts"]
+    assert [(f["code"], f["line"], f["message"]) for f in doctor] == [
+        ("instruction-duplicate", 3, mine[0][5])
+    ]
+
+
 async def test_typing_reads_nothing_and_rejudges_the_edited_note(
     server: InProcess, monkeypatch
 ) -> None:
-    ws = server.workspace
-    stale_project.project(ws)
-    await server.initialize("visual-studio-code")
-    uri = server.open(ws.project_store)
-    await judged(server, uri)
+    uri, doc = await opened(server)
 
     def no_io(*args: object, **kwargs: object) -> None:
         raise AssertionError("a keystroke looked at the project's files")
@@ -97,9 +166,7 @@ async def test_typing_reads_nothing_and_rejudges_the_edited_note(
         monkeypatch.setattr(project_watch, name, no_io)
     monkeypatch.setattr(os, "scandir", no_io)
     # Line 8 names `src/new_name.py`, which exists: type it into a name that does not.
-    found = server.ls.document(uri)
-    assert found is not None
-    line = found.doc.lines[8]
+    line = doc.lines[8]
     col = line.index("new_name")
     did_change(
         server.ls,
@@ -115,7 +182,7 @@ async def test_typing_reads_nothing_and_rejudges_the_edited_note(
             ],
         ),
     )
-    stale = [f for f in server.ls.analysis.findings(found.doc) if f.code == "stale-path"]
+    stale = [f for f in server.ls.analysis.findings(doc) if f.code == "stale-path"]
     assert [(f.line, f.data["mention"]) for f in stale] == [  # type: ignore[typeddict-item]
         (2, "src/old_name.py"),
         (8, "src/gone_name.py"),
@@ -124,10 +191,7 @@ async def test_typing_reads_nothing_and_rejudges_the_edited_note(
 
 async def test_only_events_that_matter_look_again(server: InProcess) -> None:
     ws = server.workspace
-    stale_project.project(ws)
-    await server.initialize("visual-studio-code")
-    uri = server.open(ws.project_store)
-    await judged(server, uri)
+    uri, doc = await opened(server)
     found = server.ls.document(uri)
     assert found is not None
     files = server.ls.analysis.files
@@ -149,29 +213,15 @@ async def test_only_events_that_matter_look_again(server: InProcess) -> None:
     os.rename(ws.root / "src" / "new_name.py", ws.root / "src" / "renamed.py")
     event(ws.root / "src" / "new_name.py", lsp.FileChangeType.Deleted)
     event(ws.root / "src" / "renamed.py", lsp.FileChangeType.Created)
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + TIMEOUT
-    while not any(
-        f.code == "stale-path" and f.line == 8 for f in server.ls.analysis.findings(found.doc)
-    ):
-        assert loop.time() < deadline, "the rename was never seen"
-        await asyncio.sleep(0.02)
+    await stale_on(server, doc, 8, "the rename was never seen")
 
 
 async def test_watchers_registered_for_the_tree_and_the_instruction_files(
     server: InProcess,
 ) -> None:
     ws = server.workspace
-    caps = client_capabilities("visual-studio-code")
-    assert caps.workspace is not None and caps.workspace.did_change_watched_files is not None
-    caps.workspace.did_change_watched_files.relative_pattern_support = True
-    await server.initialize(caps)
-    registrations = [
-        r
-        for p in server.client.requests(lsp.CLIENT_REGISTER_CAPABILITY)
-        for r in p["registrations"]
-        if r["id"] == project_watch.WATCH_ID
-    ]
+    await server.initialize(relative_patterns())
+    registrations = watch_registrations(server)
     assert len(registrations) == 1
     watchers = registrations[0]["registerOptions"]["watchers"]
     patterns = [w["globPattern"] for w in watchers]
@@ -184,13 +234,7 @@ async def test_watchers_registered_for_the_tree_and_the_instruction_files(
 
 async def test_plain_globs_without_relative_patterns(server: InProcess) -> None:
     await server.initialize("visual-studio-code")  # it declares no relativePatternSupport
-    registrations = [
-        r
-        for p in server.client.requests(lsp.CLIENT_REGISTER_CAPABILITY)
-        for r in p["registrations"]
-        if r["id"] == project_watch.WATCH_ID
-    ]
-    watchers = registrations[0]["registerOptions"]["watchers"]
+    watchers = watch_registrations(server)[0]["registerOptions"]["watchers"]
     assert {"globPattern": "**/*", "kind": 5} in watchers
     agents = str(server.workspace.agent_dir / "AGENTS.md")
     assert {"globPattern": agents, "kind": 7} in watchers
@@ -199,8 +243,6 @@ async def test_plain_globs_without_relative_patterns(server: InProcess) -> None:
 async def test_no_dynamic_registration_no_watchers_and_open_looks_again(
     server: InProcess,
 ) -> None:
-    ws = server.workspace
-    stale_project.project(ws)
     caps = lsp.ClientCapabilities(
         workspace=lsp.WorkspaceClientCapabilities(
             did_change_watched_files=lsp.DidChangeWatchedFilesClientCapabilities(
@@ -208,13 +250,9 @@ async def test_no_dynamic_registration_no_watchers_and_open_looks_again(
             )
         )
     )
-    await server.initialize(caps)
+    _, doc = await opened(server, caps)
     assert not server.client.requests(lsp.CLIENT_REGISTER_CAPABILITY)
-    uri = server.open(ws.project_store)
-    await judged(server, uri)
-    found = server.ls.document(uri)
-    assert found is not None
-    codes = {f.code for f in server.ls.analysis.findings(found.doc)}
+    codes = {f.code for f in server.ls.analysis.findings(doc)}
     assert {"stale-path", "stale-script", "instruction-duplicate"} <= codes
 
 
@@ -297,11 +335,7 @@ async def test_a_store_without_a_judge_gets_one_without_being_opened_again(
 ) -> None:
     from memory_ls.server.document_sync import redescribe
 
-    ws = server.workspace
-    stale_project.project(ws)
-    await server.initialize("visual-studio-code")
-    uri = server.open(ws.project_store)
-    await judged(server, uri)
+    uri, _ = await opened(server)
     server.ls.analysis.files.entries.clear()  # as after a change of settings or folders
     redescribe(server.ls)
     await judged(server, uri)
@@ -311,10 +345,7 @@ async def test_new_folders_are_watched_instead(server: InProcess) -> None:
     from memory_ls.server.document_sync import did_change_folders
 
     ws = server.workspace
-    caps = client_capabilities("visual-studio-code")
-    assert caps.workspace is not None and caps.workspace.did_change_watched_files is not None
-    caps.workspace.did_change_watched_files.relative_pattern_support = True
-    await server.initialize(caps)
+    await server.initialize(relative_patterns())
     other = ws.root.parent / "other"
     other.mkdir()
     did_change_folders(
@@ -325,11 +356,10 @@ async def test_new_folders_are_watched_instead(server: InProcess) -> None:
             )
         ),
     )
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + TIMEOUT
-    while len(server.client.requests(lsp.CLIENT_REGISTER_CAPABILITY)) < 3:
-        assert loop.time() < deadline, "the new folder was never watched"
-        await asyncio.sleep(0.02)
+    await eventually(
+        lambda: len(server.client.requests(lsp.CLIENT_REGISTER_CAPABILITY)) >= 3,
+        "the new folder was never watched",
+    )
     gone = server.client.requests(lsp.CLIENT_UNREGISTER_CAPABILITY)
     assert gone[-1]["unregisterations"][0]["id"] == project_watch.WATCH_ID
     last = server.client.requests(lsp.CLIENT_REGISTER_CAPABILITY)[-1]["registrations"][0]
@@ -340,14 +370,9 @@ async def test_new_folders_are_watched_instead(server: InProcess) -> None:
 
 async def test_an_event_through_a_symlinked_folder_counts(server: InProcess) -> None:
     ws = server.workspace
-    stale_project.project(ws)
     link = ws.root.parent / "link"
     link.symlink_to(ws.root)
-    await server.initialize("visual-studio-code")
-    uri = server.open(ws.project_store)
-    await judged(server, uri)
-    found = server.ls.document(uri)
-    assert found is not None
+    _, doc = await opened(server)
     os.rename(ws.root / "src" / "new_name.py", ws.root / "src" / "renamed.py")
     gone = link / "src" / "new_name.py"  # how a client with the link as its folder says it
     did_change_watched_files(
@@ -356,13 +381,7 @@ async def test_an_event_through_a_symlinked_folder_counts(server: InProcess) -> 
             changes=[lsp.FileEvent(uri=uri_of(gone), type=lsp.FileChangeType.Deleted)]
         ),
     )
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + TIMEOUT
-    while not any(
-        f.code == "stale-path" and f.line == 8 for f in server.ls.analysis.findings(found.doc)
-    ):
-        assert loop.time() < deadline, "the event through the link was never seen"
-        await asyncio.sleep(0.02)
+    await stale_on(server, doc, 8, "the event through the link was never seen")
 
 
 def _pull_without_refresh() -> lsp.ClientCapabilities:
@@ -377,10 +396,7 @@ async def test_a_pull_that_cannot_be_repeated_waits_for_the_first_look(
 ) -> None:
     from memory_ls.server import publishing
 
-    ws = server.workspace
-    stale_project.project(ws)
-    await server.initialize(_pull_without_refresh())
-    uri = server.open(ws.project_store)
+    uri, _ = await opened(server, _pull_without_refresh(), judge=False)
     params = lsp.DocumentDiagnosticParams(text_document=lsp.TextDocumentIdentifier(uri=uri))
     report = await publishing.pull_after_first_look(server.ls, params)
     codes = {d["code"] for d in report["items"]}
@@ -394,10 +410,7 @@ async def test_a_failed_look_does_not_hold_pulls(server: InProcess, monkeypatch)
         raise OSError("the tree is gone")
 
     monkeypatch.setattr(project_watch, "build_judge", broken)
-    ws = server.workspace
-    stale_project.project(ws)
-    await server.initialize(_pull_without_refresh())
-    uri = server.open(ws.project_store)
+    uri, _ = await opened(server, _pull_without_refresh(), judge=False)
     params = lsp.DocumentDiagnosticParams(text_document=lsp.TextDocumentIdentifier(uri=uri))
     await publishing.pull_after_first_look(server.ls, params)  # waits for the look to fail
     loop = asyncio.get_running_loop()
@@ -408,14 +421,7 @@ async def test_a_failed_look_does_not_hold_pulls(server: InProcess, monkeypatch)
 
 
 async def test_lines_added_and_removed_keep_each_finding_on_its_note(server: InProcess) -> None:
-    ws = server.workspace
-    stale_project.project(ws)
-    await server.initialize("visual-studio-code")
-    uri = server.open(ws.project_store)
-    await judged(server, uri)
-    found = server.ls.document(uri)
-    assert found is not None
-    doc = found.doc
+    uri, doc = await opened(server)
 
     def change(line: int, end_line: int, text: str, version: int) -> None:
         did_change(
@@ -459,8 +465,6 @@ async def test_a_store_closed_during_a_look_leaves_no_judge_behind(
     # for a project no open store needs was kept until the server exited.
     from memory_ls.server.document_sync import did_close
 
-    ws = server.workspace
-    stale_project.project(ws)
     # The look is held until the store is closed: a quick look could end before the
     # test saw it begin (it did once, in CI).
     release = threading.Event()
@@ -471,22 +475,19 @@ async def test_a_store_closed_during_a_look_leaves_no_judge_behind(
         return real_build(*args)
 
     monkeypatch.setattr(project_watch, "build_judge", held_build)
-    await server.initialize("neovim")
-    uri = server.open(ws.project_store)
+    uri, _ = await opened(server, "neovim", judge=False)
     files = server.ls.analysis.files
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + TIMEOUT
-    while not any(e.building for e in files.entries.values()):
-        assert loop.time() < deadline, "no look began"
-        await asyncio.sleep(0.001)
+    await eventually(
+        lambda: any(e.building for e in files.entries.values()), "no look began", 0.001
+    )
     did_close(
         server.ls, lsp.DidCloseTextDocumentParams(text_document=lsp.TextDocumentIdentifier(uri=uri))
     )
     assert any(e.building for e in files.entries.values())  # still held
     release.set()
-    while any(e.building for e in files.entries.values()):
-        assert loop.time() < deadline, "the look never ended"
-        await asyncio.sleep(0.01)
+    await eventually(
+        lambda: not any(e.building for e in files.entries.values()), "the look never ended", 0.01
+    )
     await asyncio.sleep(0.05)
     assert files.entries == {}
 

@@ -342,3 +342,28 @@ def test_a_too_large_result_is_refused_and_the_proposal_kept(workspace: Workspac
     assert "larger than the 262144-byte limit" in out["error"]
     assert path.read_bytes() == before
     assert review_.counts()["project"] == 1
+
+
+def test_proposing_and_importing_into_a_refused_inbox_queue_nothing_and_count_nothing(
+    workspace: Workspace,
+) -> None:
+    """``propose`` and ``import --propose`` share one locked read of the store and the
+    inbox: an inbox that cannot be changed refuses both before anything is planned. The
+    refusal reports no ``waiting`` (SPEC §12 gives a count with a queued proposal only),
+    and the inbox keeps its bytes."""
+    inbox = workspace.write(workspace.agent_dir / INBOX_FILE_NAME, b"\xff\n")
+    r = review(workspace)
+    result, text = r.propose("add", {"text": "n", "scope": "global"}, "x")
+    assert "not valid UTF-8" in result["error"] and "not valid UTF-8" in text
+    assert "waiting" not in result and "proposal" not in result
+    imported, plan = r.import_proposals(["n", "m"], "global", "x")
+    assert imported["added"] == [] and plan is not None
+    assert [x["text"] for x in imported["refused"]] == ["n", "m"]
+    assert all("not valid UTF-8" in x["error"] for x in imported["refused"])
+    assert inbox.read_bytes() == b"\xff\n"
+    inbox.unlink()
+    result, _ = r.propose("add", {"text": "n", "scope": "global"}, "x")
+    assert result["waiting"] == 1 and result["proposal"]["text"] == "n"
+    imported, _ = r.import_proposals(["n", "m"], "global", "x")
+    assert imported == {"added": ["m"], "skipped": ["n"], "refused": []}
+    assert len(inbox.read_text(encoding="utf-8").splitlines()) == 2

@@ -242,6 +242,29 @@ def test_hidden_characters() -> None:
     assert hidden_characters("plain é 😀 日本") == []
 
 
+def test_every_unseen_character_the_unicode_database_knows_is_escaped() -> None:
+    """:data:`UNSEEN_RANGES` is a fixed list (the clients hold copies of it), so it is
+    checked against this Python's Unicode database: every control, format character and
+    line or paragraph separator is in it, and the ``hidden-unicode`` set is part of it."""
+    import unicodedata
+
+    from memory_ls.core.text import HIDDEN_RANGES, UNSEEN_RANGES, escape_unseen
+
+    def within(code: int, ranges: tuple[tuple[int, int], ...]) -> bool:
+        return any(lo <= code <= hi for lo, hi in ranges)
+
+    for code in range(0x110000):
+        char = chr(code)
+        if unicodedata.category(char) in ("Cc", "Cf", "Zl", "Zp"):
+            assert within(code, UNSEEN_RANGES), hex(code)
+        if within(code, HIDDEN_RANGES):
+            assert within(code, UNSEEN_RANGES) and hidden_characters(char) == [0], hex(code)
+        assert (escape_unseen(char) != char) == within(code, (*UNSEEN_RANGES, (0xD800, 0xDFFF)))
+    assert escape_unseen("a\n\u202eb\udce9\U000e0041\xad") == (
+        "a\\n\\u202eb\\udce9\\U000e0041\\xad"
+    )
+
+
 def test_first_invalid_utf8() -> None:
     assert first_invalid_utf8(b"") is None
     assert first_invalid_utf8("ok 😀".encode()) is None

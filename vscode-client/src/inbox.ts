@@ -17,14 +17,20 @@ interface ProposalItem extends vscode.QuickPickItem {
   all?: 'accept' | 'reject';
 }
 
-// What a reviewer cannot see for what it is: controls, zero-width and bidi characters,
-// Unicode tags (the server's `hidden-unicode` set and `escape_unseen`).
+// What a reviewer cannot see for what it is: controls, format characters (bidi, zero-width,
+// Unicode tags, …), line and paragraph separators. A copy of the server's `UNSEEN_RANGES`
+// (memory_ls/core/text.py), which tests/editors/test_hidden_characters.py checks it against.
 const UNSEEN =
-  /[\u0000-\u001f\u007f-\u009f\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u2069\ufeff]|\udb40[\udc00-\udc7f]/g;
+  /[\u0000-\u001f\u007f-\u009f\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890-\u0891\u08e2\u180e\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\u{110bd}\u{110cd}\u{13430}-\u{1343f}\u{1bca0}-\u{1bca3}\u{1d173}-\u{1d17a}\u{e0000}-\u{e007f}]/gu;
+const NAMED_ESCAPES: Readonly<Record<string, string>> = { '\n': '\\n', '\r': '\\r', '\t': '\\t' };
 
 /** `text` with hidden characters shown escaped (`\u202e`), so a reviewer sees what would be stored. */
 export function escapeUnseen(text: string): string {
   return text.replace(UNSEEN, (char) => {
+    const named = NAMED_ESCAPES[char];
+    if (named !== undefined) {
+      return named;
+    }
     const code = char.codePointAt(0) ?? 0;
     if (code < 0x100) {
       return `\\x${code.toString(16).padStart(2, '0')}`;

@@ -396,20 +396,19 @@ function M.browse(opts)
   end)
 end
 
--- What a reviewer cannot see for what it is: controls, zero-width and bidi characters and
--- Unicode tags (the server's `escape_unseen` set), as UTF-8 byte patterns.
+-- What a reviewer cannot see for what it is: controls, format characters (bidi, zero-width,
+-- Unicode tags, ...), line and paragraph separators, as inclusive code point ranges in order.
+-- A copy of the server's `UNSEEN_RANGES` (memory_ls/core/text.py), which
+-- tests/editors/test_hidden_characters.py checks it against.
 local UNSEEN = {
-  '[%z\1-\31\127]',
-  '\194[\128-\159]',
-  '\216\156',
-  '\225\160\142',
-  '\226\128[\139-\143]',
-  '\226\128[\168-\174]',
-  '\226\129[\160-\164]',
-  '\226\129[\166-\169]',
-  '\239\187\191',
-  '\243\160[\128-\129][\128-\191]',
+  { 0x0000, 0x001F }, { 0x007F, 0x009F }, { 0x00AD, 0x00AD }, { 0x0600, 0x0605 },
+  { 0x061C, 0x061C }, { 0x06DD, 0x06DD }, { 0x070F, 0x070F }, { 0x0890, 0x0891 },
+  { 0x08E2, 0x08E2 }, { 0x180E, 0x180E }, { 0x200B, 0x200F }, { 0x2028, 0x202E },
+  { 0x2060, 0x2064 }, { 0x2066, 0x206F }, { 0xFEFF, 0xFEFF }, { 0xFFF9, 0xFFFB },
+  { 0x110BD, 0x110BD }, { 0x110CD, 0x110CD }, { 0x13430, 0x1343F }, { 0x1BCA0, 0x1BCA3 },
+  { 0x1D173, 0x1D17A }, { 0xE0000, 0xE007F },
 }
+local NAMED_ESCAPES = { ['\n'] = '\\n', ['\r'] = '\\r', ['\t'] = '\\t' }
 
 local function codepoint(char)
   local b = { char:byte(1, -1) }
@@ -423,20 +422,34 @@ local function codepoint(char)
   return (b[1] % 8) * 262144 + (b[2] % 64) * 4096 + (b[3] % 64) * 64 + b[4] % 64
 end
 
+local function unseen(code)
+  for _, range in ipairs(UNSEEN) do
+    if code < range[1] then
+      return false
+    elseif code <= range[2] then
+      return true
+    end
+  end
+  return false
+end
+
 --- `text` with hidden characters shown escaped (`\u202e`), so a reviewer sees what would be stored.
 function M.escape_unseen(text)
-  for _, pattern in ipairs(UNSEEN) do
-    text = text:gsub(pattern, function(char)
-      local code = codepoint(char)
-      if code < 0x100 then
-        return string.format('\\x%02x', code)
-      elseif code < 0x10000 then
-        return string.format('\\u%04x', code)
-      end
-      return string.format('\\U%08x', code)
-    end)
-  end
-  return text
+  -- One UTF-8 character at a time (a byte that starts none is left as it is).
+  local escaped = text:gsub('[%z\1-\127\194-\244][\128-\191]*', function(char)
+    local code = codepoint(char)
+    if not unseen(code) then
+      return char
+    elseif NAMED_ESCAPES[char] then
+      return NAMED_ESCAPES[char]
+    elseif code < 0x100 then
+      return string.format('\\x%02x', code)
+    elseif code < 0x10000 then
+      return string.format('\\u%04x', code)
+    end
+    return string.format('\\U%08x', code)
+  end)
+  return escaped
 end
 
 local function proposal_label(p)

@@ -1,0 +1,35 @@
+"""``check`` and ``doctor`` quote notes with their hidden characters escaped: a note holding
+U+202E must not reorder the line a person reads in a terminal."""
+
+from __future__ import annotations
+
+import json
+
+from tests import hidden_notes
+from tests.conftest import Workspace
+from tests.hidden_notes import EVIL, SHOWN
+
+
+def test_check_quotes_notes_escaped(workspace: Workspace) -> None:
+    hidden_notes.write(workspace)
+    r = workspace.cli("check", "--trusted")
+    assert r.returncode == 1, r.stderr
+    assert "\u202e" not in r.stdout and "\u202c" not in r.stdout, r.stdout
+    lines = r.stdout.splitlines()
+    assert any(f" duplicate Duplicate of the note on line 3: {SHOWN}" in x for x in lines)
+    assert any(" similar Similar to the note on line 3 " in x and SHOWN in x for x in lines)
+    assert any(f" cross-scope-duplicate Also in global memory: {SHOWN}" in x for x in lines)
+    found = json.loads(workspace.cli("check", "--trusted", "--format", "json").stdout)
+    assert "\u202e" not in json.dumps(found, ensure_ascii=False)
+
+
+def test_the_doctor_lists_notes_escaped_and_keeps_them_in_its_json(workspace: Workspace) -> None:
+    hidden_notes.write(workspace)
+    r = workspace.cli("doctor", "--trusted")
+    assert r.returncode == 0, r.stderr
+    assert "\u202e" not in r.stdout and "\u202c" not in r.stdout, r.stdout
+    assert f"    - {SHOWN}" in r.stdout  # hidden characters: the notes holding them
+    assert f"  line 4: Duplicate of the note on line 3: {SHOWN}" in r.stdout
+    assert f"in both scopes: {SHOWN}" in r.stdout
+    report = json.loads(workspace.cli("doctor", "--trusted", "--json").stdout)
+    assert report["project"]["hiddenUnicode"][0] == EVIL  # the data: the note as it is
