@@ -197,8 +197,13 @@ def parse_after(previous: ParsedFile, previous_content: str, content: str) -> Pa
         parsed = _parse_from(previous, lines, same)
     if parsed is None:
         parsed = parse_lines(split_text(content).lines)
-    if len(_recent) >= 4:
-        del _recent[next(iter(_recent))]
+    # Writes run in worker threads while the event loop parses too: an entry another
+    # thread dropped first is not an error.
+    while len(_recent) >= 4:
+        try:
+            del _recent[next(iter(_recent))]
+        except (KeyError, RuntimeError, StopIteration):
+            break
     _recent[content] = parsed
     return parsed
 
