@@ -127,6 +127,9 @@ def apply_add(content: str, note: str) -> Change:
     # LF only: the same text without cutting the store into lines and joining them again
     # (a 256 KB store with one emoji is 1 MB of code points: each copy counts).
     bom = content.startswith(BOM)
+    if content[-1:] == "\n" and not content[-2:-1].isspace() and len(content) > 1 + bom:
+        # The usual end, one LF after text: trimming it and adding "\n- note\n" is this.
+        return Change(f"{content}- {note}\n", True)
     body = (content[1:] if bom else content).rstrip()
     new_body = f"{body}\n- {note}\n" if body else f"{HEADER}\n\n- {note}\n"
     return Change(BOM + new_body if bom or new_body.startswith(BOM) else new_body, True)
