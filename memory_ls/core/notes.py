@@ -180,10 +180,18 @@ def parse_after(previous: ParsedFile, previous_content: str, content: str) -> Pa
     hit = _recent.get(content)
     if hit is not None:
         return hit
-    kept = previous_content.rstrip()
-    start = kept.rfind("\n") + 1  # where the last line of `kept` begins
     parsed = None
-    if start and content.startswith(kept):
+    if content.startswith(previous_content):  # the usual add: the text is kept whole
+        start = previous_content.rfind("\n") + 1  # its last line may go on: parsed again
+        if start:
+            same = len(previous.lines) - 1
+            lines = previous.lines[:same] + split_text("\n" + content[start:]).lines[1:]
+            parsed = _parse_from(previous, lines, same)
+        kept = ""  # nothing more to try
+    else:
+        kept = previous_content.rstrip()
+    start = kept.rfind("\n") + 1  # where the last line of `kept` begins
+    if parsed is None and start and content.startswith(kept):
         end = len(kept)
         # The lines before `start`, alike in both texts (counted in the few trailing
         # characters rather than the whole text).

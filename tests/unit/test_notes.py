@@ -175,14 +175,15 @@ def fresh_parse(content: str) -> object:
     st.sampled_from(["\n", "\r\n", "", " ", "\n\n"]),
     st.lists(LINES, max_size=3),
     ENDINGS,
+    st.booleans(),
 )
 def test_parse_after_an_append_is_parse(
-    bom: bool, lines: list[str], end: str, glue: str, more: list[str], last: str
+    bom: bool, lines: list[str], end: str, glue: str, more: list[str], last: str, trim: bool
 ) -> None:
-    """The text a write makes of the previous one (trimmed, then more lines, as an add
-    writes it; in any line-ending style), parsed from the previous parse."""
+    """The text a write makes of the previous one (trimmed or whole, then more lines, as
+    an add writes it; in any line-ending style), parsed from the previous parse."""
     previous = (BOM if bom else "") + "\n".join(lines) + end
-    content = previous.rstrip() + glue + "\n".join(more) + last
+    content = (previous.rstrip() if trim else previous) + glue + "\n".join(more) + last
     assert parse_after(parse(previous), previous, content) == fresh_parse(content)
 
 
