@@ -142,6 +142,9 @@ def parse_lines(lines: list[str]) -> ParsedFile:
 
 
 _recent: dict[str, ParsedFile] = {}
+_written: tuple[tuple[str, ParsedFile], ...] = ()
+"""The last few texts :func:`parse_after` parsed (a store each), found by identity:
+no hash of a megabyte of code points."""
 
 
 def parse(content: str) -> ParsedFile:
@@ -151,6 +154,9 @@ def parse(content: str) -> ParsedFile:
     re-reads it, and the editor and the runtime parse the same text.
     Callers must not mutate the result.
     """
+    for text, parsed in _written:
+        if text is content:
+            return parsed
     hit = _recent.get(content)
     if hit is not None:
         return hit
@@ -175,11 +181,10 @@ def parse_after(previous: ParsedFile, previous_content: str, content: str) -> Pa
     ``previous``'s bullets, notes and keys and only the rest is parsed, without
     cutting the whole text into lines again (a 256 KB store with one emoji is a
     megabyte of code points). A change before the last note is parsed whole. The
-    result is kept like :func:`parse`'s, and equals it (``tests/unit/test_notes.py``).
+    result equals :func:`parse`'s (``tests/unit/test_notes.py``), and :func:`parse`
+    returns it for this very string.
     """
-    hit = _recent.get(content)
-    if hit is not None:
-        return hit
+    global _written
     parsed = None
     if content.startswith(previous_content):  # the usual add: the text is kept whole
         start = previous_content.rfind("\n") + 1  # its last line may go on: parsed again
@@ -205,14 +210,9 @@ def parse_after(previous: ParsedFile, previous_content: str, content: str) -> Pa
         parsed = _parse_from(previous, lines, same)
     if parsed is None:
         parsed = parse_lines(split_text(content).lines)
-    # Writes run in worker threads while the event loop parses too: an entry another
-    # thread dropped first is not an error.
-    while len(_recent) >= 4:
-        try:
-            del _recent[next(iter(_recent))]
-        except (KeyError, RuntimeError, StopIteration):
-            break
-    _recent[content] = parsed
+    # Kept by identity, not in `_recent`: a text just written is next parsed as this
+    # very string (the runtime hands its view's text over when the file still holds it).
+    _written = ((content, parsed), *_written[:3])
     return parsed
 
 

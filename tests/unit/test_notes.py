@@ -207,3 +207,14 @@ def test_parse_after_an_add_parses_only_the_new_lines() -> None:
     assert after == fresh_parse(content)
     assert all(a is b for a, b in zip(after.bullets, before.bullets, strict=False))
     assert after.notes[-1] == "the new one" and len(after.notes) == 51
+
+
+def test_parse_finds_what_parse_after_parsed_by_identity() -> None:
+    """The text a write just wrote is found again as that very string (the runtime hands
+    it to the next action) for each of the last stores written, without hashing it."""
+    olds = [store_text("a", "b"), store_text("x")]
+    news = [olds[0] + "- c\n", olds[1] + "- y\n"]
+    found = [parse_after(parse(old), old, new) for old, new in zip(olds, news, strict=True)]
+    for new, parsed in zip(news, found, strict=True):
+        assert parse(new) is parsed
+        assert parse(new[:-1] + "\n") == parsed  # an equal text that is another string
