@@ -18,6 +18,13 @@ look at the project runs in the server's background thread; its time is shown ap
 
 The difference between these figures and the benchmark's edit latency is what pygls,
 the pipe and the client add (BENCH-NOTES: ~1.3-2.8 ms per message).
+
+``--adds N`` measures ``memory.add`` instead: ``N`` notes added to each store through
+the runtime, as the server's worker thread runs them (validation, trust, the lock, the
+read under it, the atomic write with both fsyncs, the new view, the result with every
+note), after ``gc.freeze()`` as ``serve`` does; CPU time of the thread (``sys`` time of
+the fsyncs included) and wall time, p50. What the benchmark's round trip adds to it is
+the request and the 270 KB answer through pygls and the pipe.
 """
 
 from __future__ import annotations
@@ -126,6 +133,34 @@ def measure(store: str, memory: bool, tree: bool = False) -> str:
         workload.remove_workspace(ws)
 
 
+def measure_adds(store: str, count: int) -> str:
+    """``count`` adds to ``store`` through the runtime: thread CPU and wall p50."""
+    from memory_ls.store.runtime import MemoryRuntime
+
+    ws = workload.make_store_workspace(store)
+    try:
+        runtime = MemoryRuntime(ws.root, agent_dir=str(ws.agent_dir), trusted=True)
+        runtime.list()
+        gc.collect()
+        gc.freeze()
+        cpu, wall = [], []
+        for i in range(count):
+            argument = {"text": f"Bench note {i}: rotate the {TYPED.split()[i % 9]} key"}
+            started, cpu_started = time.perf_counter(), time.thread_time()
+            result = runtime.run("add", argument)
+            cpu.append(time.thread_time() - cpu_started)
+            wall.append(time.perf_counter() - started)
+            if "error" in result:
+                raise SystemExit(f"memory.add failed on {store}: {result['error']}")
+        gc.unfreeze()
+        return (
+            f"| {store} | {count} | {quantile(cpu, 0.5) * 1e3:.2f} ms | "
+            f"{quantile(wall, 0.5) * 1e3:.2f} ms | {quantile(wall, 0.95) * 1e3:.2f} ms |"
+        )
+    finally:
+        workload.remove_workspace(ws)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--stores", default="4500,paraphrase,10000")
@@ -133,7 +168,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--tree", action="store_true", help="also each store in a real-sized project (issue 13)"
     )
+    parser.add_argument(
+        "--adds", type=int, default=0, help="time this many memory.add instead (the runtime)"
+    )
     args = parser.parse_args(argv)
+    if args.adds:
+        print("| store | adds | CPU p50 | wall p50 | wall p95 |")
+        print("|---|---|---|---|---|")
+        for store in args.stores.split(","):
+            print(measure_adds(store, args.adds), flush=True)
+        return 0
     print(
         "| store | open [diagnostics] | similar pass | keystroke p50 / p95 [diagnostics, "
         "publish size] | line added or removed p50 | memory |"

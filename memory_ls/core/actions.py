@@ -20,6 +20,7 @@ from typing import TypedDict
 from memory_ls.core.models import SCOPES, Scope, other_scope
 from memory_ls.core.notes import parse, parse_bullet
 from memory_ls.core.text import (
+    BOM,
     HEADER,
     MAX_NOTE_UTF16,
     SplitText,
@@ -118,10 +119,20 @@ def apply_add(content: str, note: str) -> Change:
     existing = parse(content).keys.get(near_duplicate_key(note))
     if existing is not None:
         return Change(content, False, existing=existing)
-    split = split_text(content)
-    body = "\n".join(split.lines).rstrip()
+    if "\r" in content:  # CRLF (or a stray CR): cut into lines, written back alike
+        split = split_text(content)
+        body = "\n".join(split.lines).rstrip()
+        new_body = f"{body}\n- {note}\n" if body else f"{HEADER}\n\n- {note}\n"
+        return Change(split.render(new_body.split("\n")), True)
+    # LF only: the same text without cutting the store into lines and joining them again
+    # (a 256 KB store with one emoji is 1 MB of code points: each copy counts).
+    bom = content.startswith(BOM)
+    if content[-1:] == "\n" and not content[-2:-1].isspace() and len(content) > 1 + bom:
+        # The usual end, one LF after text: trimming it and adding "\n- note\n" is this.
+        return Change(f"{content}- {note}\n", True)
+    body = (content[1:] if bom else content).rstrip()
     new_body = f"{body}\n- {note}\n" if body else f"{HEADER}\n\n- {note}\n"
-    return Change(split.render(new_body.split("\n")), True)
+    return Change(BOM + new_body if bom or new_body.startswith(BOM) else new_body, True)
 
 
 def apply_update(content: str, note: str, to: str, scope: Scope) -> Change:

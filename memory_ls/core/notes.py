@@ -142,6 +142,9 @@ def parse_lines(lines: list[str]) -> ParsedFile:
 
 
 _recent: dict[str, ParsedFile] = {}
+_written: tuple[tuple[str, ParsedFile], ...] = ()
+"""The last few texts :func:`parse_after` parsed (a store each), found by identity:
+no hash of a megabyte of code points."""
 
 
 def parse(content: str) -> ParsedFile:
@@ -151,6 +154,9 @@ def parse(content: str) -> ParsedFile:
     re-reads it, and the editor and the runtime parse the same text.
     Callers must not mutate the result.
     """
+    for text, parsed in _written:
+        if text is content:
+            return parsed
     hit = _recent.get(content)
     if hit is not None:
         return hit
@@ -164,3 +170,74 @@ def parse(content: str) -> ParsedFile:
 def parse_notes(content: str) -> list[str]:
     """The notes of a file's text, in order."""
     return list(parse(content).notes)
+
+
+def parse_after(previous: ParsedFile, previous_content: str, content: str) -> ParsedFile:
+    """``parse(content)``, reusing ``previous = parse(previous_content)`` where it can.
+
+    A write is followed by a parse of what it wrote, and an ``add`` writes the old
+    text (its trailing whitespace trimmed) and one note more: when ``content``
+    begins with ``previous_content`` so trimmed, the lines they share keep
+    ``previous``'s bullets, notes and keys and only the rest is parsed, without
+    cutting the whole text into lines again (a 256 KB store with one emoji is a
+    megabyte of code points). A change before the last note is parsed whole. The
+    result equals :func:`parse`'s (``tests/unit/test_notes.py``), and :func:`parse`
+    returns it for this very string.
+    """
+    global _written
+    parsed = None
+    if content.startswith(previous_content):  # the usual add: the text is kept whole
+        start = previous_content.rfind("\n") + 1  # its last line may go on: parsed again
+        if start:
+            same = len(previous.lines) - 1
+            lines = previous.lines[:same] + split_text("\n" + content[start:]).lines[1:]
+            parsed = _parse_from(previous, lines, same)
+        kept = ""  # nothing more to try
+    else:
+        kept = previous_content.rstrip()
+    start = kept.rfind("\n") + 1  # where the last line of `kept` begins
+    if parsed is None and start and content.startswith(kept):
+        end = len(kept)
+        # The lines before `start`, alike in both texts (counted in the few trailing
+        # characters rather than the whole text).
+        same = len(previous.lines) - 1 - previous_content.count("\n", end)
+        ending = content[end : end + 2]
+        if (ending[:1] == "\n" or ending == "\r\n") and previous.lines[same] == kept[start:]:
+            # `content` ends that line where `previous_content` did (an add): it is alike too.
+            same, start = same + 1, end + (1 if ending[:1] == "\n" else 2)
+        # A "\n" in front: the tail's first line is never taken for a leading BOM.
+        lines = previous.lines[:same] + split_text("\n" + content[start:]).lines[1:]
+        parsed = _parse_from(previous, lines, same)
+    if parsed is None:
+        parsed = parse_lines(split_text(content).lines)
+    # Kept by identity, not in `_recent`: a text just written is next parsed as this
+    # very string (the runtime hands its view's text over when the file still holds it).
+    _written = ((content, parsed), *_written[:3])
+    return parsed
+
+
+def _parse_from(previous: ParsedFile, lines: list[str], same: int) -> ParsedFile | None:
+    """The parse of ``lines``, whose first ``same`` are ``previous``'s, reusing what they
+    hold; ``None`` when ``previous`` has notes after them (their keys would be wrong)."""
+    bullets = previous.bullets
+    # Bullets are in line order: the first one at or after `same`, by bisection.
+    low, high = 0, len(bullets)
+    while low < high:
+        mid = (low + high) // 2
+        if bullets[mid].line < same:
+            low = mid + 1
+        else:
+            high = mid
+    if any(b.note for b in bullets[low:]):
+        return None
+    bullets = bullets[:low]
+    notes = list(previous.notes)
+    keys = dict(previous.keys)
+    for i in range(same, len(lines)):
+        b = parse_bullet(lines[i], i)
+        if b is not None:
+            bullets.append(b)
+            if b.note:
+                notes.append(b.note)
+                keys.setdefault(b.key, b.note)
+    return ParsedFile(lines, bullets, notes, keys)

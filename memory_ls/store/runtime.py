@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from memory_ls.core.notes import ParsedFile, parse
+from memory_ls.core.notes import ParsedFile, parse, parse_after
 from memory_ls.core.recall import RecallPlan, recall_plan
 from memory_ls.core.text import display_path
 from memory_ls.store.config import load_config
@@ -222,10 +222,19 @@ class MemoryRuntime:
         return view
 
     def _adopt(self, scope: Scope, content: str, stamp: Stamp) -> None:
-        """Cache what this process just wrote, so it is not read back."""
+        """Cache what this process just wrote, so it is not read back.
+
+        Parsed from the view it replaces: a write changes a few lines (an add, one
+        at the end), and only the lines from the first one that differs are parsed.
+        """
         path = self.paths[scope]
         file = StoreFile(path, True, content, stamp)
-        parsed = parse(content)
+        previous = self._views.get(scope)
+        parsed = (
+            parse(content)
+            if previous is None
+            else parse_after(previous.parsed, previous.file.content, content)
+        )
         self._views[scope] = StoreView(file, parsed, parsed.notes)
 
     def notes(self, scope: Scope) -> list[str]:
@@ -447,9 +456,13 @@ class MemoryRuntime:
 
         def decide(file: StoreFile) -> str | None:
             refusal = file.mutation_error
-            change = (
-                Change(file.content, False, error=refusal) if refusal else transform(file.content)
-            )
+            content = file.content
+            cached = self._views.get(scope)
+            if cached is not None and cached.file.content == content:
+                # The same text as the view's (compared, not hashed): hand over the view's
+                # own string, whose parse is found by identity, not by hashing 1 MB again.
+                content = cached.file.content
+            change = Change(content, False, error=refusal) if refusal else transform(content)
             made.append(change)
             return change.content if change.changed and change.error is None else None
 

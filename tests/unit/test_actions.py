@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from memory_ls.core.actions import (
     ACTION_MESSAGE,
@@ -19,7 +21,7 @@ from memory_ls.core.actions import (
     no_match,
 )
 from memory_ls.core.notes import parse_notes
-from memory_ls.core.text import BOM, HEADER
+from memory_ls.core.text import BOM, HEADER, split_text
 
 NEW_FILE = f"{HEADER}\n\n"
 
@@ -120,6 +122,29 @@ def test_add_keeps_bom() -> None:
     assert apply_add(BOM + "- a\n", "b").content == BOM + "- a\n- b\n"
     assert apply_add(BOM, "b").content == BOM + NEW_FILE + "- b\n"
     assert apply_add(BOM + "  \n", "b").content == BOM + NEW_FILE + "- b\n"
+
+
+def _add_by_lines(content: str, note: str) -> str:
+    """What an add writes, cut into lines and joined back (the rule for every file)."""
+    split = split_text(content)
+    body = "\n".join(split.lines).rstrip()
+    new_body = f"{body}\n- {note}\n" if body else f"{HEADER}\n\n- {note}\n"
+    return split.render(new_body.split("\n"))
+
+
+TEXT_PIECES = st.sampled_from(
+    ["- a", "* b", "prose", " ", "\t", "\n", "\r\n", "\r", BOM, "\u2028", "\xa0", "😀", "-  "]
+)
+
+
+@given(st.lists(TEXT_PIECES, max_size=14).map("".join), st.sampled_from(["new", "a", "😀 x"]))
+def test_add_writes_what_the_lines_rule_writes(content: str, note: str) -> None:
+    """An LF-only store is appended to without cutting it into lines: same text."""
+    change = apply_add(content, note)
+    if change.changed:
+        assert change.content == _add_by_lines(content, note)
+    else:
+        assert change.existing is not None and change.content == content
 
 
 @pytest.mark.parametrize("stored", ["Use pnpm", "use PNPM.", "USE pnpm!?", "  *   use   pnpm  "])

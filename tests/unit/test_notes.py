@@ -7,8 +7,16 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from memory_ls.core.checks import line_findings, lines_findings
-from memory_ls.core.notes import parse, parse_bullet, parse_bullets, parse_notes
-from memory_ls.core.text import BOM, HEADER
+from memory_ls.core.notes import (
+    parse,
+    parse_after,
+    parse_bullet,
+    parse_bullets,
+    parse_lines,
+    parse_notes,
+)
+from memory_ls.core.text import BOM, HEADER, split_text
+from tests.conftest import store_text
 
 
 @pytest.mark.parametrize(
@@ -148,3 +156,65 @@ def test_lines_findings_is_line_findings_of_every_bullet(lines: list[str]) -> No
         if b and (found := line_findings(b))
     }
     assert lines_findings(parse_bullets(lines)) == expected
+
+
+# -- parsing what a write wrote (parse_after) -----------------------------------------
+
+ENDINGS = st.sampled_from(["", "\n", "\r\n", "  \n\n", " \t", "\n\u2028\n", "\r"])
+
+
+def fresh_parse(content: str) -> object:
+    """The parse of ``content`` from scratch (not :func:`parse`'s kept results)."""
+    return parse_lines(split_text(content).lines)
+
+
+@given(
+    st.booleans(),
+    st.lists(LINES, max_size=12),
+    ENDINGS,
+    st.sampled_from(["\n", "\r\n", "", " ", "\n\n"]),
+    st.lists(LINES, max_size=3),
+    ENDINGS,
+    st.booleans(),
+)
+def test_parse_after_an_append_is_parse(
+    bom: bool, lines: list[str], end: str, glue: str, more: list[str], last: str, trim: bool
+) -> None:
+    """The text a write makes of the previous one (trimmed or whole, then more lines, as
+    an add writes it; in any line-ending style), parsed from the previous parse."""
+    previous = (BOM if bom else "") + "\n".join(lines) + end
+    content = (previous.rstrip() if trim else previous) + glue + "\n".join(more) + last
+    assert parse_after(parse(previous), previous, content) == fresh_parse(content)
+
+
+@given(st.lists(LINES, max_size=10), st.lists(LINES, max_size=10), ENDINGS, ENDINGS)
+def test_parse_after_any_other_change_is_parse(
+    before: list[str], after: list[str], end: str, other_end: str
+) -> None:
+    previous = "\n".join(before) + end
+    content = "\n".join(after) + other_end
+    assert parse_after(parse(previous), previous, content) == fresh_parse(content)
+
+
+def test_parse_after_an_add_parses_only_the_new_lines() -> None:
+    """The lines an add kept are not parsed again: their bullets are the same objects,
+    even with the parser's cache emptied (a parse from scratch would make new ones)."""
+    previous = store_text(*(f"note number {i}" for i in range(50)))
+    before = parse(previous)
+    content = previous.rstrip() + "\n- the new one\n"
+    parse_bullet.cache_clear()
+    after = parse_after(before, previous, content)
+    assert after == fresh_parse(content)
+    assert all(a is b for a, b in zip(after.bullets, before.bullets, strict=False))
+    assert after.notes[-1] == "the new one" and len(after.notes) == 51
+
+
+def test_parse_finds_what_parse_after_parsed_by_identity() -> None:
+    """The text a write just wrote is found again as that very string (the runtime hands
+    it to the next action) for each of the last stores written, without hashing it."""
+    olds = [store_text("a", "b"), store_text("x")]
+    news = [olds[0] + "- c\n", olds[1] + "- y\n"]
+    found = [parse_after(parse(old), old, new) for old, new in zip(olds, news, strict=True)]
+    for new, parsed in zip(news, found, strict=True):
+        assert parse(new) is parsed
+        assert parse(new[:-1] + "\n") == parsed  # an equal text that is another string

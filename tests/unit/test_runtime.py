@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from memory_ls.core.text import BOM, HEADER
+from memory_ls.core.notes import parse_lines
+from memory_ls.core.text import BOM, HEADER, split_text
 from memory_ls.store.files import LockedFolder, write_store
 from memory_ls.store.runtime import MemoryRuntime
 from tests.conftest import Workspace
@@ -404,6 +405,36 @@ def test_self_write_is_adopted(workspace: Workspace) -> None:
     view = rt.view("project")
     assert view.parsed.notes == ["a"]
     assert rt.view("project") is view  # not re-read
+
+
+@pytest.mark.parametrize("start", ["", "- a\n- b  \n\n\n", BOM + "# t\r\n- a\r\n", "- a"])
+def test_the_adopted_view_is_the_written_file_parsed(workspace: Workspace, start: str) -> None:
+    """After each write the cached parse (made from the previous one) is the file's own,
+    whatever wrote before it: this runtime, another one, or an edit in the middle."""
+    path = workspace.write("project", start)
+    rt, other = workspace.runtime(), workspace.runtime()
+
+    def check() -> None:
+        view = rt.view("project")
+        assert view.file.content == path.read_bytes().decode("utf-8")
+        assert view.parsed == parse_lines(split_text(view.file.content).lines)
+
+    rt.run("list", {})
+    for step in range(4):
+        assert rt.run("add", {"text": f"note {step}"})["changed"]
+        check()
+    other.run("add", {"text": "from another process"})
+    assert rt.run("add", {"text": "after it"})["project"][-2:] == [
+        "from another process",
+        "after it",
+    ]
+    check()
+    assert rt.run("forget", {"text": "note 1"})["changed"]
+    check()
+    assert rt.run("add", {"text": "note 1 again"})["changed"]
+    check()
+    assert rt.run("add", {"text": "NOTE 0."})["existing"] == "note 0"
+    check()
 
 
 def test_store_that_becomes_a_symlink_keeps_last_good_for_recall(workspace: Workspace) -> None:
