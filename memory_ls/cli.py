@@ -20,10 +20,11 @@ import json
 import os
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, cast
+
+from memory_ls.core.records import record
 
 if TYPE_CHECKING:
     # argparse (with gettext, and shutil with bz2, lzma and zlib when a parser is built)
@@ -37,7 +38,7 @@ EXIT_OK, EXIT_REFUSED, EXIT_USAGE = 0, 1, 2
 PROG = "memory-ls"
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Option:
     """One option: its flag, the value it takes (``None`` for a switch) and its help."""
 
@@ -116,7 +117,7 @@ PROPOSE = ("--propose", "--by")
 """The review options of a verb an agent may propose instead (SPEC §12)."""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Verb:
     """One verb: what it does, its arguments and exactly the options it uses."""
 

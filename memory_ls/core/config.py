@@ -13,10 +13,10 @@ import math
 import re
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from decimal import ROUND_FLOOR, Decimal, InvalidOperation
 from typing import Literal
 
+from memory_ls.core.records import field, record
 from memory_ls.core.text import display_path
 
 DEFAULT_MAX_INJECT_BYTES = 8192
@@ -33,7 +33,7 @@ _NUMERIC_RE = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
 _NUMBER_PARTS_RE = re.compile(r"([+-]?)([\d.]*)(?:[eE]([+-]?)\d+)?")
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ConfigSource:
     """One configuration file and what became of it."""
 
@@ -43,7 +43,7 @@ class ConfigSource:
     """Why the file was not used (``ignored``, ``skipped-untrusted``)."""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class EffectiveConfig:
     """The configuration in force, and the files it came from.
 

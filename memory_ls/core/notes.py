@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import functools
 import re
-from dataclasses import dataclass
 from typing import NamedTuple
 
+from memory_ls.core.records import record
 from memory_ls.core.text import (
     NEEDS_REPLACING_RE,
     TRAILING_PUNCT,
@@ -114,7 +114,7 @@ def parse_bullets(lines: list[str]) -> list[Bullet | None]:
     return out
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ParsedFile:
     """A whole memory file: its lines and every bullet on them, in order."""
 

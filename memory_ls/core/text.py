@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from dataclasses import dataclass
 from pathlib import PurePath
 from typing import TypeVar, cast
+
+from memory_ls.core.records import record
 
 T = TypeVar("T")
 
@@ -164,7 +165,7 @@ def _escape_unseen(char: str) -> str:
     return f"\\U{code:08x}"
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SplitText:
     """A file's text cut into lines, with what is needed to write it back alike."""
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import posixpath
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from memory_ls.core.config import json_type_name, parse_json
+from memory_ls.core.records import field, record, replace
 from memory_ls.core.text import display_path
 
 TrustRule = Literal["explicit", "trust.json", "resources"]
@@ -33,7 +33,7 @@ ANCESTOR_TRUST_RESOURCE = ".agents/skills"
 """Trust-requiring in the root or any ancestor, except the one in the home directory."""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class TrustDecision:
     """A trust verdict, the rule that reached it, and why."""
 
@@ -64,7 +64,7 @@ def trust_summary(trusted: bool, rule: str, reason: str) -> str:
     return f"{verdict} (rule: {rule}; {evidence})" if evidence else f"{verdict} (rule: {rule})"
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class TrustStoreMatch:
     """The ``trust.json`` entry that decides for a project root."""
 

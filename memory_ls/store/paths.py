@@ -11,9 +11,10 @@ import errno
 import os
 import stat
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from memory_ls.core.records import record
 
 if TYPE_CHECKING:  # types only: the read verbs do not import the boundary shapes
     from memory_ls.core.models import Scope
@@ -152,7 +153,7 @@ def is_pi_memory(path: Path) -> bool:
     return path.name == STORE_FILE_NAME and path.parent.name == ".pi"
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class StorePath:
     """Which store a memory file is (SPEC §1, §7 Documents, §8 ``check``)."""
 
@@ -236,7 +237,7 @@ def _start_folder(start: Path) -> Path:
 # -- reading small files -------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SmallText:
     """The outcome of reading a small text file: errors are values, not exceptions.
 
