@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from memory_ls.core.checks import line_findings, lines_findings
-from memory_ls.core.notes import parse, parse_bullet, parse_bullets, parse_notes
-from memory_ls.core.text import BOM, HEADER
+from memory_ls.core.notes import parse, parse_bullet, parse_bullets, parse_lines, parse_notes
+from memory_ls.core.text import BOM, HEADER, split_text
 
 
 @pytest.mark.parametrize(
@@ -124,7 +124,7 @@ def test_duplicate_notes_are_all_listed() -> None:
 LINE_PIECES = st.sampled_from(
     [
         *[" ", "\t", "  ", "note", "Note.", "x!", "?;", "😀", "日本", "\u200b", "\x07", "\x00"],
-        *["\x85", "\u2028", "\ud800", "\xa0", "\u3000", "-", "*", "+", "#"],
+        *["\x85", "\u2028", "\ud800", "\xa0", "\u3000", "-", "*", "+", "#", "\r", "\x1f", "\u200d"],
     ]
 )
 LINES = st.tuples(
@@ -148,3 +148,20 @@ def test_lines_findings_is_line_findings_of_every_bullet(lines: list[str]) -> No
         if b and (found := line_findings(b))
     }
     assert lines_findings(parse_bullets(lines)) == expected
+
+
+@given(st.lists(LINES, max_size=20), st.sampled_from(["\n", "\r\n"]), st.booleans())
+@example(["- a  b", "- c"], "\n", False)  # one text not normalised among normalised ones
+@example(["- a ", "- b"], "\n", False)
+@example(["- a", "-  "], "\n", False)  # a blank bullet: no note
+@example(["- a\tb", "- a\u3000b", "- x"], "\r\n", True)
+def test_notes_read_first_are_the_notes_of_the_bullets(
+    lines: list[str], eol: str, bom: bool
+) -> None:
+    """``inject`` reads only the notes, found without the bullets: the same notes."""
+    content = (BOM if bom else "") + eol.join(lines)
+    fast = parse_lines(split_text(content).lines)
+    slow = parse_lines(split_text(content).lines)
+    assert [b.note for b in slow.bullets if b.note] == fast.notes
+    assert fast == slow
+    assert fast.keys == {b.key: b.note for b in reversed(slow.bullets) if b.note}
