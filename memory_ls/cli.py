@@ -16,7 +16,6 @@ the read verbs an agent runs before every run (``inject --project DIR``) are rea
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from collections.abc import Sequence
@@ -525,6 +524,8 @@ def _usage_error(message: str) -> int:
 
 
 def _print_json(value: Any) -> None:
+    import json  # imported here: `inject` without --json prints text
+
     say(json.dumps(value, indent=2, ensure_ascii=False))
 
 
@@ -648,11 +649,13 @@ def _run(verb: str, args: argparse.Namespace) -> int:
                 say(f"trust: {_trust_line(runtime)}")
         else:
             _say_if_untrusted(runtime)
-            result = runtime.inject()
             if args.json:
-                _print_json(result)
-            elif result["body"] is not None:
-                say(result["body"])
+                _print_json(runtime.inject())
+            else:
+                # The body alone: the result's list of left-out notes is not printed.
+                body = runtime.plan().body
+                if body is not None:
+                    say(body)
         errors = _store_errors(runtime)
         for error in errors:
             say(f"Error: {error}", err=True)

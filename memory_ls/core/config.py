@@ -8,7 +8,6 @@ skipped and reported in ``problems`` for the doctor.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 import sys
@@ -249,6 +248,8 @@ def parse_json(text: str) -> tuple[object, str | None]:
     exactly, as a ``Decimal`` (:func:`exact_number`): ``1e999`` and an integer
     of 5000 digits are numbers, not an infinity or a malformed file.
     """
+    import json  # imported here: without a config or trust.json, `inject` reads no JSON
+
     try:
         data = json.loads(
             text.removeprefix("\ufeff"),

@@ -135,7 +135,8 @@ def recall_plan(
         section: list[str] = []
         append = planned.append
         for i, note in enumerate(notes):
-            cost = utf8_length(note) + 3  # note_cost, inlined: this loop runs per keystroke
+            # note_cost, inlined (its ASCII case too): this loop runs per keystroke
+            cost = (len(note) if note.isascii() else utf8_length(note)) + 3
             fits = used + (0 if section else header_cost) + cost <= limit
             append(PlannedNote(scope, i, note, cost, fits))
             if fits:
