@@ -435,8 +435,9 @@ def _arrange(tokens: Sequence[str], verb: Verb) -> list[str]:
 DASHES = "\0--"
 """A literal ``--`` argument while argparse reads the arguments."""
 
-SIMPLE_VERBS = ("inject", "list", "path", "doctor")
-"""Verbs with no arguments and only the common options, read without argparse when plain."""
+SIMPLE_VERBS = ("inject", "list", "path", "doctor", "check")
+"""Verbs read without argparse when plain: only options, and no argument (``check``'s
+files are optional)."""
 
 
 def _simple_args(tokens: Sequence[str], verb: Verb) -> argparse.Namespace | None:
@@ -448,9 +449,10 @@ def _simple_args(tokens: Sequence[str], verb: Verb) -> argparse.Namespace | None
     all); ``tests/cli/test_cli_parsing.py`` holds the two to the same namespace.
     An agent runs ``inject`` before every run: argparse is a tenth of its time.
     """
-    if verb.name not in SIMPLE_VERBS or verb.args or verb.overrides or verb.required:
+    if verb.name not in SIMPLE_VERBS or verb.required or (verb.args and verb.nargs != "*"):
         return None
-    values: dict[str, object] = {}
+    # An optional argument list that is not given is empty, as argparse reads it.
+    values: dict[str, object] = {name.lower(): [] for name, _ in verb.args}
     for flag in verb.options:
         option = verb.option(flag)
         if flag in ("--trusted", "--untrusted"):

@@ -106,3 +106,7 @@ def test_check_imports_rapidfuzz_for_similar_but_never_numpy(
     names = modules_after(workspace, "from memory_ls.cli import main\nmain(['check'])")
     assert "rapidfuzz" in names
     assert loaded(names, [w for w in NEVER_IN_READ_VERBS if w != "rapidfuzz"]) == []
+    # Plain arguments are read without argparse; without an instruction file to judge,
+    # the bridges (and the actions and inbox they bring) are not loaded.
+    skipped = ["memory_ls.core.actions", "memory_ls.core.bridges", "memory_ls.core.inbox"]
+    assert loaded(names, [*skipped, "hashlib", "argparse"]) == []
