@@ -92,8 +92,9 @@ def test_the_read_verbs_import_only_what_they_print(workspace: Workspace, verb: 
     assert loaded(names, NEVER_IN_READ_VERBS) == []
     assert loaded(names, READ_VERBS_SKIP) == []
     if verb == ["inject"]:
-        # No configuration file and no trust.json here: nothing to read as JSON, or print.
-        assert "json" not in names
+        # No configuration file and no trust.json here: nothing to read as JSON, or print,
+        # and no number to read exactly.
+        assert loaded(names, ["json", "decimal"]) == []
 
 
 @pytest.mark.parametrize("size", [2, 400])
