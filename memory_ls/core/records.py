@@ -135,6 +135,16 @@ def _build(cls: type[T], frozen: bool) -> type[T]:
             return NotImplemented
         return all(getattr(self, n) == getattr(other, n) for n in compare_names)
 
+    def __getstate__(self: Any) -> list[object]:
+        return [getattr(self, name) for name in names]
+
+    def __setstate__(self: Any, state: list[object]) -> None:
+        # copy and pickle set the fields back through here (a frozen record refuses setattr).
+        for name, value in zip(names, state, strict=True):
+            setter(self, name, value)
+
+    namespace.setdefault("__getstate__", __getstate__)
+    namespace.setdefault("__setstate__", __setstate__)
     namespace.setdefault("__init__", __init__)
     namespace.setdefault("__repr__", __repr__)
     namespace.setdefault("__eq__", __eq__)
