@@ -12,13 +12,20 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Literal
 
 from memory_ls.core.records import record
-
-if TYPE_CHECKING:  # types only: the read verbs do not import the boundary shapes
-    from memory_ls.core.models import InjectResult, OmittedNote, Scope
 from memory_ls.core.text import utf8_length
+
+TYPE_CHECKING = False  # not `typing`'s: the read verbs do without importing it (~3.5 ms)
+if TYPE_CHECKING:  # types only: the read verbs do not import the boundary shapes
+    from typing import Literal
+
+    from memory_ls.core.models import InjectResult, OmittedNote, Scope
+
+    RecallState = Literal["in", "budget", "recall-off", "untrusted", "unread"]
+    """What the plan does with a note: ``in`` the body, or why it is out. ``unread``:
+    the plan was never given the note (its store is refused, SPEC §1)."""
+
 
 MARKER = "[MEMORY]"
 INTRO = (
@@ -233,11 +240,6 @@ def _changed(old: tuple[str, ...], new: Sequence[str]) -> list[int]:
         return [first, differs.index(True, first + 1)]
     except ValueError:
         return [first]
-
-
-RecallState = Literal["in", "budget", "recall-off", "untrusted", "unread"]
-"""What the plan does with a note: ``in`` the body, or why it is out. ``unread``:
-the plan was never given the note (its store is refused, SPEC §1)."""
 
 
 @record

@@ -20,6 +20,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # `typing` itself is ~4 ms the read verbs do without
     from collections.abc import Callable
     from typing import Any, TypeVar
+    from typing import overload as overload
 
     from typing_extensions import dataclass_transform
 
@@ -28,6 +29,10 @@ else:
 
     def dataclass_transform(**_: object) -> object:
         return lambda f: f
+
+    def overload(func: object) -> object:
+        """``typing.overload`` for type checkers; at run time the last definition stands."""
+        return func
 
 
 _MISSING = object()

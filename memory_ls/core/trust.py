@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import posixpath
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Literal
 
 from memory_ls.core.config import json_type_name, parse_json
 from memory_ls.core.records import field, record, replace
 from memory_ls.core.text import display_path
 
-TrustRule = Literal["explicit", "trust.json", "resources"]
+TYPE_CHECKING = False  # not `typing`'s: the read verbs do without importing it (~3.5 ms)
+if TYPE_CHECKING:
+    from memory_ls.core.models import TrustRule
 
 PROJECT_TRUST_RESOURCES: tuple[str, ...] = (
     ".pi/settings.json",

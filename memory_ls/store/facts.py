@@ -14,14 +14,14 @@ import errno
 import os
 import stat
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
 
 from memory_ls.core.records import record
-
-if TYPE_CHECKING:  # types only: the read verbs do not import the boundary shapes
-    from memory_ls.core.models import FileType
 from memory_ls.core.text import display_path
 from memory_ls.store.paths import project_folder_refusal, refused_project_store
+
+TYPE_CHECKING = False  # not `typing`'s: the read verbs do without importing it (~3.5 ms)
+if TYPE_CHECKING:  # types only: the read verbs do not import the boundary shapes
+    from memory_ls.core.models import FileType
 
 
 def file_type_of(mode: int) -> FileType | None:
@@ -37,7 +37,7 @@ def file_type_of(mode: int) -> FileType | None:
         (stat.S_ISLNK, "symlink"),
     ):
         if test(mode):
-            return cast("FileType", name)
+            return name  # type: ignore[return-value]
     return "other"
 
 

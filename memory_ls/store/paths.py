@@ -12,13 +12,14 @@ import os
 import stat
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from memory_ls.core.records import record
+from memory_ls.core.text import display_path
 
+TYPE_CHECKING = False  # not `typing`'s: the read verbs do without importing it (~3.5 ms)
 if TYPE_CHECKING:  # types only: the read verbs do not import the boundary shapes
     from memory_ls.core.models import Scope
-from memory_ls.core.text import display_path
+
 
 AGENT_DIR_ENV = "PI_CODING_AGENT_DIR"
 """The environment variable Pi reads for its agent dir."""

@@ -11,7 +11,6 @@ import os
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from memory_ls.core.notes import ParsedFile, parse
 from memory_ls.core.recall import RecallPlan, recall_plan
@@ -44,6 +43,7 @@ from memory_ls.store.paths import (
 )
 from memory_ls.store.trust import decide_trust
 
+TYPE_CHECKING = False  # not `typing`'s: the read verbs do without importing it (~3.5 ms)
 if TYPE_CHECKING:
     # Types only. The actions, the bridges and the checks are imported where a write,
     # an import or a check needs them: `inject` and `list` read, and pay for reading only.

@@ -33,11 +33,13 @@ READ_VERBS_SKIP = [
     "dataclasses",
     "inspect",
     "ast",
+    "typing",
 ]
 """What only a change, an import, the inbox or a check needs (and argparse, which plain
 arguments do without: ``tests/cli/test_cli_parsing.py``): ``inject`` and ``list`` read.
 Nor ``dataclasses`` (with ``inspect`` and ``ast``, ~10 ms, and ~0.5 ms a class built):
-the read path's classes are ``memory_ls.core.records`` records."""
+the read path's classes are ``memory_ls.core.records`` records; nor ``typing`` (~3.5 ms):
+the read path's modules import it for type checkers only (``TYPE_CHECKING = False``)."""
 
 
 def modules_after(workspace: Workspace, code: str) -> set[str]:
