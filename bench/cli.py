@@ -12,6 +12,7 @@ import statistics
 import subprocess
 import time
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 from bench.servers import PEERS, VENV_BIN, python_for_pygls
@@ -45,9 +46,16 @@ class CliResult:
         return data
 
 
+def cli_executable() -> Path:
+    """The ``memory-ls`` timed: ``BENCH_MEMORY_LS_CLI`` when set (a normal, non-editable
+    install, whose start-up issue 11's targets are about), else the checkout's venv's."""
+    override = os.environ.get("BENCH_MEMORY_LS_CLI")
+    return Path(override) if override else VENV_BIN / "memory-ls"
+
+
 def commands(ws: Workspace) -> list[tuple[str, list[str], bool]]:
     """(label, argv, is_memory_ls) for every command timed on a store."""
-    exe = str(VENV_BIN / "memory-ls")
+    exe = str(cli_executable())
     common = ["--project", str(ws.root), "--agent-dir", str(ws.agent_dir)]
     found: list[tuple[str, list[str], bool]] = [
         ("memory-ls inject", [exe, "inject", *common], True),
@@ -93,9 +101,11 @@ def time_command(label: str, argv: list[str], ws: Workspace, store: str, runs: i
 
 
 def memory_ls_cli_missing() -> str | None:
-    exe = VENV_BIN / "memory-ls"
+    exe = cli_executable()
     if not exe.exists():
         return f"{exe} not found"
+    if os.environ.get("BENCH_MEMORY_LS_CLI"):
+        return None  # another install: the checkout's import probe says nothing of it
     probe = subprocess.run(
         [python_for_pygls(), "-c", "import memory_ls.cli"], capture_output=True, check=False
     )

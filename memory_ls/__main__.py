@@ -13,7 +13,10 @@ import signal
 import sys
 from collections.abc import Sequence
 from types import FrameType
-from typing import NoReturn
+
+TYPE_CHECKING = False  # not `typing`'s: the read verbs do without importing it (~3.5 ms)
+if TYPE_CHECKING:
+    from typing import NoReturn
 
 EXIT_INTERRUPTED = 130
 """128 + SIGINT, what a shell reports for a command stopped by Ctrl-C."""

@@ -14,7 +14,6 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from memory_ls.core.bridges import instruction_skipped_lines
 from memory_ls.core.checks import Finding, InstructionDuplicateData, Related
 from memory_ls.core.notes import Bullet, parse_bullet
 from memory_ls.core.similar import DEFAULT_THRESHOLD, similar_to
@@ -79,6 +78,10 @@ class InstructionIndex:
 
 def instruction_lines(path: str, text: str) -> list[InstructionLine]:
     """The bullet and prose lines of one instruction file's text."""
+    # Imported here: the bridges bring the actions and the inbox (hashlib), which `check`
+    # has no use for when the project has no instruction file.
+    from memory_ls.core.bridges import instruction_skipped_lines
+
     lines = split_text(text).lines
     skipped = instruction_skipped_lines(lines)
     out: list[InstructionLine] = []

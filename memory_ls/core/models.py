@@ -15,10 +15,12 @@ from typing import Any, Literal, NotRequired
 
 from typing_extensions import TypedDict
 
-from memory_ls.core.config import SourceStatus
-from memory_ls.core.trust import TrustRule
-
 Scope = Literal["project", "global"]
+SourceStatus = Literal["used", "missing", "ignored", "skipped-untrusted"]
+"""What became of one configuration file (``core/config.py``)."""
+TrustRule = Literal["explicit", "trust.json", "resources"]
+"""The rule that decided trust (``core/trust.py``). These two live here, not where they
+are decided, so that the read verbs, which load those modules, need not import `typing`."""
 SCOPES: tuple[Scope, Scope] = ("project", "global")
 
 

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from memory_ls.core.trust import trust_summary as trust_summary  # every report's one rendering
 
+TYPE_CHECKING = False  # not `typing`'s: the read verbs do without importing it (~3.5 ms)
 if TYPE_CHECKING:  # types only: `list` prints without the boundary shapes
     from memory_ls.core.models import MemoryResult, SyncResult
 

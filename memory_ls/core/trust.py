@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import posixpath
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from typing import Literal
 
 from memory_ls.core.config import json_type_name, parse_json
+from memory_ls.core.records import field, record, replace
 from memory_ls.core.text import display_path
 
-TrustRule = Literal["explicit", "trust.json", "resources"]
+TYPE_CHECKING = False  # not `typing`'s: the read verbs do without importing it (~3.5 ms)
+if TYPE_CHECKING:
+    from memory_ls.core.models import TrustRule
 
 PROJECT_TRUST_RESOURCES: tuple[str, ...] = (
     ".pi/settings.json",
@@ -33,7 +34,7 @@ ANCESTOR_TRUST_RESOURCE = ".agents/skills"
 """Trust-requiring in the root or any ancestor, except the one in the home directory."""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class TrustDecision:
     """A trust verdict, the rule that reached it, and why."""
 
@@ -64,7 +65,7 @@ def trust_summary(trusted: bool, rule: str, reason: str) -> str:
     return f"{verdict} (rule: {rule}; {evidence})" if evidence else f"{verdict} (rule: {rule})"
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class TrustStoreMatch:
     """The ``trust.json`` entry that decides for a project root."""
 

@@ -172,6 +172,8 @@ def start_ws(ls: LanguageServer, host: str, port: int) -> None:
 
     with contextlib.suppress(asyncio.CancelledError):
         asyncio.run(main())
+
+
 _RESPONSE_TYPES: dict[type, bool] = {}
 
 

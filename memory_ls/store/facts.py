@@ -13,14 +13,15 @@ import contextlib
 import errno
 import os
 import stat
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
 
-if TYPE_CHECKING:  # types only: the read verbs do not import the boundary shapes
-    from memory_ls.core.models import FileType
+from memory_ls.core.records import record
 from memory_ls.core.text import display_path
 from memory_ls.store.paths import project_folder_refusal, refused_project_store
+
+TYPE_CHECKING = False  # not `typing`'s: the read verbs do without importing it (~3.5 ms)
+if TYPE_CHECKING:  # types only: the read verbs do not import the boundary shapes
+    from memory_ls.core.models import FileType
 
 
 def file_type_of(mode: int) -> FileType | None:
@@ -36,7 +37,7 @@ def file_type_of(mode: int) -> FileType | None:
         (stat.S_ISLNK, "symlink"),
     ):
         if test(mode):
-            return cast("FileType", name)
+            return name  # type: ignore[return-value]
     return "other"
 
 
@@ -54,7 +55,7 @@ def not_regular_message(path: Path) -> str:
     return f"Memory file is not a regular file: {display_path(path)}"
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class DiskBytes:
     """One read of a file: its first bytes, or why they were not read."""
 
@@ -142,7 +143,7 @@ def invalid_utf8_position(data: bytes, complete: bool = True) -> tuple[int, int,
     return offset, line, column
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class FileFacts:
     """Everything the editor and ``check`` know about a memory file on disk, from one look.
 

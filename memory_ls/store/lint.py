@@ -13,7 +13,7 @@ from pathlib import Path
 
 from memory_ls.core.checks import FileContext, Finding, check_bullets, key_index, sort_findings
 from memory_ls.core.models import Scope, other_scope
-from memory_ls.core.notes import parse_lines
+from memory_ls.core.notes import ParsedFile, parse_bullets
 from memory_ls.core.recall import recall_plan
 from memory_ls.core.text import decode_for_display, display_path, split_text
 from memory_ls.store.facts import FileFacts, memory_file_facts
@@ -61,7 +61,8 @@ def _report(
         return FileReport(str(path), error=facts.error)
     text = decode_for_display(facts.data)
     lines = split_text(text).lines
-    parsed = parse_lines(lines)
+    # Every bullet is read (the checks): the one-loop cold parse, not one cached call a line.
+    parsed = ParsedFile(lines, [b for b in parse_bullets(lines) if b is not None], None, None)
     ctx_args: dict[str, object] = {
         "scope": scope,
         "size": facts.size,

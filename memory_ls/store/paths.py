@@ -11,13 +11,15 @@ import errno
 import os
 import stat
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+from memory_ls.core.records import record
+from memory_ls.core.text import display_path
+
+TYPE_CHECKING = False  # not `typing`'s: the read verbs do without importing it (~3.5 ms)
 if TYPE_CHECKING:  # types only: the read verbs do not import the boundary shapes
     from memory_ls.core.models import Scope
-from memory_ls.core.text import display_path
+
 
 AGENT_DIR_ENV = "PI_CODING_AGENT_DIR"
 """The environment variable Pi reads for its agent dir."""
@@ -152,7 +154,7 @@ def is_pi_memory(path: Path) -> bool:
     return path.name == STORE_FILE_NAME and path.parent.name == ".pi"
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class StorePath:
     """Which store a memory file is (SPEC §1, §7 Documents, §8 ``check``)."""
 
@@ -236,7 +238,7 @@ def _start_folder(start: Path) -> Path:
 # -- reading small files -------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SmallText:
     """The outcome of reading a small text file: errors are values, not exceptions.
 

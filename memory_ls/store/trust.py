@@ -8,9 +8,9 @@ decide.
 from __future__ import annotations
 
 import os
-from dataclasses import replace
 from pathlib import Path
 
+from memory_ls.core.records import replace
 from memory_ls.core.text import display_path
 from memory_ls.core.trust import (
     ANCESTOR_TRUST_RESOURCE,

@@ -1,6 +1,6 @@
 """The read verbs' plain arguments are read without argparse, exactly as argparse reads them.
 
-``cli._simple_args`` reads the arguments of ``inject``, ``list``, ``path`` and ``doctor``
+``cli._simple_args`` reads the arguments of ``inject``, ``list``, ``path``, ``doctor`` and ``check``
 when they are plain (issue 11: argparse and what building a parser imports are a tenth
 of ``inject``'s time) and gives up on anything else, which argparse then reads as before.
 Where it reads, it must give argparse's namespace, field for field.
@@ -22,6 +22,7 @@ TOKENS = [
     *("project", "global", "/p", "a=b", "x y", "-x", "--", "", "-h", "--help", "--bogus"),
     *("--project=/q", "--agent-dir=", "--scope=global", "--scope=nope", "--json=1", "--proj"),
     *("--to", "--yes", "é", "--project=-p"),
+    *("--format", "sarif", "json", "--format=text", "--format=xml", "store.md"),
 ]
 
 
@@ -55,6 +56,9 @@ def test_a_plain_reading_is_argparses_reading(verb: str, tokens: list[str]) -> N
         ("list", ["--json", "--project=/p", "--scope", "global", "--untrusted"]),
         ("path", ["--trusted", "--json"]),
         ("doctor", ["--agent-dir", "a=b"]),
+        ("check", []),
+        ("check", ["--format", "sarif", "--project", "/p"]),
+        ("check", ["--json"]),
     ],
 )
 def test_what_agents_run_is_read_without_argparse(verb: str, tokens: list[str]) -> None:
@@ -73,7 +77,8 @@ def test_what_agents_run_is_read_without_argparse(verb: str, tokens: list[str]) 
         ("list", ["--json", "--json"]),
         ("inject", ["--", "x"]),
         ("add", ["x"]),
-        ("check", ["--json"]),
+        ("check", ["store.md"]),
+        ("check", ["--format", "xml"]),
     ],
 )
 def test_anything_else_is_left_to_argparse(verb: str, tokens: list[str]) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from memory_ls.core.checks import line_findings, lines_findings
@@ -132,7 +132,7 @@ def test_duplicate_notes_are_all_listed() -> None:
 LINE_PIECES = st.sampled_from(
     [
         *[" ", "\t", "  ", "note", "Note.", "x!", "?;", "😀", "日本", "\u200b", "\x07", "\x00"],
-        *["\x85", "\u2028", "\ud800", "\xa0", "\u3000", "-", "*", "+", "#"],
+        *["\x85", "\u2028", "\ud800", "\xa0", "\u3000", "-", "*", "+", "#", "\r", "\x1f", "\u200d"],
     ]
 )
 LINES = st.tuples(
@@ -218,3 +218,18 @@ def test_parse_finds_what_parse_after_parsed_by_identity() -> None:
     for new, parsed in zip(news, found, strict=True):
         assert parse(new) is parsed
         assert parse(new[:-1] + "\n") == parsed  # an equal text that is another string
+@given(st.lists(LINES, max_size=20), st.sampled_from(["\n", "\r\n"]), st.booleans())
+@example(["- a  b", "- c"], "\n", False)  # one text not normalised among normalised ones
+@example(["- a ", "- b"], "\n", False)
+@example(["- a", "-  "], "\n", False)  # a blank bullet: no note
+@example(["- a\tb", "- a\u3000b", "- x"], "\r\n", True)
+def test_notes_read_first_are_the_notes_of_the_bullets(
+    lines: list[str], eol: str, bom: bool
+) -> None:
+    """``inject`` reads only the notes, found without the bullets: the same notes."""
+    content = (BOM if bom else "") + eol.join(lines)
+    fast = parse_lines(split_text(content).lines)
+    slow = parse_lines(split_text(content).lines)
+    assert [b.note for b in slow.bullets if b.note] == fast.notes
+    assert fast == slow
+    assert fast.keys == {b.key: b.note for b in reversed(slow.bullets) if b.note}

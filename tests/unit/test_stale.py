@@ -346,3 +346,17 @@ def test_findings_stay_on_their_mention(text: str) -> None:
     for f in stale_findings(bullets, [line], NOTHING_EXISTS):
         assert bullets[0].start <= f.start < f.end <= bullets[0].end
         assert line[f.start : f.end] in (f.data.get("mention"), f.data.get("script"))
+
+
+def test_the_one_search_for_a_bad_character_is_the_per_character_rule() -> None:
+    """``is_path_mention`` refuses a word with whitespace or a glob/shell character in one
+    regex search: the same verdict as ``str.isspace`` or the set, for every code point."""
+    from memory_ls.core import stale
+
+    differ = [
+        c
+        for c in range(0x110000)
+        if (stale._SPACE_OR_FORBIDDEN.search(chr(c)) is None)
+        == (chr(c).isspace() or chr(c) in stale._FORBIDDEN)
+    ]
+    assert differ == []

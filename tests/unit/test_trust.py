@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 from pathlib import Path
 
 import pytest
 
+from memory_ls.core.records import asdict
 from memory_ls.core.trust import (
     PROJECT_TRUST_RESOURCES,
     nearest_trust_entry,
@@ -272,7 +272,7 @@ def test_unverifiable_resource_counts_as_present(
 def test_resources_decision_is_pure() -> None:
     assert resources_decision([]).trusted is True
     decision = resources_decision([".pi/mcp.json"])
-    assert dataclasses.asdict(decision) == {
+    assert asdict(decision) == {
         "trusted": False,
         "rule": "resources",
         "reason": "untrusted: the project holds .pi/mcp.json",
