@@ -137,6 +137,10 @@ def _parse(raw: object, base: Settings | None) -> tuple[Settings, list[str]]:
             if key != SECTION and key not in CLIENT_KEYS:
                 problems.append(f"Unknown setting memoryLs.{_name(key)}; ignored.")
             continue
+        if key != ALIASES[name] and ALIASES[name] in raw:
+            # Both spellings: the wire's (camelCase) wins, as in the model.
+            problems.append(f"memoryLs.{key} is also given as {ALIASES[name]}; {key} ignored.")
+            continue
         if value is None or (name == "agent_dir" and value == ""):
             continue  # unset (a client's null or empty default): the layer below stands
         if name == "severity":

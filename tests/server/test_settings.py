@@ -267,6 +267,16 @@ def test_a_boolean_threshold_is_refused_as_the_schema_refuses_it(value: bool) ->
     ]
 
 
+@pytest.mark.parametrize(
+    "raw", [{"readOnly": True, "read_only": False}, {"read_only": False, "readOnly": True}]
+)
+def test_both_spellings_the_camel_case_one_wins_as_in_the_model(raw: dict[str, bool]) -> None:
+    """It was the last one given (so the order of a client's keys decided)."""
+    settings, problems = parse_settings(raw)
+    assert settings.read_only is True
+    assert problems == ["memoryLs.read_only is also given as readOnly; read_only ignored."]
+
+
 def test_a_null_section_is_no_section() -> None:
     assert parse_settings({SECTION: None, "readOnly": True})[0].read_only is True
 
@@ -517,8 +527,8 @@ def settings_objects(draw: st.DrawFn) -> dict[str, object]:
     valid or not, with unknown and client-only keys among them."""
     raw: dict[str, object] = {}
     for name, spellings in SPELLINGS.items():
-        if draw(st.booleans()):
-            raw[draw(st.sampled_from(spellings))] = draw(FIELD_VALUES[name])
+        for key in draw(st.lists(st.sampled_from(spellings), max_size=2, unique=True)):
+            raw[key] = draw(FIELD_VALUES[name])
     for key in draw(st.lists(st.sampled_from(["statusBar", "typo", "SimilarThreshold"]))):
         raw[key] = draw(JSON_VALUES)
     return raw
@@ -555,8 +565,10 @@ def test_whole_settings_are_judged_as_the_model_and_the_schema_judge_them(
         if not present:
             assert getattr(got, name) == getattr(below, name)
             continue
-        key = present[0]
+        key = present[0]  # the camelCase one when both are given (the model's choice)
         value = raw[key]
+        for other in present[1:]:
+            assert f"memoryLs.{other} is also given as {key}; {other} ignored." in problems
         if value is None or (name == "agent_dir" and value == ""):
             assert getattr(got, name) == getattr(below, name)
             assert f"memoryLs.{key} " not in told
@@ -574,6 +586,7 @@ def test_whole_settings_are_judged_as_the_model_and_the_schema_judge_them(
             assert f"for memoryLs.{key} ({reason})" in told
     # The schema names the camelCase keys; a snake_case one is read as its camelCase twin.
     camel = {SPELLINGS[k][0] if k in SPELLINGS else k: v for k, v in raw.items()}
+    camel.update((k, v) for k, v in raw.items() if k not in SPELLINGS)  # (it wins)
     if not is_json(camel) or not Draft202012Validator(SCHEMA).is_valid(camel):
         return
     # Valid per the schema: the model takes it whole, and the server reads it quietly.
@@ -582,7 +595,9 @@ def test_whole_settings_are_judged_as_the_model_and_the_schema_judge_them(
     except ValidationError as exc:  # pragma: no cover - the assertion says why
         raise AssertionError(f"the schema takes {raw!r}, the model refuses it: {exc}") from exc
     for problem in problems:
-        assert problem.startswith(("Unknown setting", "Unknown diagnostic code")), problem
+        assert problem.startswith(("Unknown setting", "Unknown diagnostic code")) or (
+            "is also given as" in problem
+        ), problem
 
 
 def expected_severity(value: object, below: dict[str, str]) -> dict[str, str]:
