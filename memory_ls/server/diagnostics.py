@@ -12,7 +12,7 @@ import bisect
 import dataclasses
 import heapq
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from operator import attrgetter
 from typing import Any, NamedTuple
 
@@ -29,7 +29,7 @@ from memory_ls.core.checks import (
 )
 from memory_ls.core.conflicts import (
     MAX_CONFLICTS_PER_NOTE,
-    ConflictIndex,
+    Claim,
     claims_of_key,
     conflict_finding,
     conflict_subject,
@@ -157,6 +157,112 @@ class Encoded(NamedTuple):
     template: bytes
 
 
+_ClaimKey = tuple[str, bool, frozenset[str]]
+
+
+def self_conflict(claims: tuple[Claim, ...]) -> bool:
+    """Whether a note's claims contradict each other ("use X; never use X")."""
+    return conflict_subject(claims, claims) is not None
+
+
+class ConflictOrder:
+    """A document's notes that make claims (its keys, and for a project store the global
+    store's as ``("global", key)``), each claim's notes kept in reading order.
+
+    Reading order is this store's notes by their first line, then the global store's: a
+    line added or removed moves every later note alike, so the order holds; a note that
+    came, went or changed is taken out and put back where it now reads (``position``).
+    The first few notes of the claims opposite to a note's are then the first few it
+    conflicts with, found without looking at the others (:meth:`first`): a store of
+    thousands of notes making one claim and thousands the opposite is not quadratic.
+    """
+
+    __slots__ = ("_claims", "_groups", "_members")
+
+    def __init__(self) -> None:
+        self._claims: dict[ConflictRef, tuple[Claim, ...]] = {}
+        self._groups: dict[_ClaimKey, list[ConflictRef]] = {}
+        """Each claim's notes, in reading order."""
+        self._members: dict[_ClaimKey, set[ConflictRef]] = {}
+
+    def __contains__(self, ref: object) -> bool:
+        return ref in self._claims
+
+    def append(self, ref: ConflictRef, claims: tuple[Claim, ...]) -> None:
+        """Index a note that reads after every indexed one."""
+        if not claims:
+            return
+        self._claims[ref] = claims
+        for c in claims:
+            claim = (c.subject, c.positive, c.context)
+            self._groups.setdefault(claim, []).append(ref)
+            self._members.setdefault(claim, set()).add(ref)
+
+    def add(
+        self,
+        ref: ConflictRef,
+        claims: tuple[Claim, ...],
+        position: Callable[[ConflictRef], tuple[int, int]],
+    ) -> None:
+        """Index a note where it reads (``position`` of any indexed note, live)."""
+        if not claims:
+            return
+        self._claims[ref] = claims
+        for c in claims:
+            claim = (c.subject, c.positive, c.context)
+            bisect.insort(self._groups.setdefault(claim, []), ref, key=position)
+            self._members.setdefault(claim, set()).add(ref)
+
+    def remove(self, ref: ConflictRef) -> None:
+        """Forget a note."""
+        for c in self._claims.pop(ref, ()):
+            claim = (c.subject, c.positive, c.context)
+            members = self._members[claim]
+            members.discard(ref)
+            if members:
+                self._groups[claim].remove(ref)
+            else:
+                del self._members[claim], self._groups[claim]
+
+    def near(self, ref: ConflictRef, count: int) -> bool:
+        """Whether ``ref`` is among the first ``count`` notes of one of its claims."""
+        return any(
+            ref in self._groups[(c.subject, c.positive, c.context)][:count]
+            for c in self._claims.get(ref, ())
+        )
+
+    def partners(self, ref: ConflictRef) -> set[ConflictRef]:
+        """Every note ``ref`` conflicts with."""
+        out: set[ConflictRef] = set()
+        for c in self._claims.get(ref, ()):
+            out.update(self._members.get((c.subject, not c.positive, c.context), ()))
+        out.discard(ref)
+        return out
+
+    def first(self, ref: ConflictRef, count: int) -> list[tuple[ConflictRef, str]]:
+        """The first ``count`` other notes of each claim opposite to ``ref``'s (in reading
+        order, so the first ``count`` it conflicts with are among them), each with the
+        subject of the first of ``ref``'s claims it contradicts
+        (:meth:`memory_ls.core.conflicts.ConflictIndex.conflicts_of` picks the same)."""
+        claims = self._claims.get(ref, ())
+        opposite = [(c.subject, not c.positive, c.context) for c in claims]
+        out: dict[ConflictRef, str] = {}
+        for claim in opposite:
+            taken = 0
+            for other in self._groups.get(claim, ()):
+                if taken == count:
+                    break
+                if other == ref:
+                    continue
+                taken += 1
+                if other not in out:
+                    for c, against in zip(claims, opposite, strict=True):
+                        if other in self._members.get(against, ()):
+                            out[other] = c.subject.removeprefix("use ")
+                            break
+        return list(out.items())
+
+
 @dataclasses.dataclass(slots=True)
 class Published:
     """A document's diagnostics kept per line, each line's already JSON-encoded.
@@ -202,19 +308,15 @@ class Published:
     """Key -> the findings on its notes."""
     st_at: dict[int, list[Finding]] = dataclasses.field(default_factory=dict)
     # -- conflict (SPEC §13), kept apart: the index and the findings of each pair ---------
-    conf_index: ConflictIndex | None = None
-    """The document's notes (and, for a project store, the global store's) by subject."""
+    conf_index: ConflictOrder | None = None
+    """The document's notes (and, for a project store, the global store's) by claim, in
+    reading order."""
     conf_source: ClaimingNotes | None = None
     """The global store's claiming notes the index holds."""
     conf_seen: object = None
     """The :attr:`cross_source` seen when :attr:`conf_source` was last asked for."""
     conf: dict[str, list[Finding]] = dataclasses.field(default_factory=dict)
     """Key -> the findings on its notes (each names another note)."""
-    conf_named: dict[str, set[ConflictRef]] = dataclasses.field(default_factory=dict)
-    """Key -> the notes its findings were chosen among (its first few in reading order)."""
-    conf_cut: dict[str, tuple[int, int]] = dataclasses.field(default_factory=dict)
-    """Key -> the reading position of the last note it looked at, when it looked at no
-    more: a changed note after it cannot change the key's findings."""
     conf_at: dict[int, list[Finding]] = dataclasses.field(default_factory=dict)
     conf_count: int = 0
     """How many findings :attr:`conf` holds (at most :data:`CONFLICT_LIMIT`)."""
@@ -353,6 +455,7 @@ class Analysis:
             shift, doc.line_shift = doc.line_shift, 0
             touched, doc.dirty_lines = doc.dirty_lines, set()
             keys, doc.dirty_keys = doc.dirty_keys, set()
+            repositioned = set(keys)  # (the keys below only moved with the lines)
             if moved is not None:
                 # Lines were added or removed: what lies from `moved` on has new numbers.
                 # Every finding there sits on a bullet of one of these keys.
@@ -376,7 +479,7 @@ class Analysis:
                 for pair in changed:
                     self._pair(doc, state, pub, pair, dirty)
             self._stale(doc, state, pub, dirty, keys, moved)
-            self._conflicts(doc, state, pub, dirty, keys)
+            self._conflicts(doc, state, pub, dirty, keys, repositioned)
         for line in dirty:
             self._bucket(doc, pub, line, shift)
         pub.moved = {}
@@ -572,15 +675,21 @@ class Analysis:
         pub: Published,
         dirty: set[int],
         keys: set[str] | None = None,
+        repositioned: set[str] | None = None,
     ) -> None:
         """``conflict`` findings: of ``keys`` and the keys they can affect (or of the global
         store's notes that changed), or of every key when ``keys`` is ``None`` (a fresh start).
+        ``repositioned``: the keys among them whose notes came, went or changed (the others
+        only moved with the lines around them, keeping their order).
 
         As ``check`` computes them (:func:`memory_ls.core.conflicts.conflict_findings`):
         inside the store on both notes, and for a project store on its note of a pair
         with a global note. A keystroke re-reads only the edited notes' claims and
-        re-judges only the keys it can affect (the index finds the notes about the
-        same subjects); nothing here walks every note unless it starts afresh.
+        re-judges only the keys it can affect: each note names the first few notes of the
+        opposite claims in reading order (:class:`ConflictOrder` keeps each claim's notes in
+        that order), so a note that is not among the first few of its claims, before or
+        after a change, changes no other note's findings. Nothing here walks every note
+        unless it starts afresh, nor every note of a claim unless one near its front changed.
         """
         info = state.info
         scope = info.scope
@@ -599,91 +708,86 @@ class Analysis:
                 theirs = self.projects.global_claims(info.runtime)
             else:
                 theirs = pub.conf_source
+
+        def position(ref: ConflictRef) -> tuple[int, int]:
+            if isinstance(ref, str):
+                return (0, doc.key_lines[ref][0])
+            notes = theirs.by_key[ref[1]] if theirs is not None else ()
+            return (1, notes[0].line)
+
         index = pub.conf_index
         if index is None or keys is None:
-            index = pub.conf_index = ConflictIndex()
-            keys = set(doc.key_lines)
-        # The notes whose findings may have changed: each changed note's own, and those of
-        # the notes it conflicts (or conflicted) with, if it is or could be among the few
-        # they name (the first in reading order: see _key_conflicts).
+            # Afresh: every note in reading order (this store's by line, then the global
+            # store's), each key judged.
+            pub.conf_source = theirs
+            index = pub.conf_index = ConflictOrder()
+            refs: list[ConflictRef] = [k for k in doc.key_lines if claims_of_key(k)]
+            if theirs is not None:
+                refs.extend(("global", k) for k in theirs.by_key)
+            refs.sort(key=position)
+            for ref in refs:
+                index.append(ref, claims_of_key(ref if isinstance(ref, str) else ref[1]))
+            for key in doc.key_lines:
+                if key in index:
+                    self._key_conflicts(doc, pub, scope, index, key, dirty)
+            return
+        near = CONFLICT_PER_NOTE + 2  # a note's window: the first few, and itself
         affected: set[str] = set()
-
-        def partners(ref: ConflictRef) -> list[str]:
-            return [r for r, _ in index.conflicts_of(ref, limit=None) if isinstance(r, str)]
-
-        changed: list[tuple[ConflictRef, list[str]]] = []
+        gone: list[ConflictRef] = []
+        came: list[ConflictRef] = []
+        moved: list[ConflictRef] = []
         for key in keys:
             claims = claims_of_key(key)
             if not claims:
                 continue  # a note that makes no claim is in no pair (claims: by key alone)
+            present = key in doc.key_lines
+            if key in index and (not present or repositioned is None or key in repositioned):
+                gone.append(key)
+            if present and (key not in index or repositioned is None or key in repositioned):
+                came.append(key)
+            elif present:
+                moved.append(key)  # its lines moved: its findings' numbers, and theirs
             if (
-                key in index
-                and key in doc.key_lines
-                and key not in pub.conf
-                and (len(doc.key_lines[key]) < 2 or conflict_subject(claims, claims) is None)
+                not present  # its findings go
+                or key not in index  # it came
+                or key in pub.conf  # it names notes: their lines, or which ones
+                or (len(doc.key_lines[key]) > 1 and self_conflict(claims))
             ):
-                # Indexed already and naming nothing (so no note conflicts with it): a line
-                # that moved or a copy that came cannot change that.
-                continue
-            before = partners(key) if key in index else []
-            if key in doc.key_lines:
-                if key not in index:
-                    index.add(key, key)
-                affected.add(key)
-            else:
-                index.remove(key)
-                affected.add(key)  # its findings go
-            changed.append((key, before))
+                affected.add(key)  # (else it names nothing, so nothing conflicts with it)
         if theirs is not pub.conf_source:
             # The global store changed (or this is the first look): only its notes that
             # came, went or moved are indexed again.
             old = pub.conf_source.by_key if pub.conf_source is not None else {}
             new = theirs.by_key if theirs is not None else {}
-            for key in old.keys() | new.keys():
-                if old.get(key) != new.get(key):
-                    ref: ConflictRef = ("global", key)
-                    before = partners(ref) if ref in index else []
-                    if key in new:
-                        index.add(ref, key)
-                    else:
-                        index.remove(ref)
-                    changed.append((ref, before))
+            for k in old.keys() | new.keys():
+                if old.get(k) != new.get(k):
+                    gref: ConflictRef = ("global", k)
+                    if gref in index:
+                        gone.append(gref)
+                    if k in new:
+                        came.append(gref)
             pub.conf_source = theirs
-        for ref, before in changed:
-            at = self._conflict_position(doc, pub, ref)
-            for other in {*before, *partners(ref)}:
-                if other not in affected and self._may_name(pub, other, ref, at):
-                    affected.add(other)
+        # Who may name a changed note: the notes of the opposite claims, if it is (or was)
+        # near the front of one of its own claims.
+        for ref in (*gone, *moved):
+            if index.near(ref, near):
+                affected.update(r for r in index.partners(ref) if isinstance(r, str))
+        for ref in gone:
+            index.remove(ref)
+        for ref in came:
+            index.add(ref, claims_of_key(ref if isinstance(ref, str) else ref[1]), position)
+        for ref in (*came, *moved):
+            if index.near(ref, near):
+                affected.update(r for r in index.partners(ref) if isinstance(r, str))
         for key in affected:
             self._key_conflicts(doc, pub, scope, index, key, dirty)
-
-    @staticmethod
-    def _conflict_position(
-        doc: MemoryDocument, pub: Published, ref: ConflictRef
-    ) -> tuple[int, int] | None:
-        """Where a note comes in reading order (this store's notes by line, then the
-        global store's), or ``None`` when it is gone."""
-        if isinstance(ref, str):
-            lines = doc.key_lines.get(ref)
-            return (0, min(lines)) if lines else None
-        notes = pub.conf_source.by_key.get(ref[1], ()) if pub.conf_source is not None else ()
-        return (1, min(n.line for n in notes)) if notes else None
-
-    @staticmethod
-    def _may_name(pub: Published, key: str, ref: ConflictRef, at: tuple[int, int] | None) -> bool:
-        """Whether a change of ``ref`` (now at ``at``) can change what ``key``'s notes name:
-        it was named, or it now comes before the last note ``key`` looked at."""
-        if ref in pub.conf_named.get(key, ()):
-            return True
-        cut = pub.conf_cut.get(key)
-        return cut is None or (at is not None and at < cut)
 
     def _key_conflicts(
         self,
         doc: MemoryDocument,
         pub: Published,
         scope: Scope,
-        index: ConflictIndex,
+        index: ConflictOrder,
         key: str,
         dirty: set[int],
     ) -> None:
@@ -692,22 +796,21 @@ class Analysis:
         :data:`CONFLICT_PER_NOTE` notes it conflicts with in reading order (this store's by
         line, then the global store's), within the document's :data:`CONFLICT_LIMIT`."""
         pub.conf_count -= _drop_key_findings(pub.conf, pub.conf_at, key, dirty)
-        pub.conf_named.pop(key, None)
-        pub.conf_cut.pop(key, None)
         if key not in doc.key_lines or key not in index:
             return
         candidates: list[_Candidate] = []
         source = pub.conf_source
-        for ref, subject in index.conflicts_of(key, limit=None):
+        # The first few other notes of each opposite claim hold the first few overall
+        # (a note's copies included: each other note's first copy is in the window).
+        for ref, subject in index.first(key, CONFLICT_PER_NOTE + 1):
             if isinstance(ref, str):
                 candidates.extend(
                     ((0, y.line), y, scope, None, subject, ref) for y in doc.bullets_for((ref,))
                 )
-            elif source is not None and isinstance(ref, tuple):
-                global_ref: ConflictRef = (str(ref[0]), str(ref[1]))
+            elif source is not None:
                 candidates.extend(
-                    ((1, y.line), y, "global", source.path, subject, global_ref)
-                    for y in source.by_key.get(global_ref[1], ())
+                    ((1, y.line), y, "global", source.path, subject, ref)
+                    for y in source.by_key.get(ref[1], ())
                 )
         xs = doc.bullets_for((key,))
         claims = claims_of_key(key)
@@ -717,9 +820,6 @@ class Analysis:
             candidates.extend(((0, y.line), y, scope, None, itself, key) for y in xs)
         # One more than a note names: a copy of the note itself may be among them.
         first = heapq.nsmallest(CONFLICT_PER_NOTE + 1, candidates, key=lambda c: c[0])
-        pub.conf_named[key] = {c[5] for c in first}
-        if len(first) > CONFLICT_PER_NOTE:
-            pub.conf_cut[key] = first[-1][0]
         found: list[Finding] = []
         for x in xs:
             named = 0

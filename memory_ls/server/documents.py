@@ -48,6 +48,9 @@ class MemoryDocument:
         """Bumped whenever lines move or a line starts or stops being a note."""
         self.notes_version = 0
         """Bumped whenever any note's text changes."""
+        self.bullets_version = 0
+        """Bumped whenever any bullet changes: its note, its line or its columns (a note
+        that only moved right, ``-  use X``, is the same note at new columns)."""
         self.touched_keys: set[str] = set()
         """Keys added or removed since the ``similar`` hints last looked (consumed by them)."""
         self.epoch = 0
@@ -102,6 +105,7 @@ class MemoryDocument:
         self.dup_keys = {k for k, v in key_lines.items() if len(v) > 1}
         self.layout += 1
         self.notes_version += 1
+        self.bullets_version += 1
         self._notes = None
 
     # -- incremental ------------------------------------------------------------
@@ -153,6 +157,7 @@ class MemoryDocument:
             if before == after:
                 continue
             self.bullets[i] = after
+            self.bullets_version += 1
             if (before is None) != (after is None) or (
                 before is not None and after is not None and before.blank != after.blank
             ):
@@ -215,6 +220,7 @@ class MemoryDocument:
         self.found = found
         self.layout += 1
         self.notes_version += 1
+        self.bullets_version += 1
         self._notes = None
         # Everything from the first changed line on has new numbers or text; a line
         # edited in place before it was numbered as it still is.

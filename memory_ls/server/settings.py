@@ -15,12 +15,13 @@ same values are accepted (``"70.5"`` included), the same reasons given.
 from __future__ import annotations
 
 import math
+import reprlib
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from memory_ls.core.checks import CODES
-from memory_ls.core.config import describe_json_value
+from memory_ls.core.config import describe_json_value, json_type_name
 from memory_ls.core.similar import DEFAULT_THRESHOLD
 
 SECTION = "memoryLs"
@@ -74,7 +75,7 @@ def _taken_as_is(name: str, value: object) -> bool:
     to the model's own verdict on every kind of value.
     """
     if name == "agent_dir":
-        return type(value) is str
+        return type(value) is str and "\x00" not in value
     if name in ("trusted", "read_only"):
         return type(value) is bool
     if name == "similar_threshold":
@@ -100,22 +101,45 @@ def _checked(name: str, value: object) -> tuple[object, str | None]:
     return getattr(checked, name), None
 
 
+MAX_PROBLEMS = 20
+"""At most this many problems are told of one reading; the rest are counted in one more
+line (a client that sends 100,000 unknown codes must not get 100,000 log messages)."""
+
+
 def parse_settings(raw: object, base: Settings | None = None) -> tuple[Settings, list[str]]:
     """Read ``raw`` over ``base``: valid keys win, invalid ones are reported and skipped."""
+    settings, problems = _parse(raw, base)
+    if len(problems) > MAX_PROBLEMS:
+        more = len(problems) - MAX_PROBLEMS
+        problems = [*problems[:MAX_PROBLEMS], f"{more} more problems in memoryLs; ignored."]
+    return settings, problems
+
+
+def _parse(raw: object, base: Settings | None) -> tuple[Settings, list[str]]:
     values: dict[str, Any] = asdict(base or Settings())
     problems: list[str] = []
     if raw is None:
         return Settings(**values), problems
-    if isinstance(raw, Mapping) and isinstance(raw.get(SECTION), Mapping):
+    if isinstance(raw, Mapping) and SECTION in raw and raw[SECTION] is not None:
+        # {"memoryLs": {...}}: the section itself; what lies beside it is not read.
+        problems.extend(
+            f"Setting {_name(key)} beside the memoryLs object; ignored."
+            for key in raw
+            if key != SECTION and key not in CLIENT_KEYS
+        )
         raw = raw[SECTION]
     if not isinstance(raw, Mapping):
-        problems.append(f"memoryLs settings must be an object, not {type(raw).__name__}; ignored.")
+        problems.append(f"memoryLs settings must be an object, not {json_type_name(raw)}; ignored.")
         return Settings(**values), problems
     for key, value in raw.items():
         name = _FIELDS.get(key) or (key if key in ALIASES else None)
         if name is None:
             if key != SECTION and key not in CLIENT_KEYS:
-                problems.append(f"Unknown setting memoryLs.{key}; ignored.")
+                problems.append(f"Unknown setting memoryLs.{_name(key)}; ignored.")
+            continue
+        if key != ALIASES[name] and ALIASES[name] in raw:
+            # Both spellings: the wire's (camelCase) wins, as in the model.
+            problems.append(f"memoryLs.{key} is also given as {ALIASES[name]}; {key} ignored.")
             continue
         if value is None or (name == "agent_dir" and value == ""):
             continue  # unset (a client's null or empty default): the layer below stands
@@ -125,7 +149,8 @@ def parse_settings(raw: object, base: Settings | None = None) -> tuple[Settings,
         checked, reason = _checked(name, value)
         if reason is not None:
             problems.append(
-                f"Invalid value {shown_value(value)} for memoryLs.{key} ({reason}); using the default."
+                f"Invalid value {shown_value(value)} for memoryLs.{_name(key)} ({reason}); "
+                "using the default."
             )
             values[name] = _DEFAULTS[name]
             continue
@@ -133,12 +158,25 @@ def parse_settings(raw: object, base: Settings | None = None) -> tuple[Settings,
     return Settings(**values), problems
 
 
+_SHORT = reprlib.Repr()
+_SHORT.maxstring = _SHORT.maxother = 60
+_SHORT.maxlist = _SHORT.maxtuple = _SHORT.maxdict = 4
+_SHORT.maxlevel = 3
+
+
 def shown_value(value: object) -> str:
     """A value for a message: a number briefly (``1e999`` arrives as ``inf``; 10**400
-    has 401 digits), anything else as Python writes it."""
+    has 401 digits), anything else as Python writes it, cut short (a megabyte of text or
+    a list nested a thousand deep is shown by its start)."""
     if isinstance(value, int | float) and not isinstance(value, bool):
         return describe_json_value(value)
-    return repr(value)
+    return _SHORT.repr(value)
+
+
+def _name(key: object) -> str:
+    """A client's key (or code) for a message, cut short."""
+    text = str(key)
+    return text if len(text) <= 60 else text[:59] + "…"
 
 
 def _severities(value: object, current: dict[str, str], problems: list[str]) -> dict[str, str]:
@@ -149,7 +187,9 @@ def _severities(value: object, current: dict[str, str], problems: list[str]) -> 
     levels = ("error", "warning", "information", "hint", "off")
     for code, level in value.items():
         if code not in CODES:
-            problems.append(f"Unknown diagnostic code {code!r} in memoryLs.severity; ignored.")
+            problems.append(
+                f"Unknown diagnostic code {_SHORT.repr(code)} in memoryLs.severity; ignored."
+            )
         elif level is None:
             continue
         elif level not in levels:

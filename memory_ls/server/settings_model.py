@@ -10,12 +10,37 @@ publishes this model as ``schemas/settings.schema.json``.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    WithJsonSchema,
+    field_validator,
+)
 from pydantic.alias_generators import to_camel
+from pydantic_core import PydanticCustomError
 
 from memory_ls.core.similar import DEFAULT_THRESHOLD
+
+NO_NUL = "^[^\\x00]*$"
+"""What a path setting must match: no NUL character (the OS refuses every such path, so
+the server would fail on every store it opens)."""
+NUL_REASON = "a path cannot hold a NUL character"
+
+
+def _no_nul(value: str) -> str:
+    if "\x00" in value:
+        raise PydanticCustomError("path_nul", NUL_REASON)
+    return value
+
+
+PathText = Annotated[
+    str, AfterValidator(_no_nul), WithJsonSchema({"type": "string", "pattern": NO_NUL})
+]
+"""A path setting: a string without NUL (the schema says so with a pattern)."""
 
 SeverityName = Literal["error", "warning", "information", "hint", "off"]
 
@@ -27,7 +52,7 @@ class SettingsModel(BaseModel):
         alias_generator=to_camel, populate_by_name=True, frozen=True, title="Settings"
     )
 
-    agent_dir: str | None = Field(default=None, description="Pi's agent dir (global store).")
+    agent_dir: PathText | None = Field(default=None, description="Pi's agent dir (global store).")
     trusted: bool | None = Field(
         default=None, strict=True, description="Explicit trust decision for the project."
     )
@@ -40,3 +65,12 @@ class SettingsModel(BaseModel):
     similar_threshold: float = Field(
         default=DEFAULT_THRESHOLD, ge=0, le=100, description="Score (0-100) for `similar` hints."
     )
+
+    @field_validator("similar_threshold", mode="before")
+    @classmethod
+    def _not_a_boolean(cls, value: object) -> object:
+        """A number (or a string of one, read leniently), never a boolean, as the schema
+        says: lax mode reads ``true`` as 1, a threshold that makes every pair "similar"."""
+        if isinstance(value, bool):
+            raise PydanticCustomError("float_type", "Input should be a valid number")
+        return value

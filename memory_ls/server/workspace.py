@@ -242,7 +242,9 @@ class Projects:
         cache_key = (str(runtime.paths[other]), other)
         version: object
         if doc is not None:
-            version = (id(doc), doc.notes_version)
+            # Keyed as global_claims is (the editor's conflict step asks that cache only
+            # when this one changed), though a bullet that only moved keeps its key.
+            version = (id(doc), doc.bullets_version)
         else:
             view = runtime.view(other)
             version = (view.file.stamp, view.readable)
@@ -268,7 +270,8 @@ class Projects:
         path = str(runtime.paths["global"])
         version: object
         if doc is not None:
-            version = (id(doc), doc.notes_version)
+            # Not notes_version: the findings point at the notes' columns too.
+            version = (id(doc), doc.bullets_version)
         else:
             view = runtime.view("global")
             version = (view.file.stamp, view.readable)

@@ -456,6 +456,56 @@ def test_settings_with_numbers_no_float_holds_are_reported_briefly(tmp_path: Pat
         client.close()
 
 
+def test_hostile_pushed_settings_are_reported_briefly_and_the_server_carries_on(
+    client: RawClient,
+) -> None:
+    """A client without ``workspace/configuration`` pushes its settings: junk in every
+    shape (the section not an object, a NUL in the agent dir, NaN, a list nested 300 deep,
+    a megabyte key, 5,000 unknown codes) is told in a few short log lines; the server keeps
+    its settings and keeps working."""
+    client.initialize()
+    uri = client.open(
+        client.root / ".pi" / "memory.md", HEADER + "\n\n- use pnpm\n- run make test\n"
+    )
+    client.wait_published(uri, 1)
+    deep = "[" * 300 + "]" * 300
+    codes = ", ".join(f'"code{i}": "error"' for i in range(5000))
+    for settings in [
+        '{"memoryLs": "junk"}',
+        '{"memoryLs": {"agentDir": "/a\\u0000b", "similarThreshold": NaN}}',
+        f'{{"memoryLs": {{"readOnly": {deep}, "{"k" * 1_000_000}": 1}}}}',
+        f'{{"memoryLs": {{"severity": {{{codes}}}}}}}',
+        "[1, 2]",
+        "null",
+    ]:
+        body = (
+            '{"jsonrpc": "2.0", "method": "workspace/didChangeConfiguration",'
+            f' "params": {{"settings": {settings}}}}}'
+        )
+        client.frame(body.encode())
+    assert_still_works(client, uri, 2)  # (its answers come after every notification's end)
+    with client.lock:
+        logged = [
+            n["params"]["message"]
+            for n in client.notifications
+            if n["method"] == "window/logMessage"
+            and n["params"]["message"].startswith("memory-ls settings: ")
+        ]
+    assert logged[:5] == [
+        "memory-ls settings: memoryLs settings must be an object, not a string; ignored.",
+        "memory-ls settings: Invalid value '/a\\x00b' for memoryLs.agentDir"
+        " (a path cannot hold a NUL character); using the default.",
+        "memory-ls settings: Invalid value NaN for memoryLs.similarThreshold"
+        " (Input should be less than or equal to 100); using the default.",
+        "memory-ls settings: Invalid value [[[[...]]]] for memoryLs.readOnly"
+        " (Input should be a valid boolean); using the default.",
+        "memory-ls settings: Unknown setting memoryLs." + "k" * 59 + "…; ignored.",
+    ]
+    assert len(logged) == 5 + 21, logged[5:]
+    assert logged[-1] == "memory-ls settings: 4980 more problems in memoryLs; ignored."
+    assert all(len(m) < 300 for m in logged)
+
+
 def test_bad_notification_is_ignored_and_the_server_carries_on(client: RawClient) -> None:
     client.initialize()
     bad_open = {"textDocument": {"uri": 5, "languageId": "markdown", "version": "x", "text": 1}}

@@ -280,3 +280,41 @@ async def test_a_merge_that_would_take_a_crlf_store_over_its_cap_is_refused(star
         assert merge.disabled is None and merge.edit is not None
         after = apply_text_edits(s.buffers[uri], edits_for(merge.edit, uri), s.encoding)
         assert len(after.encode()) == 262_144
+
+
+@pytest.mark.parametrize("preset", ["visual-studio-code", "emacs"])
+async def test_unsaved_global_edits_lines_moved_and_a_close_are_followed(start, workspace, preset):
+    """The project's conflicts follow the global buffer (unsaved: a note added above,
+    moving the others), lines inserted above a pair (its "on line N" going from 8 to 10),
+    and the global buffer closed unsaved (back to the file's notes); the global buffer
+    never shows a project note."""
+    fillers = ["apples", "the build uses bazel", "zebra crossing", "quartz", "kettle 42"]
+    workspace.write("project", [*fillers, "Use pnpm for installs", "never use pnpm for installs"])
+    workspace.write("global", ["keep it short", "use tabs"])
+    added = "- never use pnpm for installs\n"
+    s = await start(preset)
+    project = s.open(workspace.project_store)
+    glob = s.open(workspace.global_store)
+    found = conflicts(await s.wait_for(project, has_conflicts(7, 8)))
+    assert found[8].message.startswith("Conflicts with the note on line 8 about pnpm")
+    # Unsaved in the global buffer, above its other notes: a note against the project's.
+    s.edit(
+        glob,
+        [lsp.TextEdit(lsp.Range(lsp.Position(2, 0), lsp.Position(2, 0)), added)],
+    )
+    s.edit(project, [lsp.TextEdit(lsp.Range(lsp.Position(2, 0), lsp.Position(2, 0)), "\n\n")])
+
+    def across(ds: list[lsp.Diagnostic]) -> list[lsp.Diagnostic]:
+        return [d for d in ds if d.code == "conflict" and d.severity == INFORMATION]
+
+    ds = await s.wait_for(project, lambda ds: has_conflicts(9, 10)(ds) and bool(across(ds)))
+    assert conflicts(ds)[10].message.startswith("Conflicts with the note on line 10 about pnpm")
+    assert [d.range.start.line for d in across(ds)] == [9]
+    assert "global note about pnpm" in across(ds)[0].message
+    assert across(ds)[0].data["otherLine"] == 2
+    assert conflicts(await s.diagnostics(glob)) == {}
+    # The global buffer closed unsaved: the file's notes again, none against pnpm.
+    s.client.text_document_did_close(
+        lsp.DidCloseTextDocumentParams(text_document=lsp.TextDocumentIdentifier(uri=glob))
+    )
+    await s.wait_for(project, lambda ds: has_conflicts(9, 10)(ds) and not across(ds))

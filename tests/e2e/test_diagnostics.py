@@ -9,12 +9,15 @@ import os
 
 import pytest
 from lsprotocol import types as lsp
+from lsprotocol.converters import get_converter
 
 from memory_ls.core.text import HEADER
 from tests import hidden_notes
 from tests.conftest import store_text
 
 from .conftest import PRESETS, TIMEOUT, uri_of
+
+CONVERTER = get_converter()
 
 
 def by_code(ds: list[lsp.Diagnostic], code: str) -> list[lsp.Diagnostic]:
@@ -364,3 +367,47 @@ async def test_messages_quote_notes_with_hidden_characters_escaped(start, worksp
     )
     assert hover is not None and isinstance(hover.contents, lsp.MarkupContent)
     assert "\u202e" not in hover.contents.value and shown in hover.contents.value
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+async def test_moved_lines_publish_what_a_reopen_publishes(start, workspace, preset):
+    """Lines added and removed above and between pairs whose notes hold emoji and CJK (each
+    encoding counts their columns differently), the numbers crossing 9 → 10 → 9: every
+    diagnostic, its related ranges, ``data.firstLine`` and "on line N" included, is what
+    the server publishes for the same text opened afresh (the cached encodings are
+    spliced, not rebuilt)."""
+    notes = [f"filler {word}" for word in ("apples", "bazel", "zebra", "quartz", "kettle")]
+    notes += ["😀 日本語 run the tests", "😀 日本語 run the tests!", "use pnpm", "never use pnpm"]
+    workspace.write("project", notes)
+    s = await start(preset)
+    uri = s.open(workspace.project_store)
+    await s.codes(uri, "duplicate", "conflict")
+
+    def at(line: int) -> lsp.Range:
+        return lsp.Range(lsp.Position(line, 0), lsp.Position(line, 0))
+
+    s.edit(uri, [lsp.TextEdit(at(2), "\n- one\n")])  # the pairs move down two lines
+    s.edit(uri, [lsp.TextEdit(at(8), "- 😀 first\n")])  # between the filler and the pairs
+    s.edit(uri, [lsp.TextEdit(at(11), "\n")])  # between the notes of a pair
+    s.edit(uri, [lsp.TextEdit(lsp.Range(lsp.Position(3, 0), lsp.Position(5, 0)), "")])
+    text = s.buffers[uri]
+
+    def wire(ds: list[lsp.Diagnostic]) -> list[str]:
+        return sorted(json.dumps(CONVERTER.unstructure(d), sort_keys=True) for d in ds)
+
+    def settled(ds: list[lsp.Diagnostic]) -> bool:
+        lines = {(str(d.code), d.range.start.line) for d in ds}
+        return {("duplicate", 10), ("conflict", 11), ("conflict", 12)} <= lines
+
+    edited = await s.wait_for(uri, settled)
+    s.client.text_document_did_close(
+        lsp.DidCloseTextDocumentParams(text_document=lsp.TextDocumentIdentifier(uri=uri))
+    )
+    if not s.pull:
+        await s.wait_for(uri, lambda ds: not ds)  # cleared: what comes next is the reopen's
+    reopened = s.open(workspace.project_store, text)
+    assert reopened == uri
+    fresh = await s.wait_for(uri, settled)
+    assert wire(edited) == wire(fresh)
+    (duplicate,) = by_code(edited, "duplicate")
+    assert duplicate.message.startswith("Duplicate of the note on line 9:")

@@ -310,3 +310,65 @@ def test_hints_that_only_moved_are_spliced_with_their_new_line_numbers(
         doc.apply_change(span, text, "utf-16")
         analysis.encoded(doc)
         assert_as_fresh(workspace, analysis, doc)
+
+
+SPLICED = [
+    "- fix it on line 9 first alpha beta 😀",
+    "- fix it on line 9 first alpha betas 😀",
+    "- Fix it on line 9 first alpha beta 😀!",
+    "- 日本語のノート gamma delta epsilon",
+    "- 日本語のノート gamma delta epsilons",
+    "- fix it on line 9 first alpha beta 😀",
+    "- é on line 99 zeta eta theta",
+    "- é on line 99 zeta eta thetas",
+]
+"""Pairs (``duplicate`` and ``similar``) whose ranges, related ranges, ``firstLine`` and
+"on line N" are spliced when lines move, on lines whose columns differ per encoding."""
+
+
+@settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    data=st.data(),
+    border=st.sampled_from([9, 99, 999]),
+    encoding=st.sampled_from(["utf-8", "utf-16", "utf-32"]),
+)
+def test_line_numbers_spliced_across_a_digit_border_equal_a_fresh_analysis(
+    workspace: Workspace, data: st.DataObject, border: int, encoding: str
+) -> None:
+    """The notes of several pairs sit around line ``border`` (9, 99, 999: a number that
+    gains or loses a digit), then lines are inserted and removed above them, between the
+    notes of a pair (its first note moves, its second does not, or the other way) and
+    below, several lines at once, with a publish after each edit: each publish is what a
+    fresh analysis of the same text encodes, in every position encoding."""
+    above = border - 3
+    text = "\n" * above + "\n".join(SPLICED) + "\n"
+    analysis, doc = open_analysed(workspace, text)
+    analysis.encoding = encoding
+    analysis.encoded(doc)
+    for _ in range(data.draw(st.integers(1, 5))):
+        last = len(doc.lines) - 1
+        near = st.integers(max(0, above - 3), min(last, above + len(SPLICED) + 1))
+        line = data.draw(near | st.integers(0, last))
+        if data.draw(st.booleans()):
+            count = data.draw(st.integers(1, 3))
+            added = data.draw(st.sampled_from(["", "- new note here", "- 😀 x"]))
+            doc.apply_change(Span(line, 0, line, 0), (added + "\n") * count, encoding)
+        else:
+            end = min(last, line + data.draw(st.integers(1, 3)))
+            doc.apply_change(Span(line, 0, end, 0), "", encoding)
+        # The publish that splices, before the similar pass has looked at the new notes:
+        # a fresh analysis holding the same pairs encodes the same bytes.
+        spliced = analysis.encoded(doc)
+        again = Projects()
+        again.configure(analysis.projects.settings, [workspace.root])
+        fresh_doc = MemoryDocument(doc.uri, doc.path, doc.text(), doc.version)
+        fresh, fresh_state = analysed(again, fresh_doc)
+        fresh.encoding = encoding
+        fresh_state.set_similar(dict(analysis.states[doc.uri].similar))
+        assert spliced == fresh.encoded(fresh_doc)
+        analysis.similar_incremental(doc)  # the similar pass, after a pause
+        assert_as_fresh(workspace, analysis, doc)

@@ -113,3 +113,41 @@ async def test_a_pull_client_hears_unchanged_until_something_changes(server: InP
     assert changed["kind"] == "full" and changed["resultId"] != first["resultId"]
     assert not any(d["code"] == "hidden-unicode" for d in changed["items"])
     assert pull(None)["kind"] == "full"  # a client that lost its id gets the full report
+
+
+async def test_a_pull_client_sees_moved_lines_spliced_and_unchanged_after_a_round_trip(
+    server: InProcess,
+) -> None:
+    """Lines added above the pairs: a full report whose every line number moved (the
+    "on line N" of the messages too, 8 → 10), equal to a fresh open of the same text; a
+    line added then removed before the next pull: ``unchanged``, the same result id."""
+    fillers = ["apples", "the build uses bazel", "zebra crossing", "quartz", "kettle 42"]
+    server.workspace.write("project", fillers + NOTES)
+    await server.initialize(capabilities="visual-studio-code")
+    uri = server.open(server.workspace.project_store)
+    found = server.ls.document(uri)
+    assert found is not None
+    doc = found.doc
+
+    def pull(previous: str | None) -> Any:
+        params = lsp.DocumentDiagnosticParams(
+            text_document=lsp.TextDocumentIdentifier(uri=uri), previous_result_id=previous
+        )
+        return publishing.pull_diagnostics(server.ls, params)
+
+    first = pull(None)
+    messages = [d["message"] for d in first["items"] if d["code"] == "duplicate"]
+    assert messages and all("on line 8:" in m for m in messages)
+    doc.apply_change(Span(0, 0, 0, 0), "\n\n", "utf-16")
+    moved = pull(first["resultId"])
+    assert moved["kind"] == "full" and moved["resultId"] != first["resultId"]
+    assert [d["message"] for d in moved["items"] if d["code"] == "duplicate"] == [
+        m.replace("on line 8:", "on line 10:") for m in messages
+    ]
+    by_line = {d["range"]["start"]["line"] - 2: d for d in moved["items"]}
+    assert sorted(by_line) == sorted(d["range"]["start"]["line"] for d in first["items"])
+    doc.set_text(doc.text())  # the same text read afresh: nothing cached, the same report
+    assert pull(moved["resultId"]) == {"kind": "unchanged", "resultId": moved["resultId"]}
+    doc.apply_change(Span(3, 0, 3, 0), "- a new line\n", "utf-16")
+    doc.apply_change(Span(3, 0, 4, 0), "", "utf-16")
+    assert pull(moved["resultId"]) == {"kind": "unchanged", "resultId": moved["resultId"]}

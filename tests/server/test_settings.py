@@ -8,21 +8,25 @@ problem once, however often the client sends it.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from dataclasses import FrozenInstanceError
+from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import settings as examples
 from hypothesis import strategies as st
+from jsonschema import Draft202012Validator
 from lsprotocol import types as lsp
 
 from memory_ls.core.checks import CODES
 from memory_ls.core.similar import DEFAULT_THRESHOLD
 from memory_ls.server.settings import (
     CLIENT_KEYS,
+    MAX_PROBLEMS,
     SECTION,
     Settings,
     parse_settings,
@@ -229,12 +233,84 @@ def test_the_vs_code_clients_own_keys_are_quiet() -> None:
     assert parse_settings(client_only) == (Settings(), [])
 
 
-@pytest.mark.parametrize("raw", [[1], "readOnly", 3, True])
-def test_settings_that_are_not_an_object_are_reported_and_ignored(raw: object) -> None:
+@pytest.mark.parametrize(
+    ("raw", "kind"),
+    [([1], "an array"), ("readOnly", "a string"), (3, "a number"), (True, "a boolean")],
+)
+@pytest.mark.parametrize("wrapped", [False, True])
+def test_settings_that_are_not_an_object_are_reported_and_ignored(
+    raw: object, kind: str, wrapped: bool
+) -> None:
+    """Bare, or as the ``memoryLs`` section of a wrapper (which was once ignored silently)."""
     base, _ = parse_settings(EVERY_KEY)
-    settings, problems = parse_settings(raw, base)
-    assert problems == [f"memoryLs settings must be an object, not {type(raw).__name__}; ignored."]
+    settings, problems = parse_settings({SECTION: raw} if wrapped else raw, base)
+    assert problems == [f"memoryLs settings must be an object, not {kind}; ignored."]
     assert settings == base
+
+
+def test_settings_beside_the_section_are_reported_and_ignored() -> None:
+    settings, problems = parse_settings(
+        {SECTION: {"similarThreshold": 50}, "readOnly": True, "statusBar": True}
+    )
+    assert (settings.similar_threshold, settings.read_only) == (50, False)
+    assert problems == ["Setting readOnly beside the memoryLs object; ignored."]
+
+
+@pytest.mark.parametrize("value", [True, False])
+def test_a_boolean_threshold_is_refused_as_the_schema_refuses_it(value: bool) -> None:
+    """pydantic's lax mode read ``true`` as 1: a threshold that makes every pair similar."""
+    settings, problems = parse_settings({"similarThreshold": value}, Settings(similar_threshold=70))
+    assert settings.similar_threshold == DEFAULT_THRESHOLD
+    assert problems == [
+        f"Invalid value {value!r} for memoryLs.similarThreshold (Input should be a valid number); "
+        "using the default."
+    ]
+
+
+@pytest.mark.parametrize(
+    "raw", [{"readOnly": True, "read_only": False}, {"read_only": False, "readOnly": True}]
+)
+def test_both_spellings_the_camel_case_one_wins_as_in_the_model(raw: dict[str, bool]) -> None:
+    """It was the last one given (so the order of a client's keys decided)."""
+    settings, problems = parse_settings(raw)
+    assert settings.read_only is True
+    assert problems == ["memoryLs.read_only is also given as readOnly; read_only ignored."]
+
+
+def test_a_null_section_is_no_section() -> None:
+    assert parse_settings({SECTION: None, "readOnly": True})[0].read_only is True
+
+
+def test_an_agent_dir_with_a_nul_is_refused_as_the_model_refuses_it() -> None:
+    """The OS refuses every path with a NUL: taken, it made every open store fail."""
+    settings, problems = parse_settings({"agentDir": "/a\x00b"}, Settings(agent_dir="/ok"))
+    assert settings.agent_dir is None
+    assert problems == [
+        "Invalid value '/a\\x00b' for memoryLs.agentDir (a path cannot hold a NUL character); "
+        "using the default."
+    ]
+
+
+def test_hostile_values_make_short_messages_and_few_of_them() -> None:
+    """A megabyte of text, a list nested hundreds deep, a huge key or 100,000 unknown
+    codes: each told briefly, and at most MAX_PROBLEMS lines (one more counts the rest)."""
+    deep: object = []
+    for _ in range(500):
+        deep = [deep]
+    raw = {
+        "similarThreshold": "x" * 1_000_000,
+        "readOnly": deep,
+        "k" * 100_000: 1,
+        "severity": {f"code{i}": "error" for i in range(100_000)} | {"duplicate": ["x"] * 10**5},
+    }
+    settings, problems = parse_settings(raw)
+    assert settings == Settings()
+    assert len(problems) == MAX_PROBLEMS + 1
+    assert problems[-1] == f"{100_000 + 4 - MAX_PROBLEMS} more problems in memoryLs; ignored."
+    assert all(len(p) < 300 for p in problems), max(problems, key=len)[:400]
+    assert problems[0].startswith("Invalid value 'xxx") and "similarThreshold" in problems[0]
+    assert problems[1].startswith("Invalid value [[[[") and "readOnly" in problems[1]
+    assert problems[2].startswith("Unknown setting memoryLs.kkkk")
 
 
 # -- the server: layers, and each problem reported once ------------------------------------
@@ -331,6 +407,7 @@ EDGES: list[object] = [
     *(0.0, -0.0, 100.0, 100.0000001, 99.99999999, -1e-300, 1e-300, 85.5),
     *(float("inf"), float("-inf"), float("nan")),
     *("70.5", " 70 ", "1e2", "true", "yes", "", "0", "nan", "inf", "/a", "\u00e9"),
+    *("\x00", "/a\x00b", "/a\u0100\x00"),
     *([], ["/a"], {}, {"a": 1}),
 ]
 """Values at every border the fast path draws (type, range, finiteness, conversion)."""
@@ -416,3 +493,141 @@ def test_the_server_and_valid_settings_do_not_import_pydantic() -> None:
     # An invalid value is judged by the model, which says why.
     _, problems = parse_settings({"similarThreshold": "high"})
     assert problems and "valid number" in problems[0]
+
+
+# -- whole settings objects: the dataclass, the model and the published schema agree --------
+
+SCHEMA = json.loads(
+    (Path(__file__).parents[2] / "schemas" / "settings.schema.json").read_text(encoding="utf-8")
+)
+SPELLINGS = {
+    "agent_dir": ("agentDir", "agent_dir"),
+    "trusted": ("trusted",),
+    "read_only": ("readOnly", "read_only"),
+    "severity": ("severity",),
+    "similar_threshold": ("similarThreshold", "similar_threshold"),
+}
+LEVEL_VALUES = st.sampled_from(LEVELS) | st.none() | JSON_VALUES
+SEVERITY_VALUES = (
+    st.dictionaries(st.sampled_from([*CODES, "nope", "Duplicate"]), LEVEL_VALUES, max_size=4)
+    | JSON_VALUES
+)
+FIELD_VALUES = {
+    "agent_dir": st.sampled_from(["/a", "", "rel", "/a\x00b"]) | JSON_VALUES,
+    "trusted": JSON_VALUES,
+    "read_only": JSON_VALUES,
+    "severity": SEVERITY_VALUES,
+    "similar_threshold": st.floats(-1, 101) | JSON_VALUES,
+}
+
+
+@st.composite
+def settings_objects(draw: st.DrawFn) -> dict[str, object]:
+    """A settings object as a client might send it: each field spelt one way or absent,
+    valid or not, with unknown and client-only keys among them."""
+    raw: dict[str, object] = {}
+    for name, spellings in SPELLINGS.items():
+        for key in draw(st.lists(st.sampled_from(spellings), max_size=2, unique=True)):
+            raw[key] = draw(FIELD_VALUES[name])
+    for key in draw(st.lists(st.sampled_from(["statusBar", "typo", "SimilarThreshold"]))):
+        raw[key] = draw(JSON_VALUES)
+    return raw
+
+
+def is_json(value: object) -> bool:
+    """Whether ``value`` is standard JSON (no NaN or infinity, which the schema cannot see)."""
+    try:
+        json.dumps(value, allow_nan=False)
+    except ValueError:
+        return False
+    return True
+
+
+@examples(max_examples=400, deadline=None)
+@given(raw=settings_objects(), base=st.sampled_from([None, parse_settings(EVERY_KEY)[0]]))
+def test_whole_settings_are_judged_as_the_model_and_the_schema_judge_them(
+    raw: dict[str, object], base: Settings | None
+) -> None:
+    """Each field of a generated settings object ends as the model judges it alone (taken,
+    converted, or refused with a reported problem and its default), over ``base``; and an
+    object the published schema accepts is read without a problem (but for unknown keys
+    and codes, which are reported, never refused). The two deliberate differences: a null
+    (or an empty agent dir) keeps the layer below, and a severity is read code by code."""
+    from pydantic import ValidationError
+
+    from memory_ls.server.settings_model import SettingsModel
+
+    below = base or Settings()
+    got, problems = parse_settings(raw, base)
+    told = " ".join(problems)
+    for name, spellings in SPELLINGS.items():
+        present = [k for k in spellings if k in raw]
+        if not present:
+            assert getattr(got, name) == getattr(below, name)
+            continue
+        key = present[0]  # the camelCase one when both are given (the model's choice)
+        value = raw[key]
+        for other in present[1:]:
+            assert f"memoryLs.{other} is also given as {key}; {other} ignored." in problems
+        if value is None or (name == "agent_dir" and value == ""):
+            assert getattr(got, name) == getattr(below, name)
+            assert f"memoryLs.{key} " not in told
+            continue
+        if name == "severity":
+            assert got.severity == expected_severity(value, below.severity)
+            continue
+        expected, reason = model_verdict(name, value)
+        if reason is None:
+            held = getattr(got, name)
+            assert held == expected or (held != held and expected != expected)
+            assert f"memoryLs.{key} " not in told
+        else:
+            assert getattr(got, name) == getattr(Settings(), name)
+            assert f"for memoryLs.{key} ({reason})" in told
+    # The schema names the camelCase keys; a snake_case one is read as its camelCase twin.
+    camel = {SPELLINGS[k][0] if k in SPELLINGS else k: v for k, v in raw.items()}
+    camel.update((k, v) for k, v in raw.items() if k not in SPELLINGS)  # (it wins)
+    if not is_json(camel) or not Draft202012Validator(SCHEMA).is_valid(camel):
+        return
+    # Valid per the schema: the model takes it whole, and the server reads it quietly.
+    try:
+        SettingsModel.model_validate(raw)
+    except ValidationError as exc:  # pragma: no cover - the assertion says why
+        raise AssertionError(f"the schema takes {raw!r}, the model refuses it: {exc}") from exc
+    for problem in problems:
+        assert problem.startswith(("Unknown setting", "Unknown diagnostic code")) or (
+            "is also given as" in problem
+        ), problem
+
+
+def expected_severity(value: object, below: dict[str, str]) -> dict[str, str]:
+    """The severities read from ``value`` over ``below``: code by code, each level the
+    model's ``SeverityName`` takes wins, a null keeps the level below, any other level
+    puts its code back to its default, an unknown code is ignored."""
+    if not isinstance(value, dict):
+        return below
+    out = dict(below)
+    for code, level in value.items():
+        if code not in CODES or level is None:
+            continue
+        if isinstance(level, str) and level in LEVELS:
+            out[code] = level
+        else:
+            out.pop(code, None)
+    return out
+
+
+async def test_an_agent_dir_with_a_nul_leaves_the_server_working(server: InProcess) -> None:
+    """It used to be taken: every store opened then failed (``embedded null byte``) and
+    had no diagnostics."""
+    server.workspace.write("project", ["use pnpm", "never use pnpm"])
+    await server.initialize(
+        "emacs", init_options={"agentDir": "/a\x00b"}, configuration={"agentDir": "/c\x00d"}
+    )
+    uri = server.open(server.workspace.project_store)
+    published = server.client.notifications(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    assert {d["code"] for d in published[-1]["diagnostics"]} == {"conflict"}
+    assert published[-1]["uri"] == uri
+    assert not [m for m in server.client.logs() if "failed" in m]
+    logs = settings_logs(server)
+    assert len(logs) == 2 and all("a path cannot hold a NUL character" in m for m in logs)
