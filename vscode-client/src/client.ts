@@ -1,6 +1,9 @@
 // One language client per window: starts `memory-ls serve`, restarts it, and runs the server's commands.
 import * as vscode from 'vscode';
 import {
+  CloseAction,
+  ErrorAction,
+  type ErrorHandler,
   ExecuteCommandRequest,
   LanguageClient,
   State,
@@ -10,6 +13,26 @@ import {
 } from 'vscode-languageclient/node';
 import { type CommandResults, INBOX_NOTIFICATION, type InboxCounts, ServerCommand, type ServerCommandId } from './protocol';
 import { SECTION, type ServerLaunch, globalStorePath, serverSettings } from './settings';
+
+/**
+ * How long a started server may take to answer `initialize` (`MEMORY_LS_START_TIMEOUT_MS`
+ * overrides it, for tests). A `memory-ls` that never answers (a hung wrapper script, a
+ * program of that name that is something else) used to keep every command waiting.
+ */
+const START_TIMEOUT_MS = Number(process.env['MEMORY_LS_START_TIMEOUT_MS']) || 30_000;
+
+/** `promise`, or an error naming what did not happen after `ms` milliseconds. */
+async function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} within ${Math.round(ms / 1000)} s`)), ms);
+  });
+  try {
+    return await Promise.race([promise, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
 
 export class MemoryClient implements vscode.Disposable {
   private client: LanguageClient | undefined;
@@ -55,15 +78,33 @@ export class MemoryClient implements vscode.Disposable {
     if (this.client !== undefined) {
       return;
     }
-    const launch = await this.resolveLaunch();
+    let launch: ServerLaunch | undefined;
+    try {
+      launch = await this.resolveLaunch();
+    } catch (error) {
+      this.output.appendLine(`Finding the memory-ls server failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+      throw error;
+    }
     if (launch === undefined) {
+      this.output.appendLine('No memory-ls server is set up: nothing to start.');
       return;
     }
     const serverOptions: ServerOptions = {
       run: { command: launch.command, args: launch.args },
       debug: { command: launch.command, args: launch.args },
     };
+    // Given up on (it did not answer `initialize` in time): never restarted by the library.
+    let abandoned = false;
+    let fallback: ErrorHandler | undefined;
     const clientOptions: LanguageClientOptions = {
+      errorHandler: {
+        error: (error, message, count) =>
+          fallback?.error(error, message, count) ?? { action: ErrorAction.Shutdown },
+        closed: () =>
+          abandoned || fallback === undefined
+            ? { action: CloseAction.DoNotRestart, handled: true }
+            : fallback.closed(),
+      },
       documentSelector: this.documentSelector(),
       outputChannel: this.output,
       initializationOptions: () => serverSettings(),
@@ -90,13 +131,17 @@ export class MemoryClient implements vscode.Disposable {
       },
     };
     const client = new LanguageClient('memoryLs', 'Memory', serverOptions, clientOptions);
+    fallback = client.createDefaultErrorHandler();
     this.client = client;
     client.onNotification(INBOX_NOTIFICATION, (counts: InboxCounts) => this.inbox.fire(counts));
     this.output.appendLine(`Starting ${[launch.command, ...launch.args].join(' ')}`);
     try {
-      await client.start();
+      await within(client.start(), START_TIMEOUT_MS, 'it did not answer initialize');
     } catch (error) {
       this.client = undefined;
+      abandoned = true;
+      // Not running, so this refuses to stop it, but ends its process 2 s later.
+      void client.stop(2000).catch(() => undefined);
       const message = error instanceof Error ? error.message : String(error);
       void vscode.window
         .showErrorMessage(
@@ -125,7 +170,11 @@ export class MemoryClient implements vscode.Disposable {
     if (this.starting !== undefined) {
       await this.starting.catch(() => undefined);
     }
-    await this.stop();
+    // A server that fails to stop (it exited first, or never answered) must not keep
+    // the new one from starting.
+    await this.stop().catch((error: unknown) => {
+      this.output.appendLine(`Stopping memory-ls failed: ${error instanceof Error ? error.message : String(error)}`);
+    });
     await this.start();
   }
 

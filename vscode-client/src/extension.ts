@@ -83,7 +83,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.workspace.onDidChangeConfiguration(async (event) => {
       if (RESTART_KEYS.some((key) => event.affectsConfiguration(`${SECTION}.${key}`))) {
         output.appendLine('Server settings changed: restarting memory-ls.');
-        await client.restart().catch(() => undefined);
+        await client.restart().catch((error: unknown) => {
+          output.appendLine(`Restarting memory-ls failed: ${error instanceof Error ? error.message : String(error)}`);
+        });
       }
     }),
     // Trust changes what the server may read and write: start it again with `trusted: true`.

@@ -114,6 +114,7 @@ export class ServerSetup {
     }
     const command = explicitServerCommand();
     if (command !== undefined) {
+      this.output.appendLine(`memoryLs.serverCommand: ${[command.command, ...command.args].join(' ')}`);
       return command;
     }
     // Not from a folder of a workspace the user has not trusted, nor from a relative PATH entry.
