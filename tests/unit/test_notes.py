@@ -218,6 +218,8 @@ def test_parse_finds_what_parse_after_parsed_by_identity() -> None:
     for new, parsed in zip(news, found, strict=True):
         assert parse(new) is parsed
         assert parse(new[:-1] + "\n") == parsed  # an equal text that is another string
+
+
 @given(st.lists(LINES, max_size=20), st.sampled_from(["\n", "\r\n"]), st.booleans())
 @example(["- a  b", "- c"], "\n", False)  # one text not normalised among normalised ones
 @example(["- a ", "- b"], "\n", False)
