@@ -242,7 +242,11 @@ def parse(content: str) -> ParsedFile:
         return hit
     parsed = parse_lines(split_text(content).lines)
     if len(_recent) >= 4:
-        del _recent[next(iter(_recent))]
+        # The server parses in threads too: another may trim the same entry meanwhile.
+        try:
+            del _recent[next(iter(_recent))]
+        except (KeyError, RuntimeError, StopIteration):
+            pass
     _recent[content] = parsed
     return parsed
 

@@ -235,3 +235,31 @@ def test_notes_read_first_are_the_notes_of_the_bullets(
     assert [b.note for b in slow.bullets if b.note] == fast.notes
     assert fast == slow
     assert fast.keys == {b.key: b.note for b in reversed(slow.bullets) if b.note}
+
+
+def test_parse_from_many_threads_at_once() -> None:
+    """The server parses in its worker threads too: two trimming ``parse``'s kept results
+    at the same moment raised ``KeyError`` (switches forced often to make it likely)."""
+    import sys
+    import threading
+
+    errors: list[BaseException] = []
+
+    def work(k: int) -> None:
+        try:
+            for i in range(2000):
+                assert parse(f"- note {k} {i}\n").notes == [f"note {k} {i}"]
+        except BaseException as exc:  # any of them fails the test
+            errors.append(exc)
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        threads = [threading.Thread(target=work, args=(k,)) for k in range(6)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert errors == []
