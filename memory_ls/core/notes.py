@@ -8,6 +8,7 @@ so ``"- "`` is not a bullet while ``"-  "`` is a *blank bullet*.
 from __future__ import annotations
 
 import collections
+import contextlib
 import functools
 import operator
 import re
@@ -243,10 +244,8 @@ def parse(content: str) -> ParsedFile:
     parsed = parse_lines(split_text(content).lines)
     if len(_recent) >= 4:
         # The server parses in threads too: another may trim the same entry meanwhile.
-        try:
+        with contextlib.suppress(KeyError, RuntimeError, StopIteration):
             del _recent[next(iter(_recent))]
-        except (KeyError, RuntimeError, StopIteration):
-            pass
     _recent[content] = parsed
     return parsed
 

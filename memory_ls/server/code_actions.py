@@ -166,8 +166,9 @@ def _edit_action(
 
 
 def _data_for(ls: MemoryServer, doc: MemoryDocument, diag: lsp.Diagnostic) -> Any:
-    """The full ``data`` of the current diagnostic with the code, line and message of
-    ``diag`` (and its note, when ``data`` names it). A store's diagnostics are published
+    """The full ``data`` of the current diagnostic with the code, range and message of
+    ``diag`` (its line and note instead of the whole range, when ``data`` names the
+    note). A store's diagnostics are published
     without the other note's text their fixes need
     (:data:`~memory_ls.core.checks.WIRE_TEXTS`), and a client that does not declare
     ``dataSupport`` may drop ``data`` altogether: either way the fix is built from the
@@ -178,12 +179,12 @@ def _data_for(ls: MemoryServer, doc: MemoryDocument, diag: lsp.Diagnostic) -> An
     line) matches nothing, so it cannot lend that other note's data: "Forget this note"
     never forgets a note the user did not point at.
     """
+    where = CONVERTER.unstructure(diag.range)
     if ls.document(doc.uri) is not None:
         note = diag.data.get("note") if isinstance(diag.data, dict) else None
         if not isinstance(note, str):
-            note = None  # mangled: the code, line and message decide alone
-        return ls.analysis.data_of(doc, str(diag.code), diag.range.start.line, diag.message, note)
-    where = CONVERTER.unstructure(diag.range)
+            note = None  # mangled or dropped: the whole range must match then
+        return ls.analysis.data_of(doc, str(diag.code), where, diag.message, note)
     if ls.instructions.get(doc.uri) is not doc:
         return None
     for item in instructions.items(ls, doc):

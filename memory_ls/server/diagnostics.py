@@ -917,25 +917,33 @@ class Analysis:
         return found
 
     def data_of(
-        self, doc: MemoryDocument, code: str, line: int, message: str, note: object = None
+        self, doc: MemoryDocument, code: str, where: Json, message: str, note: str | None
     ) -> object:
-        """The full ``data`` of the current diagnostic with this code, first line and
-        message (and, when the client sent it, ``note``), or ``None``: what a quick fix
-        is built from (the published ``data`` leaves out :data:`WIRE_TEXTS`).
+        """The full ``data`` of the current diagnostic with this code, range (LSP JSON)
+        and message, or ``None``: what a quick fix is built from (the published ``data``
+        leaves out :data:`WIRE_TEXTS`).
 
-        Columns are not compared: clients turn ranges into their own units and back
-        (Neovim 0.7 sends byte columns); the message and the note say which finding it is.
+        With the ``note`` the client's data named, only the range's first line is
+        compared, not its columns: clients turn ranges into their own units and back
+        (Neovim 0.7 sends byte columns), and the note says which finding it is. Without
+        it (a client that drops ``data``), the whole range must match: two notes with
+        the same message on one line at different times differ only there.
         """
         state = self.states.get(doc.uri)
         if state is None:
             return None
         pub = self._update(doc, state, state.published)
+        start = where.get("start") if isinstance(where, dict) else None
+        line = start.get("line") if isinstance(start, dict) else None
+        if not isinstance(line, int):
+            return None
         for f in self._on_line(doc, pub, line):
-            if (
-                f.code == code
-                and f.message == message
-                and (note is None or f.data.get("note") == note)
-            ):
+            if f.code != code or f.message != message:
+                continue
+            if note is not None:
+                if f.data.get("note") == note:
+                    return wire_data(f)
+            elif self.range(doc, f.line, f.start, f.end_line, f.end) == where:
                 return wire_data(f)
         return None
 

@@ -189,7 +189,7 @@ async def test_wire_data_is_pinned(serve: Any) -> None:
     # What the fixes are built from: the full data, found by code, range and message.
     full = {
         (i["code"], i["range"]["start"]["line"]): s.ls.analysis.data_of(
-            doc, i["code"], i["range"]["start"]["line"], i["message"], i["data"]["note"]
+            doc, i["code"], i["range"], i["message"], i["data"]["note"]
         )
         for i in s.ls.analysis.items(doc)
     }
