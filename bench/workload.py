@@ -162,6 +162,10 @@ class Workspace:
         env["PI_CODING_AGENT_DIR"] = str(self.agent_dir)
         env["HOME"] = str(self.agent_dir.parent / "home")
         env.pop("XDG_CONFIG_HOME", None)
+        # Bytecode as an installed package has it: with PYTHONDONTWRITEBYTECODE (set on some
+        # machines, this one among them) an editable install compiles every module again
+        # on every start, which no user's install does (pip compiles at install time).
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
         return env
 
 

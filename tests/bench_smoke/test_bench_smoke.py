@@ -177,3 +177,14 @@ async def test_memory_ls_in_a_project_tree() -> None:
     table = run.tree_table("tiny", "tinytree", {"tiny": [summary], "tinytree": [summary]}, {})
     assert table[0] == "| figure | tiny | tinytree | difference | tinytree / tiny |"
     assert any(row.startswith("| edit → diagnostics p50 |") and "+0.0 ms" in row for row in table)
+
+
+def test_runs_get_bytecode_as_an_install_has_it() -> None:
+    """With PYTHONDONTWRITEBYTECODE (set on this machine) an editable install compiled
+    every module on every start: the CLI and cold-start figures counted the compiler."""
+    ws = workload.make_workspace("- a note\n")
+    try:
+        env = ws.env({"PYTHONDONTWRITEBYTECODE": "1", "PATH": "/usr/bin"})
+        assert "PYTHONDONTWRITEBYTECODE" not in env and env["PATH"] == "/usr/bin"
+    finally:
+        workload.remove_workspace(ws)
