@@ -52,11 +52,86 @@ MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 """A message body over this size is refused unread (VS Code itself keeps larger files from servers)."""
 MAX_HEADER_LINE = 64 * 1024
 """Header lines are read in pieces of at most this size, so junk without line breaks stays bounded."""
+HEADER_TAIL = 64
+"""The last bytes of a piece of junk without a line break kept for the next read: a header
+may begin there (it would be cut in two, and lost, between two pieces)."""
 OVERSIZED = "memoryLsOversized"
 """Key of the stand-in body :class:`FramedStdin` returns for a message it refused unread."""
+BAD_FRAMING = "memoryLsBadFraming"
+"""Key of the stand-in body returned for a message whose ``Content-Length`` is no length."""
+_LENGTH_NAME = b"content-length:"
+_MAX_DIGITS = 18
+"""More digits than this (leading zeros aside) is over :data:`MAX_MESSAGE_BYTES` whatever
+they say; Python refuses to read more than 4,300 of them as an ``int``, which ended the server."""
 
 
-class FramedStdin:
+class _Framing:
+    """The header rules both framed readers apply before pygls' loop sees a line.
+
+    pygls recognises only ``Content-Length: <digits>\\r\\n`` and reads the digits with
+    ``int``: a header with a lower-case name, two spaces or a line feed alone was not
+    recognised (its message was lost without an answer), and one of more than 4,300
+    digits raised out of the loop (the server ended). Here a ``Content-Length`` header
+    is handed on in pygls' form; one that is no length (negative, not a number, too
+    many digits) or contradicts another in the same message is handed on as the length
+    of a small stand-in body, which :class:`MemoryProtocol` answers with an error (the
+    real body's bytes are then skipped as junk up to the next header).
+    """
+
+    def __init__(self) -> None:
+        self._carry = b""
+        """The tail of junk without a line break, read again in front of the next piece."""
+        self._declared: bytes | None = None
+        """The ``Content-Length`` of the message whose headers are being read."""
+        self._standin: bytes | None = None
+        """The body to give pygls instead of reading one (a refused message)."""
+
+    def _piece(self, line: bytes) -> bytes:
+        """``line`` (as read, at most :data:`MAX_HEADER_LINE` bytes) as pygls should see it."""
+        if self._carry:
+            line, self._carry = self._carry + line, b""
+        if not line.endswith(b"\n"):
+            if len(line) < MAX_HEADER_LINE:
+                return line  # the end of the stream
+            # Junk without a line break: its tail may hold the start of a header.
+            self._carry = line[-HEADER_TAIL:]
+            return b"junk"
+        if not line.strip():
+            self._declared = None  # the end of a message's headers
+            return line
+        at = line.lower().rfind(_LENGTH_NAME)
+        if at < 0:
+            return line
+        value = line[at + len(_LENGTH_NAME) :].strip(b" \t\r\n")
+        if not value.isdigit():
+            if at > 0:
+                return line  # junk that happens to hold the words: not a header
+            shown = value[:40].decode("ascii", "replace")
+            return self._refuse({BAD_FRAMING: f"Content-Length {shown!r} is not a length"})
+        digits = value.lstrip(b"0") or b"0"
+        declared, self._declared = self._declared, digits
+        if declared is not None and declared != digits and at == 0:
+            return self._refuse({BAD_FRAMING: "two different Content-Length headers"})
+        if len(digits) > _MAX_DIGITS:
+            size = f"{digits[:12].decode()}… ({len(digits)} digits)"
+            return self._refuse({OVERSIZED: size})
+        return b"Content-Length: %d\r\n" % int(digits)
+
+    def _refuse(self, standin: dict[str, str]) -> bytes:
+        self._standin = json.dumps(standin).encode()
+        return b"Content-Length: %d\r\n" % len(self._standin)
+
+    def _instead(self, size: int) -> bytes | None:
+        """The stand-in body to return for a body of ``size`` bytes, if it is not read."""
+        standin, self._standin = self._standin, None
+        if standin is not None:
+            return standin
+        if size > MAX_MESSAGE_BYTES:
+            return json.dumps({OVERSIZED: size}).encode()
+        return None
+
+
+class FramedStdin(_Framing):
     """Standard input for pygls' stdio loop, safe from a ``Content-Length`` that lies.
 
     pygls reads a header line with ``readline`` and then exactly ``Content-Length``
@@ -66,32 +141,32 @@ class FramedStdin:
     never recognised and every later message is lost. Here a header that follows junk
     on the same line is found again, and a body over :data:`MAX_MESSAGE_BYTES` is not
     read: pygls gets a small stand-in that :class:`MemoryProtocol` answers with an
-    error, and the body's bytes are then skipped as junk up to the next header.
+    error, and the body's bytes are then skipped as junk up to the next header
+    (:class:`_Framing` has the rest of the rules).
     """
 
     def __init__(self, stream: BinaryIO) -> None:
+        super().__init__()
         self.stream = stream
 
     def readline(self) -> bytes:
         """The next header line, starting at its ``Content-Length`` when junk came first."""
-        line = self.stream.readline(MAX_HEADER_LINE)
-        at = line.rfind(b"Content-Length: ")
-        return line[at:] if at > 0 else line
+        return self._piece(self.stream.readline(MAX_HEADER_LINE))
 
     def read(self, size: int) -> bytes:
-        """A message body of ``size`` bytes, or the stand-in for one too large to read."""
-        if size > MAX_MESSAGE_BYTES:
-            return json.dumps({OVERSIZED: size}).encode()
-        return self.stream.read(size)
+        """A message body of ``size`` bytes, or the stand-in for one not to read."""
+        instead = self._instead(size)
+        return instead if instead is not None else self.stream.read(size)
 
 
-class FramedStream:
+class FramedStream(_Framing):
     """:class:`FramedStdin` for a network connection (``serve --tcp``): pygls' loop reads
     an :class:`asyncio.StreamReader` as it is, so a ``Content-Length`` that lies, or a
     header line longer than the reader's limit (which raised and ended the server),
     would cost every later message. The same rules as on stdio apply here."""
 
     def __init__(self, reader: asyncio.StreamReader) -> None:
+        super().__init__()
         self.reader = reader
 
     async def readline(self) -> bytes:
@@ -103,36 +178,54 @@ class FramedStream:
             line = exc.partial
         except asyncio.LimitOverrunError as exc:
             # Drop what was looked at but its last bytes, where a header may begin.
-            await self.reader.readexactly(max(1, exc.consumed - 64))
+            await self.reader.readexactly(max(1, exc.consumed - HEADER_TAIL))
             return b"junk"
-        at = line.rfind(b"Content-Length: ")
-        return line[at:] if at > 0 else line
+        return self._piece(line)
 
     async def readexactly(self, size: int) -> bytes:
-        """A message body of ``size`` bytes, or the stand-in for one too large to read."""
-        if size > MAX_MESSAGE_BYTES:
-            return json.dumps({OVERSIZED: size}).encode()
-        return await self.reader.readexactly(size)
+        """A message body of ``size`` bytes, the stand-in for one not to read, or ``b""``
+        when the client went away in the middle of it (pygls' loop then ends, as at the
+        end of a header: the exception it raised left the server running without a client)."""
+        instead = self._instead(size)
+        if instead is not None:
+            return instead
+        try:
+            return await self.reader.readexactly(size)
+        except asyncio.IncompleteReadError:
+            return b""
 
 
 def start_tcp(ls: LanguageServer, host: str, port: int) -> None:
-    """Serve one client at a time on ``host:port`` (pygls' ``start_tcp``, with the
-    framing of :class:`FramedStream`)."""
+    """Serve one client on ``host:port`` (pygls' ``start_tcp``, with the framing of
+    :class:`FramedStream`); the server ends with its connection, however it ends.
+
+    A second connection while the first is served is closed at once: pygls gave it the
+    server's writer, so the first client's answers went to the second.
+    """
     from pygls.io_ import run_async
 
     stop = threading.Event()
     ls._stop_event = stop
+    serving = False
 
     async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        nonlocal serving
+        if serving:
+            log.warning("refused a second connection: memory-ls serves one client")
+            writer.close()
+            return
+        serving = True
         ls.protocol.set_writer(writer)
-        await run_async(
-            stop_event=stop,
-            reader=FramedStream(reader),
-            protocol=ls.protocol,
-            logger=log,
-            error_handler=ls.report_server_error,
-        )
-        ls.shutdown()  # type: ignore[no-untyped-call]
+        try:
+            await run_async(
+                stop_event=stop,
+                reader=FramedStream(reader),
+                protocol=ls.protocol,
+                logger=log,
+                error_handler=ls.report_server_error,
+            )
+        finally:
+            ls.shutdown()  # type: ignore[no-untyped-call]
 
     async def main() -> None:
         server = await asyncio.start_server(connection, host, port)
@@ -145,24 +238,34 @@ def start_tcp(ls: LanguageServer, host: str, port: int) -> None:
 
 
 def start_ws(ls: LanguageServer, host: str, port: int) -> None:
-    """Serve one client at a time on ``ws://host:port`` (pygls' ``start_ws``, but taking
-    messages up to :data:`MAX_MESSAGE_BYTES`: the ``websockets`` default of 1 MiB closed
-    the connection, and so ended the server, on the first large ``didOpen``)."""
+    """Serve one client on ``ws://host:port`` (pygls' ``start_ws``, but taking messages
+    up to :data:`MAX_MESSAGE_BYTES`: the ``websockets`` default of 1 MiB closed the
+    connection, and so ended the server, on the first large ``didOpen``). A second
+    connection while the first is served is closed at once, as for ``--tcp``."""
     from pygls.io_ import run_websocket
     from websockets.asyncio.server import ServerConnection, serve
 
     stop = threading.Event()
     ls._stop_event = stop
+    serving = False
 
     async def connection(websocket: ServerConnection) -> None:
-        await run_websocket(
-            stop_event=stop,
-            websocket=websocket,
-            protocol=ls.protocol,
-            logger=log,
-            error_handler=ls.report_server_error,
-        )
-        ls.shutdown()  # type: ignore[no-untyped-call]
+        nonlocal serving
+        if serving:
+            log.warning("refused a second connection: memory-ls serves one client")
+            await websocket.close(1013, "memory-ls serves one client")
+            return
+        serving = True
+        try:
+            await run_websocket(
+                stop_event=stop,
+                websocket=websocket,
+                protocol=ls.protocol,
+                logger=log,
+                error_handler=ls.report_server_error,
+            )
+        finally:
+            ls.shutdown()  # type: ignore[no-untyped-call]
 
     async def main() -> None:
         server = await serve(connection, host, port, max_size=MAX_MESSAGE_BYTES)
@@ -350,6 +453,9 @@ class MemoryProtocol(LanguageServerProtocol):
             size = data[OVERSIZED]
             problem = f"the message of {size} bytes is over the limit of {MAX_MESSAGE_BYTES} bytes"
             self._answer(None, JsonRpcInvalidRequest(f"{problem}; it was skipped"))
+        elif isinstance(data, dict) and isinstance(data.get(BAD_FRAMING), str):
+            problem = f"{data[BAD_FRAMING]}: the message was skipped"
+            self._answer(None, JsonRpcInvalidRequest(problem))
         elif isinstance(data, dict) and ("result" in data or "error" in data):
             log.warning("ignored a response that is not JSON-RPC 2.0: %.200r", data)
         elif isinstance(data, dict) and _valid_id(data.get("id")):

@@ -28,7 +28,7 @@ from pygls.protocol import JsonRPCProtocol, LanguageServerProtocol
 
 from memory_ls.core.text import HEADER
 from memory_ls.server.commands import APPLY_TIMEOUT
-from memory_ls.server.protocol import MemoryProtocol, send_json
+from memory_ls.server.protocol import MAX_HEADER_LINE, MemoryProtocol, send_json
 from memory_ls.server.server import create_server
 
 ANSWER_TIMEOUT = 1.0
@@ -42,6 +42,8 @@ PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS, INTERNAL_ERROR =
 )
 SERVER_NOT_INITIALIZED = -32002
 NO_PARAMS = object()
+NO_RESULT = object()
+"""A reply to the server's request that carries no result (nor error)."""
 
 
 class RawClient:
@@ -149,7 +151,10 @@ class RawClient:
             assert length is not None, "a message without Content-Length"
             message = json.loads(out.read(length))
             if "method" in message and "id" in message:
-                self.send({"jsonrpc": "2.0", "id": message["id"], "result": self._answer(message)})
+                reply = {"jsonrpc": "2.0", "id": message["id"]}
+                if (result := self._answer(message)) is not NO_RESULT:
+                    reply["result"] = result
+                self.send(reply)
             elif "method" in message:
                 with self.lock:
                     self.notifications.append(message)
@@ -688,6 +693,99 @@ def test_an_absurd_content_length_is_refused_without_reading_it(client: RawClien
     message = error_of(client.response(None), INVALID_REQUEST)
     assert "1000000000000000 bytes" in message
     assert_still_works(client, uri, 2)
+
+
+@pytest.mark.parametrize(
+    ("header", "problem"),
+    [
+        # More digits than Python reads as an int (4,300): it raised out of the read loop.
+        (b"Content-Length: " + b"9" * 5000 + b"\r\n", "(5000 digits)"),
+        (b"Content-Length: -5\r\n", "'-5' is not a length"),
+        (b"Content-Length: 12abc\r\n", "'12abc' is not a length"),
+        (b"Content-Length: 28\r\nContent-Length: 5\r\n", "two different Content-Length"),
+    ],
+    ids=["5000-digits", "negative", "not-a-number", "two-lengths"],
+)
+def test_a_content_length_that_is_no_length_is_answered_and_skipped(
+    client: RawClient, header: bytes, problem: str
+) -> None:
+    client.initialize()
+    uri = client.open(
+        client.root / ".pi" / "memory.md", HEADER + "\n\n- use pnpm\n- run make test\n"
+    )
+    # Its body would be answered as a request of id 62 if it were read.
+    client.write(header + b"\r\n" + b'{"jsonrpc": "2.0", "id": 62}')
+    assert problem in error_of(client.response(None), INVALID_REQUEST)
+    client.no_response(62)
+    assert_still_works(client, uri, 2)
+
+
+@pytest.mark.parametrize(
+    "header",
+    [b"content-length: %d\r\n", b"Content-Length:  %d \r\n", b"Content-Length: 000%d\r\n"],
+    ids=["lower-case", "spaces", "leading-zeros"],
+)
+@pytest.mark.parametrize("eol", [b"\r\n", b"\n"], ids=["crlf", "lf"])
+def test_a_header_in_another_spelling_is_read(client: RawClient, header: bytes, eol: bytes) -> None:
+    """Header names are case-insensitive and clients end lines with LF alone (pygls
+    recognised only ``Content-Length: N\\r\\n``: the message was lost unanswered)."""
+    client.initialize()
+    uri = client.open(
+        client.root / ".pi" / "memory.md", HEADER + "\n\n- use pnpm\n- run make test\n"
+    )
+    symbol = {"jsonrpc": "2.0", "id": 63, "method": "workspace/symbol", "params": {"query": "p"}}
+    body = json.dumps(symbol).encode()
+    client.write((header % len(body)).replace(b"\r\n", eol) + eol + body)
+    assert "result" in client.response(63)
+    assert_still_works(client, uri, 2)
+
+
+@pytest.mark.parametrize("cut", [1, 5, 15])
+def test_a_header_cut_by_the_end_of_a_junk_piece_is_still_found(
+    client: RawClient, cut: int
+) -> None:
+    """Junk without a line break is read in pieces of MAX_HEADER_LINE bytes; a header
+    that began in the last bytes of one piece was cut in two, and its message lost."""
+    client.initialize()
+    client.open(client.root / ".pi" / "memory.md", HEADER + "\n\n- use pnpm\n- run make test\n")
+    body = json.dumps({"jsonrpc": "2.0", "id": 64, "method": "shutdown"}).encode()
+    junk = b"x" * (MAX_HEADER_LINE - cut)
+    client.write(junk + b"Content-Length: %d\r\n\r\n" % len(body) + body)
+    assert client.response(64, timeout=5)["result"] is None
+
+
+def test_an_id_without_a_method_is_answered_with_its_id(client: RawClient) -> None:
+    client.initialize()
+    client.send({"jsonrpc": "2.0", "id": 5})
+    assert "needs a method" in error_of(client.response(5), INVALID_REQUEST)
+
+
+def test_an_answer_without_a_result_fails_the_servers_request_at_once(client: RawClient) -> None:
+    """``{"jsonrpc": "2.0", "id": N}`` for the server's own pending request: that request
+    fails now (not after its timeout), and nothing is answered back to the client."""
+    client.replies = {"workspace/applyEdit": NO_RESULT}
+    client.initialize()
+    uri = client.open(
+        client.root / ".pi" / "memory.md", HEADER + "\n\n- use pnpm\n- run make test\n"
+    )
+    started = time.monotonic()
+    added = client.request(
+        "workspace/executeCommand",
+        {"command": "memory.add", "arguments": [{"text": "new"}]},
+        timeout=APPLY_TIMEOUT,
+    )
+    assert added["result"]["project"] == ["use pnpm", "run make test", "new"], added
+    assert time.monotonic() - started < APPLY_TIMEOUT
+    client.replies = {}
+    client.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
+    client.request(
+        "workspace/executeCommand", {"command": "memory.forget", "arguments": [{"text": "new"}]}
+    )
+    with client.lock:
+        answered = [k for k in client.responses if k.startswith('"')]  # the server's ids
+    assert answered == [], answered
+    client.open(client.root / ".pi" / "memory.md", HEADER + "\n\n- use pnpm\n- run make test\n", 3)
+    assert_still_works(client, uri, 4)
 
 
 def test_a_large_message_is_read(client: RawClient) -> None:

@@ -43,6 +43,7 @@ def serve(workspace: Workspace) -> Iterator[object]:
         )
         return port
 
+    start.procs = procs  # type: ignore[attr-defined]
     yield start
     for p in procs:
         p.kill()
@@ -111,8 +112,24 @@ SHUTDOWN = json.dumps({"jsonrpc": "2.0", "id": 61, "method": "shutdown"}).encode
         (b"Content-Length: %d\r\n\r\n" % (len(SHUTDOWN) - 5) + SHUTDOWN, True),
         # Junk longer than a line may be (it used to end the server).
         (b"x" * 200_000, False),
+        # More digits than Python reads as an int: it raised out of the loop (the server ended).
+        (b"Content-Length: " + b"9" * 5000 + b"\r\n\r\n" + b'{"jsonrpc": "2.0", "id": 62}', True),
+        # No length at all: answered (it was lost without an answer).
+        (b"Content-Length: -28\r\n\r\n" + b'{"jsonrpc": "2.0", "id": 62}', True),
+        # Junk of exactly the reader's limit, then a line break.
+        (b"x" * 65_536 + b"\n", False),
+        # Header lines ended by CR alone: that message never ends its headers; the next is read.
+        (b"Content-Length: 28\r\r" + b'{"jsonrpc": "2.0", "id": 62}', False),
     ],
-    ids=["absurd-length", "short-length", "long-junk"],
+    ids=[
+        "absurd-length",
+        "short-length",
+        "long-junk",
+        "5000-digits",
+        "negative",
+        "limit-junk",
+        "cr-only",
+    ],
 )
 async def test_tcp_framing_that_lies_costs_only_its_own_message(  # type: ignore[no-untyped-def]
     serve, bad: bytes, answered: bool
@@ -148,5 +165,77 @@ async def test_ws_reads_a_message_over_a_mebibyte(serve) -> None:  # type: ignor
     error = json.loads(await asyncio.wait_for(ws.recv(), 30))
     assert error["id"] == 7 and error["error"]["code"] == -32601  # method not found
     await ws.send(json.dumps({"jsonrpc": "2.0", "id": 8, "method": "shutdown"}))
+    assert json.loads(await asyncio.wait_for(ws.recv(), 30))["id"] == 8
+    await ws.close()
+
+
+async def _initialized(port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    reader, writer = await _connect(port, lambda p: asyncio.open_connection("127.0.0.1", p))
+    writer.write(_frame(INITIALIZE))
+    await writer.drain()
+    assert (await _next(reader))["id"] == 1
+    return reader, writer
+
+
+async def test_tcp_headers_split_across_packets_are_read(serve) -> None:  # type: ignore[no-untyped-def]
+    port = serve("--tcp")
+    reader, writer = await _initialized(port)
+    framed = _frame({"jsonrpc": "2.0", "id": 2, "method": "shutdown"})
+    for cut in (3, 9, 17, 19, 20, len(framed)):  # in the name, the number, the CR, the body
+        writer.write(framed[:cut])
+        await writer.drain()
+        await asyncio.sleep(0.05)
+        framed = framed[cut:]
+    assert (await _next(reader))["id"] == 2
+    writer.close()
+
+
+async def test_tcp_second_connection_is_refused_and_the_first_served(serve) -> None:  # type: ignore[no-untyped-def]
+    """pygls gave a second connection the server's writer: the first client's answers
+    went to the second, and the second's end ended the server under the first."""
+    port = serve("--tcp")
+    reader, writer = await _initialized(port)
+    second_reader, second_writer = await asyncio.open_connection("127.0.0.1", port)
+    second_writer.write(_frame({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}))
+    await second_writer.drain()
+    try:
+        got = await asyncio.wait_for(second_reader.read(), 30)
+    except ConnectionResetError:  # closed with the frame unread
+        got = b""
+    assert got == b"", got  # closed, unanswered
+    writer.write(_frame({"jsonrpc": "2.0", "id": 2, "method": "shutdown"}))
+    await writer.drain()
+    assert (await _next(reader))["id"] == 2
+    writer.close()
+
+
+async def test_tcp_client_gone_in_the_middle_of_a_body_ends_the_server(serve) -> None:  # type: ignore[no-untyped-def]
+    """As a client that goes away between messages does: the read loop's exception left
+    the process running, listening, without a client."""
+    port = serve("--tcp")
+    _, writer = await _initialized(port)
+    writer.write(b"Content-Length: 100\r\n\r\n" + b'{"jsonrpc": "2.0", "id": 2,')
+    await writer.drain()
+    writer.close()
+    process = serve.procs[-1]  # type: ignore[attr-defined]
+    await asyncio.to_thread(process.wait, 30)
+    assert process.returncode is not None
+
+
+async def test_ws_binary_frames_are_read_and_a_second_connection_refused(serve) -> None:  # type: ignore[no-untyped-def]
+    from websockets.asyncio.client import connect
+    from websockets.exceptions import ConnectionClosed
+
+    port = serve("--ws")
+    ws = await _connect(port, lambda p: connect(f"ws://127.0.0.1:{p}"))
+    await ws.send(json.dumps(INITIALIZE).encode())  # bytes: a binary frame
+    assert json.loads(await asyncio.wait_for(ws.recv(), 30))["id"] == 1
+    await ws.send(b"\xff\xfe not UTF-8")
+    error = json.loads(await asyncio.wait_for(ws.recv(), 30))
+    assert error["id"] is None and error["error"]["code"] == -32700, error
+    second = await connect(f"ws://127.0.0.1:{port}")
+    with pytest.raises(ConnectionClosed):
+        await asyncio.wait_for(second.recv(), 30)
+    await ws.send(json.dumps({"jsonrpc": "2.0", "id": 8, "method": "shutdown"}).encode())
     assert json.loads(await asyncio.wait_for(ws.recv(), 30))["id"] == 8
     await ws.close()
