@@ -234,9 +234,13 @@ class Projects:
         return runtime.store_refusal("project") is None and runtime.trust().trusted
 
     def other_keys(self, runtime: MemoryRuntime, scope: Scope) -> dict[str, str]:
-        """Key → note of the *other* store (empty for an untrusted project)."""
+        """Key → note of the *other* store (empty for an untrusted project, and when
+        ``agentDir`` makes both one file: a note is not "also" in the file it is in,
+        and forgetting it "here" would forget it there)."""
         other = other_scope(scope)
         if other == "project" and not self.project_readable(runtime):
+            return {}
+        if canonical_path(runtime.paths[other]) == canonical_path(runtime.paths[scope]):
             return {}
         doc = self.open_store(runtime, other)
         cache_key = (str(runtime.paths[other]), other)

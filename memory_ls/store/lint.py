@@ -17,7 +17,12 @@ from memory_ls.core.notes import ParsedFile, parse_bullets
 from memory_ls.core.recall import recall_plan
 from memory_ls.core.text import decode_for_display, display_path, split_text
 from memory_ls.store.facts import FileFacts, memory_file_facts
-from memory_ls.store.paths import agent_dir_for, classify_store_path, global_store_path
+from memory_ls.store.paths import (
+    agent_dir_for,
+    canonical_path,
+    classify_store_path,
+    global_store_path,
+)
 from memory_ls.store.runtime import MemoryRuntime
 
 LINT_READ_LIMIT = 16 * 1024 * 1024
@@ -79,7 +84,9 @@ def _report(
         other = other_scope(scope)
         other_view = runtime.view(other)
         other_path = str(runtime.paths[other])
-        if other == "global" or trust.trusted:
+        one_file = canonical_path(runtime.paths[other]) == canonical_path(runtime.paths[scope])
+        if (other == "global" or trust.trusted) and not one_file:
+            # (Both stores one file, by agentDir: its notes are not "also" in the other.)
             other_keys = key_index(other_view.parsed.bullets)
         mine = parsed.notes if (scope == "global" or trust.trusted) else []
         theirs = runtime.recall_notes(other)

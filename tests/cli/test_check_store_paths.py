@@ -69,3 +69,23 @@ def test_a_pi_memory_below_the_root_names_the_real_store(repo: Path) -> None:
             f"This is not the project's memory store; the agent reads {repo / '.pi' / 'memory.md'}",
         )
     ]
+
+
+def test_agent_dir_at_the_projects_pi_folder_makes_no_note_a_duplicate_of_itself(
+    repo: Path,
+) -> None:
+    """``agentDir`` naming the project's ``.pi``: both stores are one file, so no note is
+    "also in project memory" (its fix, "forget here, it stays there", forgot it)."""
+    (repo / ".pi").mkdir()
+    (repo / ".pi" / "memory.md").write_text(f"{HEADER}\n\n- use pnpm\n- run make test\n")
+    r = subprocess.run(
+        [sys.executable, "-m", "memory_ls", "check", "--trusted", "--format", "json"],
+        cwd=repo,
+        env={**os.environ, "PI_CODING_AGENT_DIR": str(repo / ".pi")},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert r.returncode in (0, 1), r.stderr
+    codes = [row["code"] for row in json.loads(r.stdout)]
+    assert "cross-scope-duplicate" not in codes, r.stdout

@@ -12,7 +12,7 @@ from memory_ls.server.document_sync import did_change, did_close
 from memory_ls.server.settings import Settings
 from memory_ls.server.settings_sync import apply_settings
 from memory_ls.server.workspace import Projects
-from tests.conftest import Workspace
+from tests.conftest import Workspace, store_text
 
 from .conftest import InProcess
 
@@ -122,3 +122,41 @@ async def pull(server: InProcess, uri: str) -> Any:
     )
     assert "result" in answer, answer
     return answer["result"]
+
+
+async def test_agent_dir_flipping_to_the_projects_pi_folder_keeps_one_document(
+    server: InProcess,
+) -> None:
+    """``agentDir`` naming the project's ``.pi`` makes its store the global store too: the
+    open store is then global, tracked once, and no note of it is "also in project
+    memory" (the same file: its fix, "forget here, it stays there", forgot the note)."""
+    ws = server.workspace
+    ws.write("project", store_text("use pnpm", "run make test"))
+    ws.write("global", store_text("use uv"))
+    await server.initialize("neovim", init_options={"trusted": True})
+    uri = server.open(ws.project_store)
+    for agent, scope in [(ws.root / ".pi", "global"), (ws.agent_dir, "project")] * 2:
+        apply_settings(server.ls, {"agentDir": str(agent), "trusted": True})
+        found = server.ls.document(uri)
+        assert found is not None and found.state.info.scope == scope
+        assert list(server.ls.projects.by_path.values()).count(found.doc) == 1
+        assert uri not in server.ls.unjudged
+        codes = [d["code"] for d in server.ls.analysis.items(found.doc)]
+        assert "cross-scope-duplicate" not in codes, codes
+        hover = hover_text(server, uri, 2)
+        assert "also" not in hover.lower(), hover
+
+
+def hover_text(server: InProcess, uri: str, line: int) -> str:
+    from memory_ls.server.hover import hover
+
+    found = hover(
+        server.ls,
+        lsp.HoverParams(
+            text_document=lsp.TextDocumentIdentifier(uri=uri), position=lsp.Position(line, 3)
+        ),
+    )
+    assert found is not None
+    contents = found.contents
+    assert isinstance(contents, lsp.MarkupContent)
+    return contents.value
