@@ -601,3 +601,32 @@ async def test_a_near_duplicate_merge_over_the_note_limit_is_shown_refused_or_le
     else:
         assert titles == ["Keep ", "Keep "] and selected == []
     assert all(a.edit is not None for a in actions[:2])
+
+
+@pytest.mark.parametrize("client", ["vscode", "neovim-0.7", "emacs"])
+async def test_each_of_several_conflicts_on_a_line_gets_the_fixes_of_its_own_pair(
+    serve: Any, client: str
+) -> None:
+    """A note in two ``conflict`` pairs has two diagnostics on its line, alike but for
+    the other note: each sent back (lean data; byte columns; no data at all) gets the
+    fixes that name its own other note, never the first pair's."""
+    s = serve(
+        HEADER
+        + "- use pnpm for installs 😀\n"  # 2: conflicts with 3 and 4
+        + "- Never use pnpm for installs.\n"
+        + "- do not use pnpm for installs\n"
+    )
+    pair = [d for d in s.diagnostics("conflict") if d.range.start.line == 2]
+    assert len(pair) == 2
+    for diag, other in zip(
+        pair, ["Never use pnpm for installs.", "do not use pnpm for installs"], strict=True
+    ):
+        assert other in diag.message
+        if client == "neovim-0.7":  # columns in bytes: the emoji is 4, not 2
+            end = lsp.Position(2, diag.range.end.character + 2)
+            diag = attrs.evolve(diag, range=lsp.Range(start=diag.range.start, end=end))
+        elif client == "emacs":
+            diag = attrs.evolve(diag, data=None)
+        titles = [a.title for a in s.actions(2, diagnostics=[diag], only=["quickfix"])]
+        assert f"Forget the other note: “{other}”" in titles, titles
+        assert len(titles) == 3, titles

@@ -7,6 +7,7 @@ near-duplicates of each other's) and maybe change the prose.
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -260,3 +261,49 @@ def test_a_last_line_ending_in_cr_does_not_become_a_crlf_ending() -> None:
     merged = clean("", current, "\ufeff- bom")
     assert merged == f"{HEADER}\n- a\n- bom"
     assert clean("", merged, "\ufeff- bom") == merged
+
+
+BOM = "\ufeff"
+CRLF_A = store_text("a").replace("\n", "\r\n")
+
+
+@pytest.mark.parametrize(
+    ("current", "other", "merged"),
+    [
+        # A byte order mark on one side only: CURRENT's (none, or one).
+        (store_text("a"), BOM + store_text("a", "b"), store_text("a", "b")),
+        (BOM + store_text("a"), store_text("a", "b"), BOM + store_text("a", "b")),
+        # OTHER's last line without a line break stays without one, in CURRENT's endings.
+        (
+            CRLF_A,
+            store_text("a", "b").rstrip("\n"),
+            store_text("a", "b").replace("\n", "\r\n")[:-2],
+        ),
+        # Mixed endings in OTHER: CURRENT's everywhere; a CR ending the last line stays a CR.
+        (store_text("a"), f"{HEADER}\r\n\n- a\r\n- b\n- c\r", f"{HEADER}\n\n- a\n- b\n- c\r"),
+        (CRLF_A, f"{HEADER}\n\r\n- a\n- b\r\n", store_text("a", "b").replace("\n", "\r\n")),
+        # CR alone ends no line (SPEC §2): a CR-only OTHER is one line, kept as it is.
+        (
+            store_text("a"),
+            store_text("a", "b").replace("\n", "\r"),
+            store_text("a", "b").replace("\n", "\r"),
+        ),
+        # A CR-only CURRENT has no line ending: OTHER's lines get LF, the default.
+        (store_text("a").replace("\n", "\r"), store_text("a", "b"), store_text("a", "b")),
+    ],
+    ids=[
+        "bom-other",
+        "bom-current",
+        "no-last-break",
+        "mixed-lf",
+        "mixed-crlf",
+        "cr-other",
+        "cr-current",
+    ],
+)
+def test_only_other_changed_in_currents_style_is_a_fixed_point(
+    current: str, other: str, merged: str
+) -> None:
+    assert clean(current, current, other) == merged
+    # Merged again (git re-running the driver, or the other side pulling it back): no change.
+    assert clean(current, merged, other) == merged
