@@ -612,7 +612,7 @@ async def test_each_of_several_conflicts_on_a_line_gets_the_fixes_of_its_own_pai
     fixes that name its own other note, never the first pair's."""
     s = serve(
         HEADER
-        + "- use pnpm for installs 😀\n"  # 2: conflicts with 3 and 4
+        + "- use pnpm for installs — 😀\n"  # 2: conflicts with 3 and 4
         + "- Never use pnpm for installs.\n"
         + "- do not use pnpm for installs\n"
     )
@@ -622,8 +622,8 @@ async def test_each_of_several_conflicts_on_a_line_gets_the_fixes_of_its_own_pai
         pair, ["Never use pnpm for installs.", "do not use pnpm for installs"], strict=True
     ):
         assert other in diag.message
-        if client == "neovim-0.7":  # columns in bytes: the emoji is 4, not 2
-            end = lsp.Position(2, diag.range.end.character + 2)
+        if client == "neovim-0.7":  # columns in bytes: the dash is 3, the emoji 4 (UTF-16: 1, 2)
+            end = lsp.Position(2, diag.range.end.character + 4)
             diag = attrs.evolve(diag, range=lsp.Range(start=diag.range.start, end=end))
         elif client == "emacs":
             diag = attrs.evolve(diag, data=None)
