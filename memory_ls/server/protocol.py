@@ -14,7 +14,7 @@ import json
 import logging
 import re
 import threading
-from collections.abc import Generator
+from collections.abc import Awaitable, Callable, Generator
 from typing import Any, BinaryIO
 
 import attrs
@@ -195,86 +195,96 @@ class FramedStream(_Framing):
             return b""
 
 
+class _OneClient:
+    """The one client a network server serves: the first connection; another while it
+    lasts is refused at once (pygls gave it the server's writer, so the first client's
+    answers went to the second); the server ends with it, however it ends."""
+
+    def __init__(self, ls: LanguageServer) -> None:
+        self.ls = ls
+        self.serving = False
+        self.stop = threading.Event()
+        ls._stop_event = self.stop
+
+    async def serve(
+        self, refuse: Callable[[], Awaitable[object]], run: Callable[[], Awaitable[object]]
+    ) -> None:
+        """Run the connection's loop, or refuse it when another is being served."""
+        if self.serving:
+            log.warning("refused a second connection: memory-ls serves one client")
+            await refuse()
+            return
+        self.serving = True
+        try:
+            await run()
+        finally:
+            self.ls.shutdown()  # type: ignore[no-untyped-call]
+
+    def run_forever(self, start: Callable[[], Awaitable[Any]]) -> None:
+        """Start the listening server and serve until the client's connection ends."""
+
+        async def main() -> None:
+            server = await start()
+            self.ls._server = server
+            async with server:
+                await server.serve_forever()
+
+        with contextlib.suppress(asyncio.CancelledError):
+            asyncio.run(main())
+
+
 def start_tcp(ls: LanguageServer, host: str, port: int) -> None:
     """Serve one client on ``host:port`` (pygls' ``start_tcp``, with the framing of
-    :class:`FramedStream`); the server ends with its connection, however it ends.
-
-    A second connection while the first is served is closed at once: pygls gave it the
-    server's writer, so the first client's answers went to the second.
-    """
+    :class:`FramedStream`, and :class:`_OneClient`'s rules)."""
     from pygls.io_ import run_async
 
-    stop = threading.Event()
-    ls._stop_event = stop
-    serving = False
+    one = _OneClient(ls)
 
     async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        nonlocal serving
-        if serving:
-            log.warning("refused a second connection: memory-ls serves one client")
+        async def refuse() -> None:
             writer.close()
-            return
-        serving = True
-        ls.protocol.set_writer(writer)
-        try:
+
+        async def run() -> None:
+            ls.protocol.set_writer(writer)
             await run_async(
-                stop_event=stop,
+                stop_event=one.stop,
                 reader=FramedStream(reader),
                 protocol=ls.protocol,
                 logger=log,
                 error_handler=ls.report_server_error,
             )
-        finally:
-            ls.shutdown()  # type: ignore[no-untyped-call]
 
-    async def main() -> None:
-        server = await asyncio.start_server(connection, host, port)
-        ls._server = server
-        async with server:
-            await server.serve_forever()
+        await one.serve(refuse, run)
 
-    with contextlib.suppress(asyncio.CancelledError):
-        asyncio.run(main())
+    one.run_forever(lambda: asyncio.start_server(connection, host, port))
 
 
 def start_ws(ls: LanguageServer, host: str, port: int) -> None:
     """Serve one client on ``ws://host:port`` (pygls' ``start_ws``, but taking messages
     up to :data:`MAX_MESSAGE_BYTES`: the ``websockets`` default of 1 MiB closed the
-    connection, and so ended the server, on the first large ``didOpen``). A second
-    connection while the first is served is closed at once, as for ``--tcp``."""
+    connection, and so ended the server, on the first large ``didOpen``), with
+    :class:`_OneClient`'s rules."""
     from pygls.io_ import run_websocket
     from websockets.asyncio.server import ServerConnection, serve
 
-    stop = threading.Event()
-    ls._stop_event = stop
-    serving = False
+    one = _OneClient(ls)
 
     async def connection(websocket: ServerConnection) -> None:
-        nonlocal serving
-        if serving:
-            log.warning("refused a second connection: memory-ls serves one client")
+        async def refuse() -> None:
             await websocket.close(1013, "memory-ls serves one client")
-            return
-        serving = True
-        try:
+
+        async def run() -> None:
             await run_websocket(
-                stop_event=stop,
+                stop_event=one.stop,
                 websocket=websocket,
                 protocol=ls.protocol,
                 logger=log,
                 error_handler=ls.report_server_error,
             )
-        finally:
-            ls.shutdown()  # type: ignore[no-untyped-call]
 
-    async def main() -> None:
-        server = await serve(connection, host, port, max_size=MAX_MESSAGE_BYTES)
-        ls._server = server
-        async with server:
-            await server.serve_forever()
+        await one.serve(refuse, run)
 
-    with contextlib.suppress(asyncio.CancelledError):
-        asyncio.run(main())
+    one.run_forever(lambda: serve(connection, host, port, max_size=MAX_MESSAGE_BYTES))
 
 
 _RESPONSE_TYPES: dict[type, bool] = {}
