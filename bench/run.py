@@ -487,36 +487,31 @@ def render(
         out += ["", "CLI (wall time, process spawn to exit):", ""]
         out += cli_table(cli_results.get(store, []))
     for tree, base in workload.TREE_STORES.items():
-        off = f"{tree}-off"
-        table = tree_table(off, tree, summaries, cli_results)
-        if table:
-            out += [
-                "",
+        off = workload.OFF_OF[tree]
+        comparisons = [
+            (
+                off,
                 f"## memory-ls in a real-sized project (issue 13): {tree} against {off}",
-                "",
                 f"{tree} is {base} with one note in a hundred running a script, in a project "
                 "of source files, the paths the notes mention (but ~3%), a package.json, a "
                 f"Makefile, AGENTS.md and CLAUDE.md. {off} is the same store in the same "
                 "project with SPEC §13's four codes (stale-path, stale-script, "
                 "instruction-duplicate, conflict) turned off: the difference is what those "
                 "checks cost (the diagnostics each publish carried are in brackets). "
-                "`memory-ls check` has no severity setting, so it is timed on "
-                f"{tree} only.",
-                "",
-                *table,
-            ]
-        table = tree_table(base, tree, summaries, cli_results)
-        if table:
-            out += [
-                "",
+                f"`memory-ls check` has no severity setting, so it is timed on {tree} only.",
+            ),
+            (
+                base,
                 f"### {tree} against {base}",
-                "",
                 f"{base} is another store (no script notes, so fewer duplicates) in an empty "
                 "project, with the checks that look at the project off: the difference "
                 "also holds what the store's own notes add.",
-                "",
-                *table,
-            ]
+            ),
+        ]
+        for against, heading, text in comparisons:
+            table = tree_table(against, tree, summaries, cli_results)
+            if table:
+                out += ["", heading, "", text, "", *table]
     out += ["", "## memory-ls targets (issue 11)", ""]
     out += targets_table(config.stores, summaries, cli_results)
     return "\n".join(out) + "\n"
@@ -587,7 +582,7 @@ async def amain(config: Config, out: Path, json_out: Path) -> int:
     for store in config.stores:
         if store in workload.CHECKS_OFF and workload.CHECKS_OFF[store] in config.stores:
             continue  # measured in the same rounds as the tree scenario it repeats
-        off = f"{store}-off"
+        off = workload.OFF_OF.get(store)
         also = off if off in config.stores else None
         log(f"store {store}: {config.sessions} session(s) x {len(specs)} server(s)")
         for name, by_server in (await run_store(store, specs, config, also)).items():

@@ -67,6 +67,8 @@ CHECKS_OFF: dict[str, str] = {f"{tree}-off": tree for tree in TREE_STORES}
 """scenario -> the tree scenario it repeats with SPEC §13's four codes turned off: issue
 13's speed criterion is "the same store without these checks", so the store, its
 duplicates and the project around it are the same and only the checks differ."""
+OFF_OF: dict[str, str] = {tree: off for off, tree in CHECKS_OFF.items()}
+"""tree scenario -> its :data:`CHECKS_OFF` scenario."""
 STORES: tuple[str, ...] = (*STORE_SIZES, *TREE_STORES, *CHECKS_OFF)
 """Every name ``--stores`` accepts; a tree scenario runs only when asked for."""
 

@@ -25,6 +25,7 @@ from memory_ls.server.diagnostics import DocState, disk_facts
 from memory_ls.server.documents import MemoryDocument, Span
 from memory_ls.server.protocol import CLIENT_TIMEOUT
 from memory_ls.server.uris import path_of_uri, uri_of_path
+from memory_ls.store.paths import STORE_FILE_NAME
 
 if TYPE_CHECKING:
     from memory_ls.server.server import MemoryServer
@@ -33,8 +34,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("memory_ls.server")
 F = TypeVar("F", bound=Callable[..., Any])
 
-STORE_NAME = "memory.md"
-"""The file name of every store (SPEC §1)."""
 OTHERS_DELAY = 0.03
 """Seconds after an edit before the other store's diagnostics are refreshed."""
 
@@ -136,7 +135,7 @@ def did_open(ls: MemoryServer, params: lsp.DidOpenTextDocumentParams) -> None:
     info = ls.projects.describe(path)
     if info is None:
         instructions.did_open(ls, item, path)  # AGENTS.md & co. get export-stale only
-        if path.name == STORE_NAME:
+        if path.name == STORE_FILE_NAME:
             ls.unjudged[item.uri] = MemoryDocument(item.uri, path, item.text, item.version)
         return
     _start(ls, MemoryDocument(item.uri, path, item.text, item.version), info)
@@ -172,7 +171,7 @@ def redescribe(ls: MemoryServer) -> None:
     for doc, state in ls.open_documents():
         info = ls.projects.describe(doc.path)
         if info is None:
-            if _stop(ls, doc.uri) is not None and doc.path.name == STORE_NAME:
+            if _stop(ls, doc.uri) is not None and doc.path.name == STORE_FILE_NAME:
                 ls.unjudged[doc.uri] = doc
         else:
             state.info = info

@@ -25,7 +25,7 @@ from lsprotocol.converters import get_converter
 from pygls.uris import from_fs_path
 from pytest_lsp import client_capabilities
 
-from memory_ls.server.document_sync import did_open
+from memory_ls.server.document_sync import did_change, did_open
 from memory_ls.server.server import MemoryServer, create_server, initialized
 from tests.conftest import Workspace
 
@@ -157,6 +157,23 @@ class InProcess:
             ),
         )
         return uri
+
+    def edit(
+        self, uri: str, version: int, start: tuple[int, int], end: tuple[int, int], text: str
+    ) -> None:
+        """``textDocument/didChange``: ``text`` in place of the range (line, character)."""
+        did_change(
+            self.ls,
+            lsp.DidChangeTextDocumentParams(
+                text_document=lsp.VersionedTextDocumentIdentifier(uri=uri, version=version),
+                content_changes=[
+                    lsp.TextDocumentContentChangePartial(
+                        range=lsp.Range(start=lsp.Position(*start), end=lsp.Position(*end)),
+                        text=text,
+                    )
+                ],
+            ),
+        )
 
 
 async def eventually(happened: Callable[[], bool], never: str, poll: float = 0.02) -> None:

@@ -8,7 +8,7 @@ from typing import Any
 
 from lsprotocol import types as lsp
 
-from memory_ls.server.document_sync import did_change, did_close
+from memory_ls.server.document_sync import did_close
 from memory_ls.server.settings import Settings
 from memory_ls.server.settings_sync import apply_settings
 from memory_ls.server.workspace import Projects
@@ -79,18 +79,7 @@ async def test_an_open_memory_md_follows_agent_dir_changes(
     uri = server.open(elsewhere)
     assert server.ls.document(uri) is None
     # Typed, not saved: the store is judged with the buffer's text.
-    did_change(
-        server.ls,
-        lsp.DidChangeTextDocumentParams(
-            text_document=lsp.VersionedTextDocumentIdentifier(uri=uri, version=2),
-            content_changes=[
-                lsp.TextDocumentContentChangePartial(
-                    range=lsp.Range(start=lsp.Position(3, 0), end=lsp.Position(3, 0)),
-                    text="- Use pnpm.\n",
-                )
-            ],
-        ),
-    )
+    server.edit(uri, 2, (3, 0), (3, 0), "- Use pnpm.\n")
     before = server.open(ws.global_store, "# Memory\n\n- use uv\n")
     assert server.ls.document(before) is not None
 

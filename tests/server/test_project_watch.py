@@ -18,7 +18,7 @@ from memory_ls.core.models import Scope
 from memory_ls.core.notes import parse_lines
 from memory_ls.core.text import split_text
 from memory_ls.server import project_watch
-from memory_ls.server.document_sync import did_change, did_change_watched_files
+from memory_ls.server.document_sync import did_change_watched_files
 from memory_ls.server.documents import MemoryDocument
 from memory_ls.server.project_watch import STALE_CODES
 from memory_ls.store.project_files import stale_and_conflict_findings
@@ -168,20 +168,7 @@ async def test_typing_reads_nothing_and_rejudges_the_edited_note(
     # Line 8 names `src/new_name.py`, which exists: type it into a name that does not.
     line = doc.lines[8]
     col = line.index("new_name")
-    did_change(
-        server.ls,
-        lsp.DidChangeTextDocumentParams(
-            text_document=lsp.VersionedTextDocumentIdentifier(uri=uri, version=2),
-            content_changes=[
-                lsp.TextDocumentContentChangePartial(
-                    range=lsp.Range(
-                        start=lsp.Position(8, col), end=lsp.Position(8, col + len("new"))
-                    ),
-                    text="gone",
-                )
-            ],
-        ),
-    )
+    server.edit(uri, 2, (8, col), (8, col + len("new")), "gone")
     stale = [f for f in server.ls.analysis.findings(doc) if f.code == "stale-path"]
     assert [(f.line, f.data["mention"]) for f in stale] == [  # type: ignore[typeddict-item]
         (2, "src/old_name.py"),
@@ -424,18 +411,7 @@ async def test_lines_added_and_removed_keep_each_finding_on_its_note(server: InP
     uri, doc = await opened(server)
 
     def change(line: int, end_line: int, text: str, version: int) -> None:
-        did_change(
-            server.ls,
-            lsp.DidChangeTextDocumentParams(
-                text_document=lsp.VersionedTextDocumentIdentifier(uri=uri, version=version),
-                content_changes=[
-                    lsp.TextDocumentContentChangePartial(
-                        range=lsp.Range(start=lsp.Position(line, 0), end=lsp.Position(end_line, 0)),
-                        text=text,
-                    )
-                ],
-            ),
-        )
+        server.edit(uri, version, (line, 0), (end_line, 0), text)
 
     def where() -> list[tuple[str, int]]:
         return sorted(
