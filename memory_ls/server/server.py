@@ -39,7 +39,7 @@ from memory_ls.server.background import Timers
 from memory_ls.server.diagnostics import Analysis, DocState
 from memory_ls.server.documents import MemoryDocument
 from memory_ls.server.instructions import InstructionFiles
-from memory_ls.server.protocol import FramedStdin, MemoryProtocol, start_tcp, start_ws
+from memory_ls.server.protocol import MemoryProtocol, start_stdio, start_tcp, start_ws
 from memory_ls.server.settings import Settings
 from memory_ls.server.workspace import Projects
 
@@ -222,7 +222,7 @@ def serve(transport: str, host: str | None, port: int | None) -> int:
     logging.getLogger("pygls").setLevel(logging.ERROR)
     ls = create_server()
     if transport == "stdio":
-        ls.start_io(stdin=FramedStdin(sys.stdin.buffer))  # type: ignore[arg-type]
+        start_stdio(ls)
     elif transport == "tcp":
         start_tcp(ls, host or "127.0.0.1", port or 2087)
     elif transport == "ws":

@@ -8,6 +8,7 @@ import socket
 import subprocess
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -103,7 +104,7 @@ async def _next(reader: asyncio.StreamReader) -> dict[str, object]:
 SHUTDOWN = json.dumps({"jsonrpc": "2.0", "id": 61, "method": "shutdown"}).encode()
 
 
-@pytest.mark.parametrize(
+LIES = pytest.mark.parametrize(
     ("bad", "answered"),
     [
         # A length no one would send: refused unread (it used to wait for the petabyte).
@@ -131,6 +132,10 @@ SHUTDOWN = json.dumps({"jsonrpc": "2.0", "id": 61, "method": "shutdown"}).encode
         "cr-only",
     ],
 )
+"""Framing that lies, and whether its message gets an answer (an error without an id)."""
+
+
+@LIES
 async def test_tcp_framing_that_lies_costs_only_its_own_message(  # type: ignore[no-untyped-def]
     serve, bad: bytes, answered: bool
 ) -> None:
@@ -239,3 +244,41 @@ async def test_ws_binary_frames_are_read_and_a_second_connection_refused(serve) 
     await ws.send(json.dumps({"jsonrpc": "2.0", "id": 8, "method": "shutdown"}).encode())
     assert json.loads(await asyncio.wait_for(ws.recv(), 30))["id"] == 8
     await ws.close()
+
+
+def _messages(out: bytes) -> list[dict[str, object]]:
+    found = []
+    while out:
+        header, _, rest = out.partition(b"\r\n\r\n")
+        length = int(header.split(b"Content-Length:")[1].split(b"\r\n")[0])
+        found.append(json.loads(rest[:length]))
+        out = rest[length:]
+    return found
+
+
+@LIES
+def test_stdin_that_is_a_file_is_read_with_the_same_framing_rules(
+    workspace: Workspace, tmp_path: Path, bad: bytes, answered: bool
+) -> None:
+    """An editor gives the server a pipe, which the event loop reads; a file (or a
+    terminal) is read by pygls' own reader instead, under the same rules."""
+    script = tmp_path / "session.bin"
+    shutdown: dict[str, object] = {"jsonrpc": "2.0", "id": 2, "method": "shutdown"}
+    end: dict[str, object] = {"jsonrpc": "2.0", "method": "exit"}
+    script.write_bytes(bad + _frame(INITIALIZE) + _frame(shutdown) + _frame(end))
+    with script.open("rb") as stdin:
+        done = subprocess.run(
+            [sys.executable, "-m", "memory_ls", "serve"],
+            env=workspace.env(),
+            stdin=stdin,
+            capture_output=True,
+            timeout=60,
+        )
+    answers = _messages(done.stdout)
+    if answered:
+        first = answers.pop(0)
+        assert first["id"] is None and "error" in first, first
+    assert [a["id"] for a in answers] == [1, 2], answers
+    result = answers[0]["result"]
+    assert isinstance(result, dict) and result["serverInfo"]["name"] == "memory-ls"
+    assert done.returncode == 0, done.stderr.decode(errors="replace")
