@@ -275,23 +275,37 @@ def wire_data(f: Finding) -> dict[str, object]:
     return {**header, **f.data}
 
 
-WIRE_TEXTS = frozenset({"first", "other", "text"})
-"""Fields of a finding's data that the language server does not send: the texts of
-the other note or instruction line, which it holds itself (with ``note``, two or three
-copies of a note made up a third of a publish, on every keystroke). ``note`` is sent:
-it says which note a diagnostic sent back was about, whatever columns the client
-turned its range into."""
+def note_hash(note: str) -> str:
+    """A short fingerprint of ``note`` that names it in a published diagnostic's ``data``
+    (64 bits of BLAKE2b, the same in every process, as hex)."""
+    from hashlib import blake2b  # not on the CLI's read path
+
+    return blake2b(note.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
+
+
+WIRE_TEXTS = frozenset({"note", "first", "other", "text"})
+"""Fields of a finding's data that the language server does not publish: the texts of
+the note, of the other note or of the instruction line, which it holds itself (two or
+three copies of a note made up a third of a publish, sent on every keystroke)."""
 
 
 def lean_wire_data(f: Finding) -> dict[str, object]:
-    """:func:`wire_data` without :data:`WIRE_TEXTS`: what the language server publishes.
+    """:func:`wire_data` as the language server publishes it: without :data:`WIRE_TEXTS`,
+    and with :func:`note_hash` of the note (``noteHash``) for a finding about a note.
 
     A client sends it back with the diagnostic's code and message; the server finds its
-    own finding by those, the line and the note, and builds the fix from its full data,
-    so a fix still never re-analyses the file (SPEC §7).
+    own finding by those, the line and the note's hash, and builds the fix from its full
+    data, so a fix still never re-analyses the file (SPEC §7). The hash, not the note,
+    says which note the diagnostic was about, whatever columns the client turned its
+    range into.
     """
-    header: DiagnosticData = {"code": f.code, "line": f.line}
-    return {**header, **{k: v for k, v in f.data.items() if k not in WIRE_TEXTS}}
+    lean: dict[str, object] = {"code": f.code, "line": f.line}
+    for k, v in f.data.items():
+        if k not in WIRE_TEXTS:
+            lean[k] = v
+        elif k == "note" and isinstance(v, str):
+            lean["noteHash"] = note_hash(v)
+    return lean
 
 
 def _at(b: Bullet, code: str, message: str, data: FindingData) -> Finding:

@@ -229,13 +229,14 @@ def _fits_at(plan: RecallPlan, position: int, cost: int) -> bool:
 def _changed(old: tuple[str, ...], new: Sequence[str]) -> list[int]:
     """The first (at most two) indices where ``new`` differs from ``old`` (same length).
 
-    Compared in C (``map`` of ``!=``, then ``index``): this runs on every keystroke
-    over every note of both stores, and a Python loop over them was its cost.
+    Compared in C, in one pass (``map`` of ``!=``, then ``index``): this runs on every
+    keystroke over every note of both stores, and a Python loop over them was its cost.
     """
-    if old == tuple(new):
-        return []
     differs = list(map(operator.ne, old, new))
-    first = differs.index(True)
+    try:
+        first = differs.index(True)
+    except ValueError:
+        return []
     try:
         return [first, differs.index(True, first + 1)]
     except ValueError:

@@ -170,7 +170,7 @@ def _data_for(ls: MemoryServer, doc: MemoryDocument, diag: lsp.Diagnostic) -> An
     ``diag`` (its line and note instead of the whole range, when ``data`` names the
     note). A store's diagnostics are published
     without the other note's text their fixes need
-    (:data:`~memory_ls.core.checks.WIRE_TEXTS`), and a client that does not declare
+    (:func:`~memory_ls.core.checks.lean_wire_data`), and a client that does not declare
     ``dataSupport`` may drop ``data`` altogether: either way the fix is built from the
     server's own finding (a note in several ``conflict`` pairs has one diagnostic per
     other note on its line: the fix must be about the other note that diagnostic names).
@@ -181,7 +181,7 @@ def _data_for(ls: MemoryServer, doc: MemoryDocument, diag: lsp.Diagnostic) -> An
     """
     where = CONVERTER.unstructure(diag.range)
     if ls.document(doc.uri) is not None:
-        note = diag.data.get("note") if isinstance(diag.data, dict) else None
+        note = diag.data.get("noteHash") if isinstance(diag.data, dict) else None
         if not isinstance(note, str):
             note = None  # mangled or dropped: the whole range must match then
         return ls.analysis.data_of(doc, str(diag.code), where, diag.message, note)

@@ -24,6 +24,7 @@ from memory_ls.core.checks import (
     file_findings,
     lean_wire_data,
     not_injected_findings,
+    note_hash,
     sort_findings,
     wire_data,
 )
@@ -428,7 +429,11 @@ class Analysis:
 
     def _update(self, doc: MemoryDocument, state: DocState, pub: Published) -> Published:
         """Bring ``pub`` up to the document's text and everything it depends on (or
-        replace it, when what it was built on changed)."""
+        replace it, when what it was built on changed), looking at the disk once."""
+        with state.info.runtime.steady():
+            return self._update_steady(doc, state, pub)
+
+    def _update_steady(self, doc: MemoryDocument, state: DocState, pub: Published) -> Published:
         context = self._context(doc, state)
         dirty: set[int] = set()
         shift = 0
@@ -921,13 +926,13 @@ class Analysis:
     ) -> object:
         """The full ``data`` of the current diagnostic with this code, range (LSP JSON)
         and message, or ``None``: what a quick fix is built from (the published ``data``
-        leaves out :data:`WIRE_TEXTS`).
+        holds only the code, the line and the note's hash: :func:`lean_wire_data`).
 
-        With the ``note`` the client's data named, only the range's first line is
-        compared, not its columns: clients turn ranges into their own units and back
-        (Neovim 0.7 sends byte columns), and the note says which finding it is. Without
-        it (a client that drops ``data``), the whole range must match: two notes with
-        the same message on one line at different times differ only there.
+        With the note's hash the client's data named (``note``), only the range's first
+        line is compared, not its columns: clients turn ranges into their own units and
+        back (Neovim 0.7 sends byte columns), and the hash says which note's finding it
+        is. Without it (a client that drops ``data``), the whole range must match: two
+        notes with the same message on one line at different times differ only there.
         """
         state = self.states.get(doc.uri)
         if state is None:
@@ -941,7 +946,8 @@ class Analysis:
             if f.code != code or f.message != message:
                 continue
             if note is not None:
-                if f.data.get("note") == note:
+                mine = f.data.get("note")
+                if isinstance(mine, str) and note_hash(mine) == note:
                     return wire_data(f)
             elif self.range(doc, f.line, f.start, f.end_line, f.end) == where:
                 return wire_data(f)

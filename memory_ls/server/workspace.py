@@ -216,7 +216,7 @@ class Projects:
 
     def open_store(self, runtime: MemoryRuntime, scope: Scope) -> MemoryDocument | None:
         """The open document of ``runtime``'s ``scope`` store, if it is open."""
-        return self.by_path.get(canonical_path(runtime.paths[scope]))
+        return self.by_path.get(runtime.canonical(scope))
 
     # -- cached facts ----------------------------------------------------------------
 
@@ -240,7 +240,7 @@ class Projects:
         other = other_scope(scope)
         if other == "project" and not self.project_readable(runtime):
             return {}
-        if canonical_path(runtime.paths[other]) == canonical_path(runtime.paths[scope]):
+        if runtime.canonical(other) == runtime.canonical(scope):
             return {}
         doc = self.open_store(runtime, other)
         cache_key = (str(runtime.paths[other]), other)

@@ -7,9 +7,10 @@ data (a :data:`MemoryResult` and friends), never raises for a refused action.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 from memory_ls.core.notes import ParsedFile, parse, parse_after
@@ -129,6 +130,43 @@ class MemoryRuntime:
             None
         )
         self._lock = threading.RLock()
+        self._moment = threading.local()
+        """Each thread's answers while it holds :meth:`steady` (``memo``), else none."""
+
+    @contextlib.contextmanager
+    def steady(self) -> Iterator[None]:
+        """Within this block, this thread looks at the disk once for trust, the
+        configuration, the project folder's refusal and the stores' canonical paths.
+
+        One keystroke's analysis asks for them a dozen times, and each asking stat'ed
+        ~10 paths and resolved a folder: a third of a keystroke's work on a big
+        store. A change on disk during the block is seen by the next one, as if it
+        had come just after. Other threads, and code outside any block, look each time.
+        """
+        moment = self._moment
+        if getattr(moment, "memo", None) is not None:
+            yield  # already held further up this thread's stack
+            return
+        moment.memo = {}
+        try:
+            yield
+        finally:
+            moment.memo = None
+
+    def _memo(self) -> dict[object, object] | None:
+        memo: dict[object, object] | None = getattr(self._moment, "memo", None)
+        return memo
+
+    def canonical(self, scope: Scope) -> str:
+        """:func:`canonical_path` of ``scope``'s store (once per :meth:`steady` block)."""
+        memo = self._memo()
+        if memo is None:
+            return canonical_path(self.paths[scope])
+        key = ("canonical", scope)
+        found = memo.get(key)
+        if found is None:
+            found = memo[key] = canonical_path(self.paths[scope])
+        return str(found)
 
     # -- settings -----------------------------------------------------------
 
@@ -141,13 +179,20 @@ class MemoryRuntime:
         ``trust.json`` or ``.pi``, or a ``.agents/skills`` appearing in a parent
         folder, is seen by a server that has been running for days.
         """
+        memo = self._memo()
+        if memo is not None and (held := memo.get("settings")) is not None:
+            return held  # type: ignore[return-value]
         cached = self._settings_cache
         if cached is not None and cached[0] == self._settings_key(cached[1]):
-            return cached[1], cached[2]
-        trust = decide_trust(self.project_root, self.agent_dir, self.explicit_trust)
-        config = load_config(self.agent_dir, self.project_root, trust.trusted)
-        self._settings_cache = (self._settings_key(trust), trust, config)
-        return trust, config
+            answer = cached[1], cached[2]
+        else:
+            trust = decide_trust(self.project_root, self.agent_dir, self.explicit_trust)
+            config = load_config(self.agent_dir, self.project_root, trust.trusted)
+            self._settings_cache = (self._settings_key(trust), trust, config)
+            answer = trust, config
+        if memo is not None:
+            memo["settings"] = answer
+        return answer
 
     def _settings_key(self, trust: TrustDecision) -> tuple[object, ...]:
         configs = (
@@ -182,7 +227,13 @@ class MemoryRuntime:
         """
         if scope != "project":
             return None
-        return project_folder_refusal(self.project_root, real)
+        memo = self._memo() if real is None else None
+        if memo is None:
+            return project_folder_refusal(self.project_root, real)
+        if "refusal" not in memo:
+            memo["refusal"] = project_folder_refusal(self.project_root)
+        refusal = memo["refusal"]
+        return refusal if isinstance(refusal, str) else None
 
     def view(self, scope: Scope) -> StoreView:
         """The store as it is on disk now, re-read only when its stamp changed.

@@ -19,6 +19,7 @@ from lsprotocol.converters import get_converter
 from pygls.exceptions import JsonRpcInvalidParams
 from pygls.uris import from_fs_path
 
+from memory_ls.core.checks import note_hash
 from memory_ls.core.fixes import Edit, apply_edits
 from memory_ls.server import code_actions
 from memory_ls.server.document_sync import did_open
@@ -148,12 +149,13 @@ GLOBAL = HEADER + "- shared fact\n"
 
 async def test_wire_data_is_pinned(serve: Any) -> None:
     # Clients send `data` back in codeAction requests: its JSON is part of the contract.
-    # The other note's text stays on the server (WIRE_TEXTS): fixes are built from its finding.
+    # The notes' texts are not published (the note's hash names it): fixes are built from
+    # the server's own finding, whose full data is pinned here.
     long_note = "x" * 501
     s = serve(PROJECT + f"- {long_note}\n", GLOBAL)
     doc = s.ls.projects.documents[s.uri]
     data = {(i["code"], i["range"]["start"]["line"]): i["data"] for i in s.ls.analysis.items(doc)}
-    assert data == {
+    held = {
         ("duplicate", 3): {
             "code": "duplicate",
             "line": 3,
@@ -186,13 +188,24 @@ async def test_wire_data_is_pinned(serve: Any) -> None:
         ("blank-note", 8): {"code": "blank-note", "line": 8, "note": ""},
         ("too-long", 9): {"code": "too-long", "line": 9, "note": long_note, "length": 501},
     }
+    assert data == {
+        where: {
+            **{k: v for k, v in d.items() if k != "note"},
+            "noteHash": note_hash(str(d["note"])),
+        }
+        for where, d in held.items()
+    }
+    # The same fingerprint in every process: a diagnostic outlives a restart in the client.
+    assert data[("duplicate", 3)]["noteHash"] == "aa7b5fe2c323e917"
     # What the fixes are built from: the full data, found by code, range and message.
     full = {
         (i["code"], i["range"]["start"]["line"]): s.ls.analysis.data_of(
-            doc, i["code"], i["range"], i["message"], i["data"]["note"]
+            doc, i["code"], i["range"], i["message"], i["data"]["noteHash"]
         )
         for i in s.ls.analysis.items(doc)
     }
+    for where, d in held.items():
+        assert {k: v for k, v in full[where].items() if k in d} == d  # type: ignore[union-attr]
     assert full[("duplicate", 4)] == {
         "code": "duplicate",
         "line": 4,
@@ -208,8 +221,6 @@ async def test_wire_data_is_pinned(serve: Any) -> None:
         "note": long_note,
         "length": 501,
     }
-    for (code, line), lean in data.items():
-        assert {k: v for k, v in full[(code, line)].items() if k in lean} == lean  # type: ignore[union-attr]
 
 
 async def test_wire_data_of_not_injected(serve: Any, tmp_path: Path) -> None:
@@ -323,9 +334,13 @@ def _diagnostic(code: str, line: int, data: object) -> lsp.Diagnostic:
 async def test_stale_data_gives_no_fix(serve: Any) -> None:
     s = serve(PROJECT, GLOBAL)
     [exact] = [d for d in s.diagnostics("duplicate") if d.range.start.line == 3]
+    # The same code, range and message, about a note that is no longer on that line.
+    stale = {**exact.data, "noteHash": note_hash("a note that is not there")}
+    acts = s.actions(3, diagnostics=[attrs.evolve(exact, data=stale)], only=["quickfix"])
+    assert acts == []  # no empty action either
     stale = {**exact.data, "note": "a note that is not there", "first": "use pnpm"}
     acts = s.actions(3, diagnostics=[_diagnostic("duplicate", 3, stale)], only=["quickfix"])
-    assert acts == []  # no empty action either
+    assert acts == []
 
 
 @pytest.mark.parametrize(
@@ -344,6 +359,8 @@ async def test_stale_data_gives_no_fix(serve: Any) -> None:
         {"code": "duplicate", "line": 3, "note": "use pnpm", "first": None, "firstLine": 2},
         {"code": "duplicate", "line": 3, "note": {"x": 1}, "first": [], "firstLine": {}},
         {"code": "blank-note", "line": 3, "note": "use pnpm"},
+        {"code": "duplicate", "line": 3, "noteHash": 5},
+        {"code": "duplicate", "line": 3, "noteHash": {"x": 1}},
     ],
     ids=repr,
 )
@@ -532,10 +549,10 @@ async def test_quick_fixes_for_a_conflict(serve: Any) -> None:
         4: warning,
         5: information,
     }
-    assert diags[2].data == {  # the other note's text stays on the server (WIRE_TEXTS)
+    assert diags[2].data == {  # the notes' texts stay on the server (WIRE_TEXTS)
         "code": "conflict",
         "line": 2,
-        "note": "Use pnpm for installs",
+        "noteHash": note_hash("Use pnpm for installs"),
         "otherLine": 4,
         "scope": "project",
         "otherScope": "project",

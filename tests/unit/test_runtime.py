@@ -550,3 +550,42 @@ def test_refusals_and_no_ops_never_write(
     rt.run("add", {"text": ""})
     rt.run("list", {})
     assert writes == []
+
+
+def test_steady_looks_at_the_disk_once_per_block_and_per_thread(
+    workspace: Workspace, tmp_path: Path
+) -> None:
+    # One keystroke's analysis holds the disk steady; the next one sees what changed.
+    import threading
+
+    rt = workspace.runtime()
+    config = workspace.agent_dir / "bytefly.json"
+    pi = workspace.root / ".pi"
+    pi.mkdir(exist_ok=True)
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    before = rt.config().max_inject_bytes
+    seen_by_another_thread: list[int] = []
+    with rt.steady():
+        assert rt.config().max_inject_bytes == before
+        assert rt.store_refusal("project") is None
+        config.write_text(json.dumps({"memory": {"maxInjectBytes": before + 1000}}))
+        pi.rmdir()
+        pi.symlink_to(outside)
+        # Held for this block...
+        assert rt.config().max_inject_bytes == before
+        assert rt.store_refusal("project") is None
+        with rt.steady():  # nested: still the same block
+            assert rt.config().max_inject_bytes == before
+        # ...but not for another thread, nor for the write path's own resolution.
+        worker = threading.Thread(
+            target=lambda: seen_by_another_thread.append(rt.config().max_inject_bytes)
+        )
+        worker.start()
+        worker.join()
+        assert rt.store_refusal("project", str(outside)) is not None
+    assert seen_by_another_thread == [before + 1000]
+    assert rt.config().max_inject_bytes == before + 1000
+    assert rt.store_refusal("project") is not None
+    with rt.steady():
+        assert rt.store_refusal("project") is not None
