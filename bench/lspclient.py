@@ -42,6 +42,10 @@ class Publish:
     version: int | None
     diagnostics: list[dict[str, Any]]
     received: float  # time.perf_counter()
+    size: int = 0
+    """The message body's bytes."""
+    parse: float = 0.0
+    """Seconds this client took to parse it (``json.loads``): part of ``received``'s wait."""
 
     def codes(self) -> set[str]:
         return {str(d.get("code")) for d in self.diagnostics}
@@ -190,6 +194,8 @@ class LspClient:
     )
     _reader: asyncio.Task[None] | None = None
     _write_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    _last_body: tuple[int, float] = (0, 0.0)
+    """The size and parse time of the message being dispatched."""
 
     @classmethod
     async def spawn(
@@ -247,8 +253,10 @@ class LspClient:
                 if length < 0:
                     continue
                 body = await stdout.readexactly(length)
+                started = time.perf_counter()
                 message = json.loads(body)
                 received = time.perf_counter()
+                self._last_body = (len(body), received - started)
                 await self._dispatch(message, received)
         except (EOFError, asyncio.IncompleteReadError, ConnectionError):
             pass
@@ -292,6 +300,8 @@ class LspClient:
                 version=params.get("version"),
                 diagnostics=params.get("diagnostics") or [],
                 received=received,
+                size=self._last_body[0],
+                parse=self._last_body[1],
             )
             self.last_publish[publish.uri] = publish
             still: list[tuple[Callable[[Publish], bool], asyncio.Future[Publish]]] = []

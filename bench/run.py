@@ -62,6 +62,10 @@ class Summary:
     edit_diagnostics: int | None
     """Median diagnostics per publish over the timed edits."""
     edit_p50: float | None
+    edit_parse_p50: float | None
+    """The client's own parse of the publish, p50: part of the edit's latency."""
+    edit_bytes: int | None
+    """Median bytes of an edit's publish."""
     edit_p95: float | None
     edit_max: float | None
     edit_count: int
@@ -95,6 +99,8 @@ def summarise(name: str, results: list[SessionResult]) -> Summary:
         checks_count=next((r.checks_count for r in ok if r.checks_count is not None), None),
         edit_diagnostics=_median_int([c for r in ok for c in r.edit_counts]),
         edit_p50=quantile(edits, 0.5),
+        edit_parse_p50=quantile([p for r in ok for p in r.edit_parses], 0.5),
+        edit_bytes=_median_int([b for r in ok for b in r.edit_sizes]),
         edit_p95=quantile(edits, 0.95),
         edit_max=max(edits) if edits else None,
         edit_count=len(edits),
@@ -198,6 +204,18 @@ ROWS: list[Row] = [
     ("cold start through its proxy", lambda s: s.cold_start_via_proxy, _fmt_ms, None),
     ("open → diagnostics", lambda s: s.open_diagnostics, _fmt_ms, lambda s: s.open_count),
     ("edit → diagnostics p50", lambda s: s.edit_p50, _fmt_ms, lambda s: s.edit_diagnostics),
+    (
+        "… of it, the client parsing the publish (p50)",
+        lambda s: s.edit_parse_p50,
+        _fmt_ms,
+        None,
+    ),
+    (
+        "publish per edit (median)",
+        lambda s: None if s.edit_bytes is None else float(s.edit_bytes),
+        lambda v: "—" if v is None else f"{v / 1000:.0f} kB",
+        None,
+    ),
     ("edit → diagnostics p95", lambda s: s.edit_p95, _fmt_ms, lambda s: s.edit_diagnostics),
     ("edit → diagnostics max", lambda s: s.edit_max, _fmt_ms, lambda s: s.edit_diagnostics),
     ("`similar` hints after open", lambda s: s.similar, _fmt_ms, lambda s: s.similar_count),

@@ -69,6 +69,10 @@ class SessionResult:
     edits: list[float] = field(default_factory=list)
     edit_counts: list[int] = field(default_factory=list)
     """Diagnostics in the publish (or report) each timed edit waited for."""
+    edit_parses: list[float] = field(default_factory=list)
+    """Seconds the client took to parse each timed edit's publish (push only)."""
+    edit_sizes: list[int] = field(default_factory=list)
+    """Bytes of each timed edit's publish (push only)."""
     edit_timeouts: int = 0
     unpublished_edits: int = 0
     last_edit_diagnostic_count: int | None = None
@@ -307,6 +311,8 @@ async def _drive(
                     publish = await asyncio.wait_for(waiter, max(params.gap, 0.001))
                     elapsed = publish.received - sent
                     count = len(publish.diagnostics)
+                    result.edit_parses.append(publish.parse)
+                    result.edit_sizes.append(publish.size)
                 except TimeoutError:
                     # No publish for this version (diagnostics unchanged): the server was
                     # done with the change when it answered the barrier.
