@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import inspect
 import json
 import logging
@@ -454,7 +455,17 @@ class MemoryProtocol(LanguageServerProtocol):
             self.exit_code = 0 if self._shutdown else 1
         elif method == lsp.INITIALIZE:
             self.initialize_received = True
-        super().handle_message(message)
+        if method is None:  # a response to a request of the server's
+            super().handle_message(message)
+            return
+        # What pygls' own dispatch does for a request or notification, whose checks
+        # (the version, after shutdown) :meth:`_problem` made already: it tells the kind
+        # by ``isinstance`` against runtime-checkable protocols, ~50 µs a message.
+        context = contextvars.copy_context()
+        if hasattr(message, "id"):
+            context.run(self._handle_request, message.id, method, message.params)
+        else:
+            context.run(self._handle_notification, method, message.params)
 
     def _read(self, data: object) -> Any:
         """The typed message in ``data``, or ``None`` once a bad one is answered or logged."""
