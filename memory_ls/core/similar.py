@@ -58,14 +58,14 @@ def similar_pairs(
     can still reach the threshold (``ratio`` is at most ``2 * shorter / (shorter +
     longer)``): about a sixth of the full matrix on a typical store. Two ways, the
     same pairs: ``matrix`` scores blocks of rows at once with rapidfuzz's ``cdist``
-    (many queries per SIMD pass, on every core) into a byte matrix read without
-    numpy (:func:`_score_block`); otherwise each key is scored against its window with
-    ``process.extract``, offering the GIL to other threads between keys (the language
-    server's background pass). ``None`` picks the matrix from :data:`MATRIX_FROM` keys on.
-    ``workers`` is the matrix's threads (-1: every core); with one, its blocks are
-    :data:`SERVER_BLOCK` rows. With ``limit``, both stop after the row that reaches it and
-    keep that row's best hits (``process.extract``'s order: score, then column), so they
-    return the same pairs then too.
+    (many queries per SIMD pass) into a byte matrix read without numpy
+    (:func:`_score_block`); otherwise each key is scored against its window with
+    ``process.extract``, offering the GIL to other threads between keys. ``None`` picks
+    the matrix from :data:`MATRIX_FROM` keys on. ``workers`` is the matrix's threads:
+    -1 (every core, blocks of :data:`BLOCK` rows) for ``check``, 1 (blocks of
+    :data:`SERVER_BLOCK` rows) for the language server's pass in its background thread.
+    With ``limit``, both ways stop after the row that reaches it and keep that row's
+    best hits (``process.extract``'s order: score, then column): the same pairs then too.
     """
     n = len(keys)
     if n < 2:
@@ -150,6 +150,9 @@ def _score_block(queries: list[str], choices: list[str], cutoff: int, workers: i
 
     A cell is 0 when its score is under ``cutoff`` (``cutoff`` >= 1, so a kept score is not).
     ``cdist`` releases the GIL while it scores, on ``workers`` threads (-1: every core).
+    On one worker it scores in the calling thread and takes the GIL back between its
+    steps of 4-32 rows (to look for Ctrl-C), so a waiting thread (the event loop) gets
+    in within a step: the loop's ticks stayed <= ~10 ms apart during the pass.
     """
     from rapidfuzz import fuzz
 
