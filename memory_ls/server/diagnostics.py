@@ -1058,10 +1058,12 @@ class Analysis:
     def all_pairs(keys: list[str], threshold: float) -> dict[Pair, float]:
         """Every close pair among ``keys`` (run in a worker thread).
 
-        Without numpy: its ~16 MB would stay in the server for good, to speed up
-        a pass that runs off the edit path anyway.
+        The matrix pass on one worker (from :data:`~memory_ls.core.similar.MATRIX_FROM`
+        keys on): ``cdist`` releases the GIL while it scores a block, so the event loop
+        answers keystrokes meanwhile, and one worker leaves the other core to the loop.
+        It is read without numpy: numpy's ~16 MB would stay in the server for good.
         """
-        pairs = similar_pairs(keys, threshold, limit=SIMILAR_LIMIT, matrix=False)
+        pairs = similar_pairs(keys, threshold, limit=SIMILAR_LIMIT, workers=1)
         return _dedupe_pairs({(keys[i], keys[j]): score for i, j, score in pairs})
 
     def similar_incremental(self, doc: MemoryDocument) -> None:

@@ -1,8 +1,9 @@
 """The fast ``similar`` passes find exactly the pairs the naive all-pairs loop finds.
 
 ``similar_pairs`` skips pairs whose lengths alone rule them out and scores the rest
-either as a matrix (``cdist``, numpy) or one key at a time (``process.extract``);
-neither may change a result (issue 11).
+either as a matrix (``cdist`` read as bytes, on every core for ``check`` or on one
+for the server, in smaller blocks) or one key at a time (``process.extract``); none may
+change a result (issue 11), nor which pairs a ``limit`` keeps.
 """
 
 from __future__ import annotations
@@ -14,7 +15,20 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from rapidfuzz import fuzz
 
-from memory_ls.core.similar import MATRIX_FROM, similar_matrix_available, similar_pairs
+from memory_ls.core.similar import (
+    BLOCK,
+    MATRIX_FROM,
+    SERVER_BLOCK,
+    similar_matrix_available,
+    similar_pairs,
+)
+
+PASSES = {
+    "row": {"matrix": False},
+    "matrix": {"matrix": True},  # `check`'s: every core, blocks of BLOCK rows
+    "server": {"matrix": True, "workers": 1},  # the server's: one core, SERVER_BLOCK rows
+}
+"""Every way ``similar_pairs`` can score: each must find the naive loop's pairs."""
 
 WORDS = ["run", "tests", "test", "before", "push", "pnpm", "npm", "always", "never", "😀", "x"]
 
@@ -32,6 +46,12 @@ def naive(keys: list[str], threshold: float) -> list[tuple[int, int, float]]:
 def random_store(rng: random.Random, size: int) -> list[str]:
     """Notes that are often one word away from each other, of every length."""
     notes = [" ".join(rng.choices(WORDS, k=rng.randint(1, 9))) for _ in range(size // 3 + 1)]
+    return random_store_from(rng, notes, size)
+
+
+def random_store_from(rng: random.Random, notes: list[str], size: int) -> list[str]:
+    """``notes`` and variants of them (a word swapped, added or dropped) up to ``size``."""
+    notes = list(notes)
     while len(notes) < size:
         words = rng.choice(notes).split(" ")
         roll = rng.random()
@@ -46,31 +66,31 @@ def random_store(rng: random.Random, size: int) -> list[str]:
 
 
 @pytest.mark.parametrize("seed", range(12))
-@pytest.mark.parametrize("matrix", [True, False])
-def test_the_fast_pass_equals_the_naive_one(seed: int, matrix: bool) -> None:
+@pytest.mark.parametrize("way", PASSES)
+def test_the_fast_pass_equals_the_naive_one(seed: int, way: str) -> None:
     rng = random.Random(seed)
     keys = random_store(rng, rng.randint(2, 400))
     threshold = rng.choice([50.0, 70.0, 85.0, 85.5, 90.0, 100.0])
-    assert similar_pairs(keys, threshold, matrix=matrix) == naive(keys, threshold)
+    assert similar_pairs(keys, threshold, **PASSES[way]) == naive(keys, threshold)
 
 
 @settings(max_examples=200, deadline=None)
 @given(
     keys=st.lists(st.text(alphabet="ab c😀", max_size=12), max_size=25),
     threshold=st.floats(min_value=0, max_value=100),
-    matrix=st.booleans(),
+    way=st.sampled_from(sorted(PASSES)),
 )
 def test_the_fast_pass_equals_the_naive_one_at_every_threshold(
-    keys: list[str], threshold: float, matrix: bool
+    keys: list[str], threshold: float, way: str
 ) -> None:
     # Short keys over a tiny alphabet: the length bound is reached exactly, often.
-    assert similar_pairs(keys, threshold, matrix=matrix) == naive(keys, threshold)
+    assert similar_pairs(keys, threshold, **PASSES[way]) == naive(keys, threshold)
 
 
 def test_a_limit_caps_the_pairs() -> None:
     keys = [f"the same note, number {i}" for i in range(50)]
-    for matrix in (True, False):
-        found = similar_pairs(keys, 80.0, limit=10, matrix=matrix)
+    for way in PASSES.values():
+        found = similar_pairs(keys, 80.0, limit=10, **way)
         assert len(found) == 10
         assert set(found) <= set(naive(keys, 80.0))
 
@@ -100,13 +120,51 @@ def paraphrase_store(draw: st.DrawFn) -> list[str]:
 @given(
     keys=paraphrase_store(),
     threshold=st.sampled_from([60.0, 80.0, 85.0, 85.5, 90.0, 95.0, 99.9]),
-    matrix=st.booleans(),
+    way=st.sampled_from(sorted(PASSES)),
 )
 def test_the_fast_pass_equals_the_naive_one_on_paraphrase_heavy_stores(
-    keys: list[str], threshold: float, matrix: bool
+    keys: list[str], threshold: float, way: str
 ) -> None:
     # Many pairs near the threshold, on both sides of it, at every length.
-    assert similar_pairs(keys, threshold, matrix=matrix) == naive(keys, threshold)
+    assert similar_pairs(keys, threshold, **PASSES[way]) == naive(keys, threshold)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    keys=paraphrase_store(),
+    threshold=st.sampled_from([60.0, 80.0, 85.0, 90.0]),
+    limit=st.integers(1, 60),
+)
+def test_every_pass_keeps_the_same_pairs_at_a_limit(
+    keys: list[str], threshold: float, limit: int
+) -> None:
+    # The server caps its pairs (SIMILAR_LIMIT): the matrix must keep the pairs the row
+    # pass kept, not merely as many. The row pass stops after the row that reaches the
+    # limit and keeps that row's best hits (score, then column: process.extract's order).
+    kept = similar_pairs(keys, threshold, limit, matrix=False)
+    assert len(kept) == min(limit, len(naive(keys, threshold)))
+    assert set(kept) <= set(naive(keys, threshold))
+    for way in ("matrix", "server"):
+        assert similar_pairs(keys, threshold, limit, **PASSES[way]) == kept
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_server_pass_equals_the_row_pass_on_dense_stores_over_many_blocks(
+    seed: int,
+) -> None:
+    # Hundreds of variants of a few templates: most rows hold hits, every block of the
+    # server's pass (SERVER_BLOCK rows) finds many cells over the cutoff, and the limit
+    # falls in the middle of a row.
+    rng = random.Random(seed)
+    templates = [" ".join(rng.choices(WORDS, k=rng.randint(4, 12))) for _ in range(3)]
+    keys = list(dict.fromkeys(random_store_from(rng, templates, 8 * SERVER_BLOCK)))
+    assert len(keys) > 4 * SERVER_BLOCK
+    full = naive(keys, 80.0)
+    assert len(full) > len(keys)
+    assert similar_pairs(keys, 80.0, **PASSES["server"]) == full
+    for limit in (len(keys) // 2, len(full) // 3, len(full) - 1):
+        kept = similar_pairs(keys, 80.0, limit, matrix=False)
+        assert similar_pairs(keys, 80.0, limit, **PASSES["server"]) == kept
 
 
 def test_the_default_pass_is_the_matrix_on_a_big_store_and_equals_the_naive_one() -> None:
@@ -116,3 +174,6 @@ def test_the_default_pass_is_the_matrix_on_a_big_store_and_equals_the_naive_one(
     assert similar_pairs(keys, 85.0) == naive(keys, 85.0)
     # The matrix is read as bytes: rapidfuzz's compiled cdist, never numpy.
     assert similar_matrix_available()
+    # Large enough for several blocks of either matrix pass.
+    assert len(keys) > 2 * BLOCK > 2 * SERVER_BLOCK
+    assert similar_pairs(keys, 85.0, workers=1) == naive(keys, 85.0)
