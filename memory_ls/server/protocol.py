@@ -565,6 +565,21 @@ class MemoryProtocol(LanguageServerProtocol):
         """A body that is not JSON: ``ParseError`` (its id cannot be known, so ``null``)."""
         self._answer(None, JsonRpcParseError(f"Parse error: {error}"))
 
+    @lsp_method(lsp.SHUTDOWN)
+    def lsp_shutdown(self, *args: Any) -> Generator[Any, Any, None]:
+        """pygls' ``shutdown``: cancel the requests in flight but this one, then refuse all
+        but ``exit``. pygls walks the dict of requests while it cancels them, and cancelling
+        a generator handler's (``workspace/executeCommand``'s) runs its callback at once,
+        which removes it from that dict: ``shutdown`` failed with an internal error while a
+        command waited for the client, and ``exit`` then ended with 1."""
+        if (handler := self.fm.features.get(lsp.SHUTDOWN)) is not None:
+            yield handler, args, None
+        current = self.msg_id
+        for msg_id, future in list(self._request_futures.items()):
+            if msg_id != current and not future.done():
+                future.cancel()
+        self._shutdown = True
+
     @lsp_method(lsp.TEXT_DOCUMENT_DID_OPEN)
     def lsp_text_document__did_open(
         self, params: lsp.DidOpenTextDocumentParams
