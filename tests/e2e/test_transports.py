@@ -348,3 +348,18 @@ def test_one_socket_as_stdin_and_stdout_keeps_large_messages_whole(workspace: Wo
     ]
     assert sorted(set(versions)) == [1, 2, 3] and versions == sorted(versions)  # each whole
     assert [a["id"] for a in answers if "id" in a] == [1, 2]
+
+
+@pytest.mark.parametrize("closed", ["<&-", ">&-"], ids=["stdin", "stdout"])
+def test_serve_with_stdin_or_stdout_closed_says_so(workspace: Workspace, closed: str) -> None:
+    """A server started with standard input (or output) closed has no client: a clear
+    error and exit code 2, not a traceback (``sys.stdin`` is ``None`` then)."""
+    done = subprocess.run(
+        ["sh", "-c", f'exec "$0" -m memory_ls serve {closed}', sys.executable],
+        env=workspace.env(),
+        cwd=workspace.root,
+        capture_output=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert done.stderr.decode() == "memory-ls: serve needs standard input and output open\n"
