@@ -237,14 +237,22 @@ class _OneClient:
             asyncio.run(main())
 
 
-def _is_pipe(stream: BinaryIO) -> bool:
+def _is_pipe(stream: BinaryIO, output: BinaryIO) -> bool:
     """Whether ``stream`` is a pipe or a socket (how an editor starts a server: libuv,
-    which Neovim uses, gives it a socket), which the event loop can read itself."""
+    which Neovim uses, gives it a socket), which the event loop can read itself.
+
+    Not when it is also ``output``, the file the server writes to (socat's ``EXEC:``,
+    inetd and systemd's ``Accept=yes`` give one socket as both): the loop puts what it
+    reads in non-blocking mode, which for one socket is its writes' mode too, and a
+    message larger than the socket's buffer was then cut short in the middle.
+    """
     try:
-        mode = os.fstat(stream.fileno()).st_mode
+        read, written = os.fstat(stream.fileno()), os.fstat(output.fileno())
     except (OSError, ValueError):
         return False
-    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
+    if (read.st_dev, read.st_ino) == (written.st_dev, written.st_ino):
+        return False
+    return stat.S_ISFIFO(read.st_mode) or stat.S_ISSOCK(read.st_mode)
 
 
 def start_stdio(ls: LanguageServer) -> None:
@@ -254,12 +262,13 @@ def start_stdio(ls: LanguageServer) -> None:
     stdio reader hands each header line and each body to a worker thread and back,
     three round trips per message, about 0.5 ms of a 4 ms keystroke. Anything else (a
     file, a terminal, which the loop cannot watch, and which must not be left in
-    non-blocking mode) is read as pygls reads it, through :class:`FramedStdin`.
+    non-blocking mode, or the very socket the server writes to: :func:`_is_pipe`) is
+    read as pygls reads it, through :class:`FramedStdin`.
     """
     from pygls.io_ import StdoutWriter, run_async
 
     stdin = sys.stdin.buffer
-    if not _is_pipe(stdin):
+    if not _is_pipe(stdin, sys.stdout.buffer):
         ls.start_io(stdin=FramedStdin(stdin))  # type: ignore[arg-type]
         return
     stop = ls._stop_event = threading.Event()
@@ -555,6 +564,21 @@ class MemoryProtocol(LanguageServerProtocol):
     def answer_unparsable(self, error: Exception) -> None:
         """A body that is not JSON: ``ParseError`` (its id cannot be known, so ``null``)."""
         self._answer(None, JsonRpcParseError(f"Parse error: {error}"))
+
+    @lsp_method(lsp.SHUTDOWN)
+    def lsp_shutdown(self, *args: Any) -> Generator[Any, Any, None]:
+        """pygls' ``shutdown``: cancel the requests in flight but this one, then refuse all
+        but ``exit``. pygls walks the dict of requests while it cancels them, and cancelling
+        a generator handler's (``workspace/executeCommand``'s) runs its callback at once,
+        which removes it from that dict: ``shutdown`` failed with an internal error while a
+        command waited for the client, and ``exit`` then ended with 1."""
+        if (handler := self.fm.features.get(lsp.SHUTDOWN)) is not None:
+            yield handler, args, None
+        current = self.msg_id
+        for msg_id, future in list(self._request_futures.items()):
+            if msg_id != current and not future.done():
+                future.cancel()
+        self._shutdown = True
 
     @lsp_method(lsp.TEXT_DOCUMENT_DID_OPEN)
     def lsp_text_document__did_open(

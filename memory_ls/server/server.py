@@ -222,6 +222,9 @@ def serve(transport: str, host: str | None, port: int | None) -> int:
     logging.getLogger("pygls").setLevel(logging.ERROR)
     ls = create_server()
     if transport == "stdio":
+        if sys.stdin is None or sys.stdout is None:  # started with fd 0 or 1 closed
+            print("memory-ls: serve needs standard input and output open", file=sys.stderr)
+            return 2
         start_stdio(ls)
     elif transport == "tcp":
         start_tcp(ls, host or "127.0.0.1", port or 2087)

@@ -68,6 +68,8 @@ class RawClient:
         self.root = root
         self.replies: dict[str, Any] = {}
         """Results to give the server's requests, by method, instead of the plain ones."""
+        self.held: dict[str, list[dict[str, Any]]] = {}
+        """The server's requests of these methods, kept unanswered (a client still busy)."""
         self.responses: dict[Any, queue.Queue[dict[str, Any]]] = {}
         self.notifications: list[dict[str, Any]] = []
         self.lock = threading.Lock()
@@ -150,7 +152,10 @@ class RawClient:
                     length = int(value)
             assert length is not None, "a message without Content-Length"
             message = json.loads(out.read(length))
-            if "method" in message and "id" in message:
+            if "method" in message and "id" in message and message["method"] in self.held:
+                with self.lock:
+                    self.held[message["method"]].append(message)
+            elif "method" in message and "id" in message:
                 reply = {"jsonrpc": "2.0", "id": message["id"]}
                 if (result := self._answer(message)) is not NO_RESULT:
                     reply["result"] = result
@@ -627,6 +632,34 @@ def test_exit_without_shutdown_ends_with_one(client: RawClient) -> None:
     client.initialize()
     client.notify("exit")
     assert client.proc.wait(timeout=5) == 1
+
+
+def test_shutdown_while_a_command_waits_for_the_client_ends_with_zero(client: RawClient) -> None:
+    """pygls' shutdown cancels the requests in flight while it walks them: cancelling a
+    command (a generator handler: its callback runs at once and forgets the request)
+    changed the dict under it, so ``shutdown`` got an internal error, the server never
+    shut down, and ``exit`` ended with 1."""
+    client.held["workspace/applyEdit"] = []
+    client.initialize()
+    client.open(client.root / ".pi" / "memory.md", HEADER + "\n\n- use pnpm\n- run make test\n")
+    msg_id = client.new_id()
+    client.send(
+        {
+            "jsonrpc": "2.0",
+            "id": msg_id,
+            "method": "workspace/executeCommand",
+            "params": {"command": "memory.add", "arguments": [{"text": "new note"}]},
+        }
+    )
+    deadline = time.monotonic() + 10
+    while not client.held["workspace/applyEdit"]:  # the command waits for the client now
+        assert time.monotonic() < deadline, "the command never asked to edit the buffer"
+        time.sleep(0.02)
+    assert client.request("shutdown") == {"jsonrpc": "2.0", "id": client.next_id, "result": None}
+    assert "error" in client.response(msg_id)  # cancelled, as pygls does on shutdown
+    client.notify("exit")
+    assert client.proc.wait(timeout=10) == 0
+    assert "new note" in (client.root / ".pi" / "memory.md").read_text()  # nothing lost
 
 
 def test_change_before_open_and_stale_versions_do_not_break_the_server(

@@ -282,3 +282,84 @@ def test_stdin_that_is_a_file_is_read_with_the_same_framing_rules(
     result = answers[0]["result"]
     assert isinstance(result, dict) and result["serverInfo"]["name"] == "memory-ls"
     assert done.returncode == 0, done.stderr.decode(errors="replace")
+
+
+def test_one_socket_as_stdin_and_stdout_keeps_large_messages_whole(workspace: Workspace) -> None:
+    """socat's ``EXEC:``, inetd and systemd's ``Accept=yes`` give the server one socket
+    as both standard input and output. The event loop puts what it reads in
+    non-blocking mode, which for one socket is the writes' mode too: a publish larger
+    than the socket's buffer, to a client that reads a moment later, was cut short
+    (``BlockingIOError``), and every later message read as part of it."""
+    import socket
+    import threading
+    import time
+
+    notes = "".join(f"- use pnpm for build step {i % 40} in this repository\n" for i in range(3000))
+    text = "# Memory\n\n" + notes
+    workspace.project_store.parent.mkdir()
+    workspace.project_store.write_text(text)
+    ours, theirs = socket.socketpair()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "memory_ls", "serve"],
+        stdin=theirs,
+        stdout=theirs,
+        stderr=subprocess.PIPE,
+        env=workspace.env(),
+        cwd=workspace.root,
+    )
+    theirs.close()
+    uri = workspace.project_store.as_uri()
+    opened = {"textDocument": {"uri": uri, "languageId": "markdown", "version": 1, "text": text}}
+    sent = [
+        INITIALIZE,
+        {"jsonrpc": "2.0", "method": "initialized", "params": {}},
+        {"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": opened},
+    ]
+    for version in (2, 3):
+        change = {
+            "textDocument": {"uri": uri, "version": version},
+            "contentChanges": [{"text": text}],
+        }
+        sent.append({"jsonrpc": "2.0", "method": "textDocument/didChange", "params": change})
+    sent.append({"jsonrpc": "2.0", "id": 2, "method": "shutdown"})
+    writer = threading.Thread(target=lambda: ours.sendall(b"".join(map(_frame, sent))))
+    writer.start()
+    time.sleep(2)  # a busy client: the server's answers wait in the socket meanwhile
+    received = b""
+    ours.settimeout(60)
+    while not received.endswith(b'"id": 2, "jsonrpc": "2.0", "result": null}'):
+        chunk = ours.recv(1 << 20)
+        if not chunk:
+            break
+        received += chunk
+    writer.join()
+    ours.sendall(_frame({"jsonrpc": "2.0", "method": "exit"}))
+    try:
+        assert server.wait(timeout=60) == 0
+    finally:
+        ours.close()
+        server.kill()
+        server.wait()
+    answers = _messages(received)
+    versions = [
+        a["params"]["version"]  # type: ignore[index]
+        for a in answers
+        if a.get("method") == "textDocument/publishDiagnostics"
+    ]
+    assert sorted(set(versions)) == [1, 2, 3] and versions == sorted(versions)  # each whole
+    assert [a["id"] for a in answers if "id" in a] == [1, 2]
+
+
+@pytest.mark.parametrize("closed", ["<&-", ">&-"], ids=["stdin", "stdout"])
+def test_serve_with_stdin_or_stdout_closed_says_so(workspace: Workspace, closed: str) -> None:
+    """A server started with standard input (or output) closed has no client: a clear
+    error and exit code 2, not a traceback (``sys.stdin`` is ``None`` then)."""
+    done = subprocess.run(
+        ["sh", "-c", f'exec "$0" -m memory_ls serve {closed}', sys.executable],
+        env=workspace.env(),
+        cwd=workspace.root,
+        capture_output=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert done.stderr.decode() == "memory-ls: serve needs standard input and output open\n"
