@@ -274,10 +274,14 @@ def start_stdio(ls: LanguageServer) -> None:
     stop = ls._stop_event = threading.Event()
     ls.protocol.set_writer(StdoutWriter(sys.stdout.buffer))
 
+    # The loop reads a copy of the descriptor and makes it non-blocking, which the pipe
+    # itself keeps: put back when the server ends, for whoever else holds that pipe.
+    pipe = os.fdopen(os.dup(stdin.fileno()), "rb", buffering=0)
+
     async def main() -> None:
         reader = asyncio.StreamReader(limit=MAX_HEADER_LINE)
         loop = asyncio.get_running_loop()
-        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), stdin)
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), pipe)
         await run_async(
             stop_event=stop,
             reader=FramedStream(reader),
@@ -294,6 +298,8 @@ def start_stdio(ls: LanguageServer) -> None:
         pass
     finally:
         ls.shutdown()  # type: ignore[no-untyped-call]
+        with contextlib.suppress(OSError, ValueError):
+            os.set_blocking(stdin.fileno(), True)
 
 
 def start_tcp(ls: LanguageServer, host: str, port: int) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -363,3 +364,27 @@ def test_serve_with_stdin_or_stdout_closed_says_so(workspace: Workspace, closed:
     )
     assert done.returncode == 2
     assert done.stderr.decode() == "memory-ls: serve needs standard input and output open\n"
+
+
+def test_stdin_pipe_is_left_blocking_when_the_server_ends(workspace: Workspace) -> None:
+    """The event loop reads a pipe in non-blocking mode, which the pipe itself keeps:
+    whoever else holds it (a shell, a wrapper) must find it as it was."""
+    read_end, write_end = os.pipe()
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "memory_ls", "serve"],
+            env=workspace.env(),
+            stdin=read_end,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        shutdown: dict[str, object] = {"jsonrpc": "2.0", "id": 2, "method": "shutdown"}
+        end: dict[str, object] = {"jsonrpc": "2.0", "method": "exit"}
+        os.write(write_end, _frame(INITIALIZE) + _frame(shutdown) + _frame(end))
+        out, err = proc.communicate(timeout=60)
+        assert [a["id"] for a in _messages(out)] == [1, 2], err.decode(errors="replace")
+        assert proc.returncode == 0
+        assert os.get_blocking(read_end)
+    finally:
+        os.close(read_end)
+        os.close(write_end)
