@@ -1,18 +1,25 @@
 """How the server writes a response (``server/protocol.py``), in process.
 
 A result that is plain JSON (a ``MemoryResult``: every note of both stores) is
-written as it is, without cattrs walking its thousands of values; anything else,
-and an lsprotocol object inside such a result, is written as pygls writes it.
+written as it is, without cattrs walking its thousands of values, and its long lists
+from the encodings of the lists answered before; anything else, and an lsprotocol
+object inside such a result, is written as pygls writes it. Either way the bytes are
+pygls' own.
 """
 
 from __future__ import annotations
 
 import json
+from typing import Any
 
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from lsprotocol import types as lsp
 from lsprotocol.converters import get_converter
-from pygls.protocol import JsonRPCResponseMessage
+from pygls.protocol import JsonRPCProtocol, JsonRPCResponseMessage
 
+from memory_ls.server.protocol import LONG_LIST, ListJson
 from memory_ls.server.server import create_server
 
 from .conftest import InProcess
@@ -68,3 +75,147 @@ async def test_memory_add_answers_with_every_note(server: InProcess) -> None:
     result = answer["result"]
     assert result["changed"] is True
     assert result["project"] == [*(f"note {i}" for i in range(30)), "one more"]
+
+
+# -- a response with a plain result: the bytes pygls writes, from kept encodings ----------
+
+NOTE_TEXT = st.text(st.sampled_from('ab é😀\ud800"\\\n'), max_size=4)
+
+
+def pygls_bytes(protocol: Any, message: object) -> bytes:
+    """What pygls' own ``_send_data`` writes for ``message`` (without headers)."""
+    out: list[bytes] = []
+    protocol.set_writer(Capture(out), include_headers=False)
+    JsonRPCProtocol._send_data(protocol, message)
+    return b"".join(out)
+
+
+def our_bytes(protocol: Any, message: object) -> bytes:
+    out: list[bytes] = []
+    protocol.set_writer(Capture(out), include_headers=False)
+    protocol._send_data(message)
+    return b"".join(out)
+
+
+class Capture:
+    """A pygls writer that keeps the bytes it is given."""
+
+    def __init__(self, out: list[bytes]) -> None:
+        self.out = out
+
+    def write(self, data: bytes) -> None:
+        self.out.append(data)
+
+    def close(self) -> None:
+        return None
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.data())
+def test_lists_written_from_kept_encodings_are_what_json_writes(data: st.DataObject) -> None:
+    """Whatever lists follow each other (one note more, one changed, fewer, another list,
+    the same list changed in place after it was written), each is written as
+    ``json.dumps`` writes it: a kept encoding never stands for a list that changed."""
+    lists = ListJson(keep=2)
+    items = data.draw(st.lists(NOTE_TEXT, max_size=40))
+    others: list[list[str]] = []
+    for _ in range(data.draw(st.integers(1, 8))):
+        assert lists.encode(items) == json.dumps(items)
+        step = data.draw(st.sampled_from(["more", "same", "change", "drop", "in place", "other"]))
+        if step == "more":
+            items = items + data.draw(st.lists(NOTE_TEXT, min_size=1, max_size=3))
+        elif step == "change" and items:
+            at = data.draw(st.integers(0, len(items) - 1))
+            items = [*items[:at], data.draw(NOTE_TEXT), *items[at + 1 :]]
+        elif step == "drop" and items:
+            items = items[: data.draw(st.integers(0, len(items) - 1))]
+        elif step == "in place" and items:  # the very list written before, changed since
+            items[data.draw(st.integers(0, len(items) - 1))] = data.draw(NOTE_TEXT)
+        elif step == "other":
+            others.append(items)
+            items = data.draw(st.sampled_from(others)) if len(others) > 1 else []
+
+
+def test_a_list_with_something_else_than_strings_is_never_kept() -> None:
+    lists = ListJson()
+    mixed: list[Any] = ["a", 1, None, "b", *("x" * LONG_LIST)]
+    assert lists.encode(mixed) == json.dumps(mixed)
+    mixed[1] = 2
+    assert lists.encode(mixed) == json.dumps(mixed)
+    longer = [*mixed, "more"]
+    assert lists.encode(longer) == json.dumps(longer)
+
+
+def test_a_plain_result_is_written_byte_for_byte_as_pygls_writes_it() -> None:
+    protocol = create_server().protocol
+    notes = [f"note {i} naïve 😀" for i in range(100)]
+    edit = lsp.TextEdit(range=lsp.Range(lsp.Position(0, 0), lsp.Position(0, 1)), new_text="x")
+    results: list[dict[Any, Any]] = [
+        {"action": "add", "project": notes, "global": ["g"] * 40, "changed": True},
+        {"action": "add", "project": [*notes, "one more"], "global": ["g"] * 40},
+        {"action": "forget", "project": notes[1:], "global": [], "error": "\ud800 no"},
+        {},
+        {"edits": [edit] * 40, "kind": None, "n": 1.5, "nested": {"project": notes}},
+    ]
+    for n, result in enumerate(results):
+        for message in (
+            lsp.ExecuteCommandResponse(id=n, result=result),
+            JsonRPCResponseMessage(id=f"id-{n}", result=result, jsonrpc="2.0"),
+        ):
+            assert our_bytes(protocol, message) == pygls_bytes(protocol, message)
+
+
+def test_what_the_fast_encoding_cannot_write_goes_pygls_way() -> None:
+    """A key json would convert, or a value it cannot write: pygls' own path, as before."""
+    protocol = create_server().protocol
+    converted = lsp.ExecuteCommandResponse(id=1, result={1: ["a"] * 40, None: True})
+    assert our_bytes(protocol, converted) == pygls_bytes(protocol, converted)
+    unwritable = lsp.ExecuteCommandResponse(id=2, result={"x": [object()] * 40})
+    with pytest.raises(AttributeError) as raised:  # what pygls' json.dumps raises here
+        json.dumps(unwritable, default=protocol._serialize_message)
+    errors: list[object] = []
+    protocol._server._report_server_error = lambda error, source: errors.append(error)  # type: ignore[method-assign]
+    assert our_bytes(protocol, unwritable) == b""  # nothing half written
+    assert [type(e) for e in errors] == [raised.type]  # reported as pygls reports it
+
+
+async def test_memory_add_answers_are_the_bytes_pygls_would_write(server: InProcess) -> None:
+    """Each answer of a run of adds (kept encodings extended), a forget (a list written
+    afresh) and a list is byte for byte pygls' own encoding of the same result."""
+    server.workspace.write("project", [f"note {i} “naïve” 😀" for i in range(60)])
+    server.workspace.write("global", [f"global {i}" for i in range(40)])
+    await server.initialize()
+    protocol = server.ls.protocol
+    raw: list[bytes] = []
+    client = server.client
+
+    class Tee:
+        def write(self, data: bytes) -> None:
+            raw.append(data)
+            client.write(data)
+
+        def close(self) -> None:
+            return None
+
+    protocol.set_writer(Tee(), include_headers=False)
+    commands = [
+        ("memory.add", {"text": "first new note"}),
+        ("memory.add", {"text": "second new note é"}),
+        ("memory.add", {"text": "a global one", "scope": "global"}),
+        ("memory.forget", {"text": "note 7 “naïve” 😀"}),
+        ("memory.add", {"text": "third new note"}),
+        ("memory.list", {}),
+    ]
+    for command, argument in commands:
+        raw.clear()
+        answer = await client.request(
+            lsp.WORKSPACE_EXECUTE_COMMAND,
+            lsp.ExecuteCommandParams(command=command, arguments=[argument]),
+        )
+        assert answer["result"].get("error") is None, answer
+        body = next(b for b in raw if b'"result"' in b and b'"project"' in b)
+        response = lsp.ExecuteCommandResponse(id=answer["id"], result=answer["result"])
+        assert body == pygls_bytes(protocol, response)
+        protocol.set_writer(Tee(), include_headers=False)
+    assert answer["result"]["project"][-1] == "third new note"
+    assert "note 7 “naïve” 😀" not in answer["result"]["project"]
