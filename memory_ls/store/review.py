@@ -57,7 +57,6 @@ from memory_ls.core.render import result_text
 from memory_ls.core.text import MAX_STORE_BYTES, display_path
 from memory_ls.store.files import (
     LockedFolder,
-    Stamp,
     StoreFile,
     StoreRefused,
     oversize_message,
@@ -401,7 +400,7 @@ class Review:
         refusal = runtime.refusal(scope)
         if refusal is not None:
             return refused(refusal)
-        written_store: tuple[str, Stamp] | None = None
+        written_store: StoreFile | None = None
         try:
             with self._locked(scope) as folder:
                 inbox = read_store(path, folder)
@@ -425,10 +424,8 @@ class Review:
                             refuse_change(path, folder)
                         return made[-1].store
 
-                    stamp = rewrite_store(store_path, folder, decide)
+                    written_store = rewrite_store(store_path, folder, decide)
                     review = made[-1]
-                    if stamp is not None:
-                        written_store = (review.store, stamp)
                 else:
                     store = read_store(store_path, folder)
                     review = reject_inbox(store.content, inbox.content, scope, ids)
@@ -440,7 +437,7 @@ class Review:
             return refused(self._io_error(scope, exc))
         if written_store is not None:
             with runtime._lock:
-                runtime._adopt(scope, *written_store)
+                runtime._adopt(scope, written_store)
         results: list[MemoryResult] = []
         texts: list[str] = []
         for outcome in review.outcomes:

@@ -261,8 +261,8 @@ class MemoryRuntime:
             file = StoreFile(self.paths[scope], False, "", None, error=refusal)
             self._views[scope] = StoreView(file, parse(""), [])
             return self._views[scope]
-        file = read_store(self.paths[scope])
         previous = self._views.get(scope)
+        file = read_store(self.paths[scope], known=previous.file if previous else None)
         parsed = parse(file.content)
         if file.error is None:
             last_good = parsed.notes
@@ -272,14 +272,14 @@ class MemoryRuntime:
         self._views[scope] = view
         return view
 
-    def _adopt(self, scope: Scope, content: str, stamp: Stamp) -> None:
-        """Cache what this process just wrote, so it is not read back.
+    def _adopt(self, scope: Scope, file: StoreFile) -> None:
+        """Cache what this process just wrote (:func:`rewrite_store`'s file), so it is not
+        read back.
 
         Parsed from the view it replaces: a write changes a few lines (an add, one
         at the end), and only the lines from the first one that differs are parsed.
         """
-        path = self.paths[scope]
-        file = StoreFile(path, True, content, stamp)
+        content = file.content
         previous = self._views.get(scope)
         parsed = (
             parse(content)
@@ -517,11 +517,12 @@ class MemoryRuntime:
             made.append(change)
             return change.content if change.changed and change.error is None else None
 
-        stamp = rewrite_store(self.paths[scope], folder, decide)
+        cached = self._views.get(scope)
+        written = rewrite_store(self.paths[scope], folder, decide, cached.file if cached else None)
         change = made[-1]
-        if stamp is not None:
+        if written is not None:
             with self._lock:
-                self._adopt(scope, change.content, stamp)
+                self._adopt(scope, written)
         return change
 
     def _finish(

@@ -1,4 +1,5 @@
-"""The pure decisions of ``memory_ls/store/files.py``: temp names, lock timeout, replace refusals."""
+"""``memory_ls/store/files.py``: temp names, lock timeout, replace refusals, and the bytes a
+read keeps (a read under the lock takes a known text only for the very same bytes)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,10 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from memory_ls.core.text import BOM
 from memory_ls.store.files import (
     LOCK_TIMEOUT,
     foreign_group_message,
@@ -14,7 +18,11 @@ from memory_ls.store.files import (
     is_temp_name,
     lock_timeout,
     read_only_message,
+    read_store,
     replace_refusal,
+    rewrite_store,
+    stamp_of,
+    store_lock,
     temp_name,
     write_store,
 )
@@ -90,3 +98,54 @@ def test_replace_refusals() -> None:
     )
     for message in (read_only_message(path), foreign_owner_message(path, 0)):
         assert message.endswith(f": {path}")
+
+
+# -- the bytes of a read, kept: a read under the lock takes a known text, never a stale one --
+
+TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=30)
+"""Any text a store can hold (no lone surrogates: UTF-8 cannot write them)."""
+
+
+@settings(max_examples=150, deadline=None)
+@given(start=TEXT, more=TEXT, bom=st.booleans(), extend=st.booleans())
+def test_a_rewrite_writes_its_text_in_utf8_and_keeps_those_bytes(
+    tmp_path_factory: pytest.TempPathFactory, start: str, more: str, bom: bool, extend: bool
+) -> None:
+    """Whether the new text extends the old one (its bytes then made from the old ones) or
+    not, the file holds the text's own UTF-8, and the file returned says so."""
+    store = tmp_path_factory.mktemp("s") / "memory.md"
+    store.write_bytes((BOM + start if bom else start).encode("utf-8"))
+    with store_lock(store) as folder:
+        known = read_store(store, folder)
+        assert known.data == store.read_bytes()
+        written = rewrite_store(
+            store, folder, lambda f: f.content + more if extend else more + f.content
+        )
+    content = (BOM + start if bom else start) + more if extend else more + BOM * bom + start
+    assert store.read_bytes() == content.encode("utf-8")
+    if written is None:  # nothing to change
+        assert not more
+    else:
+        assert written.content == content and written.data == store.read_bytes()
+        assert written.stamp == stamp_of(store)
+
+
+def test_a_read_takes_the_known_text_only_for_the_very_same_bytes(tmp_path: Path) -> None:
+    """Same bytes: the known text itself (not decoded again). Other bytes, even of the same
+    size in the same inode with the mtime put back (no stamp shows it): the file's own."""
+    store = tmp_path / "memory.md"
+    store.write_bytes("- naïve 😀 note\n- b\n".encode())
+    known = read_store(store)
+    again = read_store(store, known=known)
+    assert again.content is known.content and again.data is known.data
+    st = os.stat(store)
+    with open(store, "r+b") as f:
+        f.write("- naïve 😁".encode())  # in place: same inode, same size
+    os.utime(store, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert stamp_of(store) == known.stamp
+    edited = read_store(store, known=known)
+    assert edited.content == "- naïve 😁 note\n- b\n" and edited.data == store.read_bytes()
+    broken = b"- \xff\n"
+    store.write_bytes(broken)
+    assert read_store(store, known=known).invalid_utf8_at == 2
+    assert read_store(store, known=known).data is None  # not the text's own bytes

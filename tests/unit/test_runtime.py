@@ -399,6 +399,23 @@ def test_external_edit_is_seen(workspace: Workspace) -> None:
     assert rt.plan().body is not None and rt.plan().body.endswith("- b\n- c")  # type: ignore[union-attr]
 
 
+def test_an_add_changes_the_text_read_under_the_lock_even_when_no_stamp_moved(
+    workspace: Workspace,
+) -> None:
+    """The cached view's text is used only when the file read under the lock holds its very
+    bytes: an edit by a program that kept the size, the inode and the mtime is kept."""
+    path = workspace.write("project", "- aaaa\n")
+    rt = workspace.runtime()
+    assert rt.run("add", {"text": "bbbb"})["changed"]
+    st = os.stat(path)
+    with open(path, "r+b") as f:
+        f.write(b"- cccc")  # in place: same inode, same size
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert rt.view("project").file.content == "- aaaa\n- bbbb\n"  # no stamp shows it
+    assert rt.run("add", {"text": "dddd"})["project"] == ["cccc", "bbbb", "dddd"]
+    assert path.read_text() == "- cccc\n- bbbb\n- dddd\n"
+
+
 def test_self_write_is_adopted(workspace: Workspace) -> None:
     rt = workspace.runtime()
     rt.run("add", {"text": "a"})
