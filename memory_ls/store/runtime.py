@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -38,6 +39,7 @@ from memory_ls.store.paths import (
     canonical_path,
     global_store_path,
     no_project_message,
+    project_folder,
     project_folder_refusal,
     project_root_for,
     project_store_path,
@@ -81,6 +83,27 @@ def _followed_stamp(path: str) -> Stamp | None:
     except (OSError, ValueError):
         return None
     return Stamp(st.st_mtime_ns, st.st_size, st.st_ino)
+
+
+def _held_names(path: str) -> tuple[int, int, int, int, frozenset[str]] | Stamp | None:
+    """What the folder ``path`` leads to holds: its identity and its entries' names.
+
+    For the folders the stores live in (``.pi`` and the agent dir), in the settings'
+    key instead of their stamp, which each write of a store changes (a temporary
+    created, then renamed over the store). What trust and configuration read there is
+    which names exist (a trust-requiring resource, ``bytefly.json``) and, keyed apart by
+    their own stamps, those files' texts: an entry that comes or goes changes the
+    names; a folder swapped for another, or for a symlink (even to the same folder,
+    moved out of the project), changes the identity of what the path names or leads to.
+    Anything that cannot be listed is keyed by its stamp, as before.
+    """
+    try:
+        named = os.lstat(path)
+        st = os.stat(path)
+        names = frozenset(os.listdir(path))
+    except (OSError, ValueError):
+        return _followed_stamp(path)
+    return (named.st_ino, stat.S_IFMT(named.st_mode), st.st_dev, st.st_ino, names)
 
 
 @record(frozen=False)
@@ -129,6 +152,16 @@ class MemoryRuntime:
         self._settings_cache: tuple[tuple[object, ...], TrustDecision, EffectiveConfig] | None = (
             None
         )
+        pi = project_folder(self.project_root)
+        self._config_paths = (
+            str(self.agent_dir),
+            str(self.agent_dir / "bytefly.json"),
+            str(pi),
+            str(pi / "bytefly.json"),
+        )
+        """Both ``bytefly.json`` files and their folders, in the settings' key."""
+        self._store_folders = frozenset(str(p.parent) for p in self.paths.values())
+        """The folders a store's write changes, keyed by what they hold (:func:`_held_names`)."""
         self._lock = threading.RLock()
         self._moment = threading.local()
         """Each thread's answers while it holds :meth:`steady` (``memo``), else none."""
@@ -177,7 +210,9 @@ class MemoryRuntime:
         consulted (and the folders they would appear in), and of both
         ``bytefly.json`` files and their folders: an edit behind a symlinked
         ``trust.json`` or ``.pi``, or a ``.agents/skills`` appearing in a parent
-        folder, is seen by a server that has been running for days.
+        folder, is seen by a server that has been running for days. The folders
+        the stores live in are keyed by the names they hold (:func:`_held_names`), so
+        this runtime's own writes there do not make trust be decided again.
         """
         memo = self._memo()
         if memo is not None and (held := memo.get("settings")) is not None:
@@ -195,14 +230,12 @@ class MemoryRuntime:
         return answer
 
     def _settings_key(self, trust: TrustDecision) -> tuple[object, ...]:
-        configs = (
-            str(self.agent_dir),
-            str(self.agent_dir / "bytefly.json"),
-            str(self.project_root / ".pi"),
-            str(self.project_root / ".pi" / "bytefly.json"),
+        paths = dict.fromkeys((*trust.consulted, *self._config_paths))
+        folders = self._store_folders
+        return (
+            self.explicit_trust,
+            *(_held_names(p) if p in folders else _followed_stamp(p) for p in paths),
         )
-        paths = dict.fromkeys((*trust.consulted, *configs))
-        return (self.explicit_trust, *(_followed_stamp(p) for p in paths))
 
     def forget_settings(self) -> None:
         """Decide trust and read the configuration afresh on next use (a watcher saw a change)."""

@@ -10,10 +10,13 @@ from typing import Any
 
 import pytest
 
+from memory_ls.core.actions import UNTRUSTED_MESSAGE
 from memory_ls.core.notes import parse_lines
 from memory_ls.core.text import BOM, HEADER, split_text
+from memory_ls.store import runtime as runtime_module
 from memory_ls.store.files import LockedFolder, write_store
 from memory_ls.store.runtime import MemoryRuntime
+from memory_ls.store.trust import decide_trust
 from tests.conftest import Workspace
 
 NEW = f"{HEADER}\n\n"
@@ -506,6 +509,72 @@ def test_runtime_sees_trust_and_config_changes_between_calls(workspace: Workspac
         json.dumps({"memory": {"maxInjectBytes": 1000}})
     )
     assert rt.config().max_inject_bytes == 1000
+
+
+def test_its_own_writes_do_not_make_trust_be_decided_again(
+    workspace: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An add changes the stores' folders' stamps, not what trust and configuration read:
+    the decision made before the write answers after it (for both stores' folders). A
+    store that did not exist yet is a new name in its folder: decided again then."""
+    workspace.write("project", ["p"])
+    workspace.write("global", ["g"])
+    rt = workspace.runtime(trusted=None)
+    decided: list[Path] = []
+
+    def counted(root: Path, agent_dir: Path, explicit: bool | None = None) -> Any:
+        decided.append(root)
+        return decide_trust(root, agent_dir, explicit)
+
+    monkeypatch.setattr(runtime_module, "decide_trust", counted)
+    assert rt.run("add", {"text": "first"})["changed"]
+    before = len(decided)
+    for n, scope in enumerate(("project", "global", "project", "global")):
+        assert rt.run("add", {"text": f"note {'abcd'[n]} in {scope}", "scope": scope})["changed"]
+    assert rt.trust().trusted and len(decided) == before
+
+
+def test_trust_changed_by_another_process_between_two_adds_is_seen(
+    workspace: Workspace,
+) -> None:
+    """What trust reads changing between two adds (or between an add and the next look)
+    is seen, even when the stamps that key the decision show nothing: a resource that
+    appears in ``.pi`` with the folder's mtime put back, ``trust.json`` rewritten."""
+    rt = workspace.runtime(trusted=None)
+    assert rt.run("add", {"text": "first"})["changed"]
+    assert rt.run("add", {"text": "second"})["changed"]
+    pi = workspace.root / ".pi"
+    st = os.stat(pi)
+    (pi / "settings.json").write_text("{}")  # a trust-requiring resource (SPEC §4)
+    os.utime(pi, ns=(st.st_atime_ns, st.st_mtime_ns))  # its folder's stamp as it was
+    refused = rt.run("add", {"text": "third"})
+    assert refused["error"] == UNTRUSTED_MESSAGE and not refused["changed"]
+    (workspace.agent_dir / "trust.json").write_text(json.dumps({str(workspace.root): True}))
+    assert rt.run("add", {"text": "third"})["changed"]
+    (workspace.agent_dir / "trust.json").write_text(json.dumps({str(workspace.root): False}))
+    assert rt.run("add", {"text": "fourth"})["error"] == UNTRUSTED_MESSAGE
+
+
+@pytest.mark.parametrize("trusted", [None, True])
+def test_a_pi_moved_out_and_linked_back_between_two_adds_is_seen(
+    workspace: Workspace, tmp_path: Path, trusted: bool | None
+) -> None:
+    """The same folder (same inode, same names) now behind a symlink leading out of the
+    project: the project store is refused, and its configuration layer ignored, whether
+    trust looked into the project (rule 3) or was given (nothing but the configuration
+    then keys on ``.pi``)."""
+    rt = workspace.runtime(trusted=trusted)
+    (workspace.root / ".pi").mkdir()
+    (workspace.root / ".pi" / "bytefly.json").write_text('{"memory": {"maxInjectBytes": 1000}}')
+    assert rt.run("add", {"text": "first"})["changed"]
+    assert rt.config().max_inject_bytes == 1000
+    outside = tmp_path / "outside-pi"
+    (workspace.root / ".pi").rename(outside)
+    (workspace.root / ".pi").symlink_to(outside)
+    assert rt.config().max_inject_bytes == 8192  # that file is another folder's now
+    refused = rt.run("add", {"text": "second"})
+    assert refused["error"] is not None and "outside" in refused["error"], refused
+    assert (outside / "memory.md").read_text().endswith("\n\n- first\n")
 
 
 # -- recall through the runtime --------------------------------------------------
