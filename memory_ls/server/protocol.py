@@ -641,7 +641,8 @@ def send_json(protocol: JsonRPCProtocol, message: dict[str, Any]) -> None:
     requests, because pygls' ``ResponseErrorMessage`` drops an ``"id": null``.
     pygls has no public call for such a message, so this is the one use of its
     private ``_send_data`` (which frames and writes any JSON-serialisable
-    value); ``tests/e2e/test_bad_requests.py::test_send_json_frames_a_message_through_a_pipe``
+    value; :class:`MemoryProtocol` overrides it only for responses);
+    ``tests/e2e/test_bad_requests.py::test_send_json_frames_a_message_through_a_pipe``
     fails if pygls changes it.
     """
     protocol._send_data(message)
