@@ -580,7 +580,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if verb.name == "merge-file":
         return _merge_file(args)
     if verb.name == "serve":
-        from memory_ls.server.server import serve  # type: ignore[import-not-found,unused-ignore]
+        from memory_ls.server import footprint  # type: ignore[import-not-found,unused-ignore]
+
+        # Before the server's imports: what it keeps resident (issue 11, footprint.py).
+        serve = footprint.import_server(tls=bool(args.ws)).serve
 
         if args.tcp:
             return int(serve("tcp", *_host_port(args.tcp, _verb_parser(verb))))

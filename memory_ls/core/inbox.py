@@ -11,7 +11,6 @@ return.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from collections.abc import Sequence
@@ -263,6 +262,10 @@ def new_id(taken: set[str], seed: str) -> str:
     Derived from ``seed`` (the runtime passes fresh random bytes), so this stays
     a pure function; a collision is retried with a counter.
     """
+    # Imported here: hashlib loads OpenSSL (~3.5 MB resident), which `serve` does without
+    # until a proposal needs an id (issue 11).
+    import hashlib
+
     counter = 0
     while True:
         candidate = hashlib.sha256(f"{seed}:{counter}".encode()).hexdigest()[:8]

@@ -84,6 +84,30 @@ def test_the_language_server_and_its_similar_pass_import_no_mcp_numpy_or_schemas
     assert loaded(names, NEVER_IN_SERVE) == []
 
 
+NEVER_IN_STDIO_SERVE = ["ssl", "_ssl", "hashlib", "_hashlib"]
+"""TLS and OpenSSL (libssl, libcrypto: 4.8 MB resident) have no use in ``serve`` over
+stdio or TCP; asyncio imports ``ssl`` for TLS it does not need there, and hashlib waits
+for a proposal's id (``memory_ls/server/footprint.py``)."""
+
+
+def test_serve_as_the_cli_starts_it_loads_no_tls_nor_openssl(workspace: Workspace) -> None:
+    code = textwrap.dedent(
+        """
+        import os
+        os.dup2(os.open(os.devnull, os.O_RDONLY), 0)  # stdin at its end: serve returns
+        from memory_ls.cli import main
+        assert main(["serve"]) == 0
+        from memory_ls.server.diagnostics import Analysis
+        keys = [f"run the tests before push number {i}" for i in range(300)]
+        assert Analysis.all_pairs(keys, 85.0)  # the similar pass, as after an open
+        """
+    )
+    names = modules_after(workspace, code)
+    assert {"pygls", "asyncio", "memory_ls.core.inbox", "rapidfuzz"} <= names
+    never = [n for n in NEVER_IN_SERVE if n != "memory_ls.cli"]  # the CLI starts it here
+    assert loaded(names, [*never, *NEVER_IN_STDIO_SERVE]) == []
+
+
 @pytest.mark.parametrize("verb", [["inject"], ["list", "--json"]])
 def test_the_read_verbs_import_only_what_they_print(workspace: Workspace, verb: list[str]) -> None:
     workspace.write("project", ["run the tests before push", "Run the tests before push!"])

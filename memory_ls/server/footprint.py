@@ -1,0 +1,44 @@
+"""What ``serve`` keeps resident beyond what it holds (issue 11: peak RSS ≤ 60 MB).
+
+Called by the CLI's ``serve`` before the server's modules are imported; nothing here
+changes what the server answers. ``docs/performance.md`` ("h/rss") has the figures.
+
+- :func:`import_server` imports the language server without the ``ssl`` module.
+  asyncio imports it at start-up for TLS, which ``serve`` over stdio or TCP never uses,
+  and loading it maps OpenSSL (``libssl``, ``libcrypto``): 1.4 MB resident, and with
+  ``_hashlib`` (which memory-ls's own modules no longer load until a proposal needs an
+  id) 4.8 MB. asyncio is written to run without it (``ssl = None`` when its import
+  fails). Only the import is blocked: a later ``import ssl`` loads it as usual.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from collections.abc import Iterator
+from types import ModuleType
+
+NO_TLS = ("ssl", "_ssl")
+"""Modules the server's import is made without (TLS: unused over stdio and TCP)."""
+
+
+@contextlib.contextmanager
+def without(names: tuple[str, ...]) -> Iterator[None]:
+    """Imports of ``names`` fail (``ImportError``) inside the block; after it, they load
+    as usual. A module already loaded stays loaded."""
+    blocked = [name for name in names if name not in sys.modules]
+    for name in blocked:
+        sys.modules[name] = None  # type: ignore[assignment]  # the import system's "absent"
+    try:
+        yield
+    finally:
+        for name in blocked:
+            if sys.modules.get(name, ...) is None:
+                del sys.modules[name]
+
+
+def import_server(tls: bool = False) -> ModuleType:
+    """``memory_ls.server.server``, imported without TLS unless ``tls``."""
+    with contextlib.nullcontext() if tls else without(NO_TLS):
+        from memory_ls.server import server
+    return server

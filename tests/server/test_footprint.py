@@ -1,0 +1,49 @@
+"""What ``serve`` keeps resident: ``memory_ls/server/footprint.py`` (issue 11)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from memory_ls.server import footprint
+
+
+def test_an_import_fails_inside_the_block_and_works_after_it() -> None:
+    sys.modules.pop("colorsys", None)
+    with footprint.without(("colorsys",)), pytest.raises(ImportError):
+        import colorsys
+    assert "colorsys" not in sys.modules
+    import colorsys  # noqa: F401
+
+    assert "colorsys" in sys.modules
+
+
+def test_a_module_already_loaded_stays_loaded() -> None:
+    with footprint.without(("json",)):
+        import json as again
+
+        assert again is json
+    assert sys.modules["json"] is json
+
+
+def test_the_server_imported_without_tls_has_asyncio_without_it() -> None:
+    """asyncio's own fallback (``ssl = None``); with ``tls`` the import is the usual one."""
+    code = (
+        "import sys\n"
+        "from memory_ls.server import footprint\n"
+        "server = footprint.import_server(tls=sys.argv[1] == 'tls')\n"
+        "import asyncio.sslproto, json\n"
+        "print(json.dumps([server.__name__, 'ssl' in sys.modules, asyncio.sslproto.ssl is None]))"
+    )
+    seen = {}
+    for how in ("tls", "plain"):
+        done = subprocess.run(
+            [sys.executable, "-c", code, how], capture_output=True, text=True, timeout=120
+        )
+        assert done.returncode == 0, done.stderr
+        seen[how] = json.loads(done.stdout)
+    assert seen["tls"] == ["memory_ls.server.server", True, False]
+    assert seen["plain"] == ["memory_ls.server.server", False, True]
