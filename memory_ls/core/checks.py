@@ -278,7 +278,10 @@ def wire_data(f: Finding) -> dict[str, object]:
 def note_hash(note: str) -> str:
     """A short fingerprint of ``note`` that names it in a published diagnostic's ``data``
     (64 bits of BLAKE2b, the same in every process, as hex)."""
-    from hashlib import blake2b  # not on the CLI's read path
+    try:  # hashlib's own BLAKE2b, without hashlib: it loads OpenSSL, ~3.5 MB resident
+        from _blake2 import blake2b  # (not on the CLI's read path either)
+    except ImportError:  # a Python built without it
+        from hashlib import blake2b
 
     return blake2b(note.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
 

@@ -6,8 +6,8 @@ changes what the server answers. ``docs/performance.md`` ("h/rss") has the figur
 - :func:`import_server` imports the language server without the ``ssl`` module.
   asyncio imports it at start-up for TLS, which ``serve`` over stdio or TCP never uses,
   and loading it maps OpenSSL (``libssl``, ``libcrypto``): 1.4 MB resident, and with
-  ``_hashlib`` (which memory-ls's own modules no longer load until a proposal needs an
-  id) 4.8 MB. asyncio is written to run without it (``ssl = None`` when its import
+  ``_hashlib`` 4.8 MB. memory-ls's own modules load hashlib only for a proposal's id
+  (a publish's note hashes take BLAKE2b from ``_blake2``, as hashlib does). asyncio is written to run without it (``ssl = None`` when its import
   fails). Only the import is blocked: a later ``import ssl`` loads it as usual.
 """
 

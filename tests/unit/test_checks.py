@@ -12,6 +12,7 @@ from memory_ls.core.checks import (
     key_index,
     line_findings,
     not_injected_findings,
+    note_hash,
 )
 from memory_ls.core.notes import parse, parse_bullet
 from memory_ls.core.recall import recall_plan
@@ -209,3 +210,13 @@ def test_proposal_findings_name_who_proposes_what() -> None:
         "to": "c",
     }
     assert proposal_findings(bullets, [add]) == []  # type: ignore[list-item]
+
+
+def test_note_hash_is_64_bits_of_blake2b() -> None:
+    """The hash a publish names a note by is hashlib's BLAKE2b (taken from ``_blake2``,
+    which hashlib hands out, so ``serve`` does without loading OpenSSL)."""
+    import hashlib
+
+    for note in ["run the tests", "ünïcødé 🧹", "lone \ud800 surrogate"]:
+        expected = hashlib.blake2b(note.encode("utf-8", "surrogatepass"), digest_size=8)
+        assert note_hash(note) == expected.hexdigest()

@@ -100,6 +100,8 @@ def test_serve_as_the_cli_starts_it_loads_no_tls_nor_openssl(workspace: Workspac
         from memory_ls.server.diagnostics import Analysis
         keys = [f"run the tests before push number {i}" for i in range(300)]
         assert Analysis.all_pairs(keys, 85.0)  # the similar pass, as after an open
+        from memory_ls.core.checks import note_hash
+        assert len(note_hash("run the tests")) == 16  # each publish names its notes so
         """
     )
     names = modules_after(workspace, code)
