@@ -295,7 +295,10 @@ def parse_after(previous: ParsedFile, previous_content: str, content: str) -> Pa
         parsed = parse_lines(split_text(content).lines)
     # Kept by identity, not in `_recent`: a text just written is next parsed as this
     # very string (the runtime hands its view's text over when the file still holds it).
-    _written = ((content, parsed), *_written[:3])
+    # The text it replaces is let go: a store's older texts (a megabyte each for a
+    # 256 KB store with one emoji) would stay resident for nothing (issue 11).
+    kept_texts = (w for w in _written if w[0] is not previous_content)
+    _written = ((content, parsed), *tuple(kept_texts)[:3])
     return parsed
 
 

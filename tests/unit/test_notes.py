@@ -6,6 +6,7 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
+from memory_ls.core import notes as notes_module
 from memory_ls.core.checks import line_findings, lines_findings
 from memory_ls.core.notes import (
     parse,
@@ -218,6 +219,24 @@ def test_parse_finds_what_parse_after_parsed_by_identity() -> None:
     for new, parsed in zip(news, found, strict=True):
         assert parse(new) is parsed
         assert parse(new[:-1] + "\n") == parsed  # an equal text that is another string
+
+
+def test_parse_after_lets_the_text_it_replaced_go() -> None:
+    """A store's older texts are not kept once a write replaced them (a 256 KB store with
+    one emoji is a megabyte a text: twenty adds kept four of them, issue 11); the last
+    text of each of the other stores written stays."""
+    other_old = store_text("x")
+    other = other_old + "- y\n"
+    parse_after(parse(other_old), other_old, other)
+    texts = [store_text("a", "b \U0001f9f9")]
+    for i in range(20):
+        texts.append(texts[-1] + f"- note {i}\n")
+        parse_after(parse(texts[-2]), texts[-2], texts[-1])
+    kept = [text for text, _ in notes_module._written]
+    assert kept[:2] == [texts[-1], other]
+    assert kept[0] is texts[-1] and kept[1] is other
+    assert not any(old is text for old in texts[:-1] for text in kept)
+    assert parse(texts[-1]) is notes_module._written[0][1]
 
 
 @given(st.lists(LINES, max_size=20), st.sampled_from(["\n", "\r\n"]), st.booleans())
