@@ -583,6 +583,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from memory_ls.server import footprint  # type: ignore[import-not-found,unused-ignore]
 
         # Before the server's imports: what it keeps resident (issue 11, footprint.py).
+        footprint.limit_malloc()
         serve = footprint.import_server(tls=bool(args.ws)).serve
 
         if args.tcp:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -47,3 +48,14 @@ def test_the_server_imported_without_tls_has_asyncio_without_it() -> None:
         seen[how] = json.loads(done.stdout)
     assert seen["tls"] == ["memory_ls.server.server", True, False]
     assert seen["plain"] == ["memory_ls.server.server", False, True]
+
+
+def test_malloc_gets_one_arena_on_glibc() -> None:
+    try:
+        glibc = bool(os.confstr("CS_GNU_LIBC_VERSION"))
+    except (ValueError, OSError):
+        glibc = False
+    code = "from memory_ls.server import footprint; print(footprint.limit_malloc())"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == str(glibc)
