@@ -301,16 +301,24 @@ def _at(b: Bullet, code: str, message: str, data: FindingData) -> Finding:
 def lines_findings(bullets: Iterable[Bullet | None]) -> dict[int, list[Finding]]:
     """:func:`line_findings` of every bullet, by line, lines without any left out.
 
-    The common line (short, printable ASCII, not blank) is passed over without a call:
-    an editor opening a store asks this of every line.
+    The common line is passed over without a call: an editor opening a store asks
+    this of every line. It is a note (not blank) whose text is printable, so it holds
+    no control and no hidden character (every one is a format character or unassigned,
+    none printable), and short enough: at most half the limit in code points (a code
+    point is at most two UTF-16 units), or ASCII within the limit.
     """
     out: dict[int, list[Finding]] = {}
     limit = MAX_NOTE_UTF16
+    half = limit // 2
     for b in bullets:
         if b is None:
             continue
         raw = b.raw
-        if b.note and len(raw) <= limit and raw.isascii() and raw.isprintable():
+        if (
+            b.note
+            and raw.isprintable()
+            and (len(raw) <= half or (len(raw) <= limit and raw.isascii()))
+        ):
             continue
         found = line_findings(b)
         if found:
