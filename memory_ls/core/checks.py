@@ -318,16 +318,24 @@ def _at(b: Bullet, code: str, message: str, data: FindingData) -> Finding:
 def lines_findings(bullets: Iterable[Bullet | None]) -> dict[int, list[Finding]]:
     """:func:`line_findings` of every bullet, by line, lines without any left out.
 
-    The common line (short, printable ASCII, not blank) is passed over without a call:
-    an editor opening a store asks this of every line.
+    The common line is passed over without a call: an editor opening a store asks
+    this of every line. It is a note (not blank) whose text is printable, so it holds
+    no control and no hidden character (every one is a format character or unassigned,
+    none printable), and short enough: at most half the limit in code points (a code
+    point is at most two UTF-16 units), or ASCII within the limit.
     """
     out: dict[int, list[Finding]] = {}
     limit = MAX_NOTE_UTF16
+    half = limit // 2
     for b in bullets:
         if b is None:
             continue
         raw = b.raw
-        if b.note and len(raw) <= limit and raw.isascii() and raw.isprintable():
+        if (
+            b.note
+            and raw.isprintable()
+            and (len(raw) <= half or (len(raw) <= limit and raw.isascii()))
+        ):
             continue
         found = line_findings(b)
         if found:
@@ -495,30 +503,37 @@ def proposal_findings(bullets: Sequence[Bullet], proposals: Sequence[Proposal]) 
 def not_injected_findings(
     bullets: Sequence[Bullet], scope: Scope, plan: RecallPlan
 ) -> list[Finding]:
-    """One finding per run of consecutive notes that the recall plan leaves out."""
-    left_out = {n.index for n in plan.omitted_in(scope)}
+    """One finding per run of consecutive notes that the recall plan leaves out.
+
+    The runs are read off the plan's left-out notes (in order), so only their ends
+    are looked at, not every note: a large store leaves out thousands.
+    """
+    left_out = plan.omitted_in(scope)
     if not left_out:
         return []
-    notes = [b for b in bullets if not b.blank]
-    runs: list[list[Bullet]] = []
-    for i, b in enumerate(notes):
-        if i in left_out:
-            if runs and (i - 1) in left_out:
-                runs[-1].append(b)
-            else:
-                runs.append([b])
+    notes = [b for b in bullets if b.note]  # (not blank)
+    runs: list[list[int]] = []  # [first, last] note index of each run
+    for planned in left_out:
+        i = planned.index
+        if i >= len(notes):
+            break  # (indices rise)
+        if runs and runs[-1][1] == i - 1:
+            runs[-1][1] = i
+        else:
+            runs.append([i, i])
     total = len(left_out)
     out = []
-    for run in runs:
-        n = len(run)
+    for first_i, last_i in runs:
+        first, last = notes[first_i], notes[last_i]
+        n = last_i - first_i + 1
         what = "This note is" if n == 1 else f"These {n} notes are"
         out.append(
             Finding(
                 "not-injected",
-                run[0].line,
-                run[0].start,
-                run[-1].line,
-                run[-1].end,
+                first.line,
+                first.start,
+                last.line,
+                last.end,
                 f"{what} left out of recall: it uses {plan.used} of {plan.max_bytes} bytes "
                 f"(maxInjectBytes); {total} {scope} note(s) left out in all.",
                 NotInjectedData(count=n, used=plan.used, cap=plan.max_bytes),

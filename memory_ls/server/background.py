@@ -159,39 +159,47 @@ def similar_after_edit(ls: MemoryServer, doc: MemoryDocument) -> None:
         ls.timers.later("similar", doc.uri, SIMILAR_DELAY, run)
 
 
-def start_conflicts(ls: MemoryServer, doc: MemoryDocument) -> None:
+def prepare_conflicts(ls: MemoryServer, doc: MemoryDocument) -> Callable[[], None] | None:
     """Before the first ``conflict`` pass of a large store: read every note's claims (this
     store's, and the global store's for a project store) in a daemon thread, then publish.
 
     Until then the document shows no ``conflict`` findings, so opening it is not held
     up; the claims are cached by key, so every later pass (and keystroke) finds them.
+    This marks the document as waiting for them and returns what starts the thread
+    (``None``: nothing to wait for). The caller starts it once the first publish is
+    written: a thread started before would take the GIL from that publish (it runs
+    pure Python, and takes the interpreter at each switch interval, 5 ms).
     """
     found = ls.document(doc.uri)
     if found is None or ls.projects.settings.severity.get("conflict") == "off":
-        return
+        return None
     state = found.state
-    keys = list(doc.key_lines)
     info = state.info
     others = ls.projects.store_notes(info.runtime, "global") if info.scope == "project" else []
-    if len(keys) + len(others) < CONFLICT_INLINE_NOTES:
-        return
+    if len(doc.key_lines) + len(others) < CONFLICT_INLINE_NOTES:
+        return None
     state.conflicts_ready = False
-    loop = asyncio.get_running_loop()
+    keys = list(doc.key_lines)
 
-    def done() -> None:
-        state.conflicts_ready = True
-        if ls.is_open(doc):
-            publishing.publish(ls, doc)
+    def start() -> None:
+        loop = asyncio.get_running_loop()
 
-    def work() -> None:
-        try:
-            for key in keys:
-                claims_of_key(key)
-            for note in others:
-                claims_of_key(near_duplicate_key(note))
-        except Exception as exc:  # then the pass reads them itself
-            log.warning("reading claims failed: %r", exc)
-        with contextlib.suppress(RuntimeError):  # the loop is gone: exiting
-            loop.call_soon_threadsafe(done)
+        def done() -> None:
+            state.conflicts_ready = True
+            if ls.is_open(doc):
+                publishing.publish(ls, doc)
 
-    threading.Thread(target=work, name="memory-ls-claims", daemon=True).start()
+        def work() -> None:
+            try:
+                for key in keys:
+                    claims_of_key(key)
+                for note in others:
+                    claims_of_key(near_duplicate_key(note))
+            except Exception as exc:  # then the pass reads them itself
+                log.warning("reading claims failed: %r", exc)
+            with contextlib.suppress(RuntimeError):  # the loop is gone: exiting
+                loop.call_soon_threadsafe(done)
+
+        threading.Thread(target=work, name="memory-ls-claims", daemon=True).start()
+
+    return start

@@ -345,7 +345,7 @@ class DocState:
     """``buffer-behind-file`` messages: changes commands wrote that the buffer lacks."""
     conflicts_ready: bool = True
     """False while a large store's claims are first read in a thread (no ``conflict``
-    findings until then; :func:`memory_ls.server.background.start_conflicts`)."""
+    findings until then; :func:`memory_ls.server.background.prepare_conflicts`)."""
 
     def set_similar(self, pairs: dict[Pair, float]) -> None:
         """Replace every ``similar`` pair (after a full pass)."""

@@ -256,6 +256,29 @@ def _is_pipe(stream: BinaryIO, output: BinaryIO) -> bool:
     return stat.S_ISFIFO(read.st_mode) or stat.S_ISSOCK(read.st_mode)
 
 
+PIPE_BYTES = 1024 * 1024
+"""What a pipe on stdin or stdout is widened to (Linux's default ceiling for a process),
+else a half or a quarter of it: a 256 KB ``didOpen`` (or publish) then goes through in
+one write instead of 64 KiB rounds between the two processes (0.9 -> 0.55 ms median
+for the 4500 store's ``didOpen``, and 2.5-4.6 -> 0.8-1.5 ms p90 on the loaded machine)."""
+
+
+def _widen(stream: BinaryIO) -> None:
+    """Let a pipe hold :data:`PIPE_BYTES`, or as much of it as the system allows."""
+    with contextlib.suppress(OSError, ValueError, AttributeError, ImportError):
+        fd = stream.fileno()
+        if not stat.S_ISFIFO(os.fstat(fd).st_mode):
+            return
+        import fcntl
+
+        for size in (PIPE_BYTES, PIPE_BYTES // 2, PIPE_BYTES // 4):
+            try:
+                fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, size)
+                return
+            except PermissionError:  # over /proc/sys/fs/pipe-max-size: try less
+                continue
+
+
 def start_stdio(ls: LanguageServer) -> None:
     """Serve the client on standard input and output.
 
@@ -273,6 +296,8 @@ def start_stdio(ls: LanguageServer) -> None:
         ls.start_io(stdin=FramedStdin(stdin))  # type: ignore[arg-type]
         return
     stop = ls._stop_event = threading.Event()
+    _widen(stdin)
+    _widen(sys.stdout.buffer)
     ls.protocol.set_writer(StdoutWriter(sys.stdout.buffer))
 
     # The loop reads a copy of the descriptor and makes it non-blocking, which the pipe
@@ -516,6 +541,10 @@ class MemoryProtocol(LanguageServerProtocol):
             problem = self._problem(data)
             if problem is None:
                 message_type = self.get_message_type(method)
+                if message_type is lsp.DidOpenTextDocumentNotification:
+                    opened = _did_open(data)
+                    if opened is not None:
+                        return opened
                 if message_type is None:  # unknown: pygls answers MethodNotFound
                     message_type = JsonRPCRequestMessage if is_request else JsonRPCNotification
                     data = {"params": None, **data}  # pygls' fallback types require the field
@@ -630,6 +659,45 @@ class MemoryProtocol(LanguageServerProtocol):
     ) -> Generator[Any, Any, None]:
         if (handler := self.fm.features.get(lsp.TEXT_DOCUMENT_DID_CLOSE)) is not None:
             yield handler, (params,), None
+
+
+_OPEN_KEYS = {"jsonrpc", "method", "params"}
+_ITEM_KEYS = {"uri", "languageId", "version", "text"}
+
+
+def _did_open(data: dict[str, Any]) -> lsp.DidOpenTextDocumentNotification | None:
+    """A well-formed ``didOpen`` read without cattrs, or ``None`` for cattrs to read.
+
+    cattrs writes and compiles a type's reading code the first time it reads one
+    (1-5 ms: the first open paid for it) and walks the message again each time.
+    This reads the one shape an editor sends (no key missing or extra, each of the
+    right JSON type) into the same objects; lsprotocol's own checks (a version out of
+    range) still run in their constructors. Anything else, valid or not, is left to
+    cattrs, which reads it or says what is wrong with it, as before
+    (``tests/server/test_protocol.py`` compares the two).
+    """
+    params = data.get("params")
+    if data.keys() != _OPEN_KEYS or type(params) is not dict or params.keys() != {"textDocument"}:
+        return None
+    item = params["textDocument"]
+    if type(item) is not dict or item.keys() != _ITEM_KEYS:
+        return None
+    uri, language, version, text = item["uri"], item["languageId"], item["version"], item["text"]
+    if not (type(uri) is type(language) is type(text) is str and type(version) is int):
+        return None
+    try:
+        document = lsp.TextDocumentItem(
+            uri=without_lone_surrogates(uri),
+            language_id=without_lone_surrogates(language),
+            version=version,
+            text=without_lone_surrogates(text),
+        )
+        return lsp.DidOpenTextDocumentNotification(
+            params=lsp.DidOpenTextDocumentParams(text_document=document),
+            jsonrpc=data["jsonrpc"],
+        )
+    except (TypeError, ValueError):
+        return None
 
 
 def send_json(protocol: JsonRPCProtocol, message: dict[str, Any]) -> None:

@@ -388,3 +388,37 @@ def test_stdin_pipe_is_left_blocking_when_the_server_ends(workspace: Workspace) 
     finally:
         os.close(read_end)
         os.close(write_end)
+
+
+def _pipe_size(fd: int) -> int:
+    import fcntl
+
+    return int(fcntl.fcntl(fd, fcntl.F_GETPIPE_SZ))
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="F_SETPIPE_SZ is Linux's")
+def test_pipes_on_stdin_and_stdout_are_widened(workspace: Workspace) -> None:
+    """A 256 KB ``didOpen`` (and a publish of as much) goes through a pipe in one write
+    instead of 64 KiB rounds between the two processes."""
+    ceiling = int(Path("/proc/sys/fs/pipe-max-size").read_text())
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "memory_ls", "serve"],
+        env=workspace.env(),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(_frame(INITIALIZE))
+        proc.stdin.flush()
+        header = proc.stdout.readline()  # answered: the pipes were widened before reading
+        assert header.startswith(b"Content-Length")
+        # 1 MiB, or the half or quarter of it that the system allows (root: any).
+        allowed = [size for size in (1 << 20, 1 << 19, 1 << 18) if size <= ceiling]
+        wanted = allowed[0] if allowed else 1 << 20
+        assert _pipe_size(proc.stdin.fileno()) == wanted
+        assert _pipe_size(proc.stdout.fileno()) == wanted
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)

@@ -60,6 +60,7 @@ def state_of(doc: MemoryDocument) -> tuple[object, ...]:
         doc.dup_keys,
         doc.found,
         doc.notes(),
+        doc._note_lines,  # (after notes(): how an edit finds a note to update in place)
     )
 
 

@@ -13,18 +13,20 @@ import json
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from lsprotocol import types as lsp
 from lsprotocol.converters import get_converter
 from pygls.protocol import JsonRPCProtocol, JsonRPCResponseMessage
 
-from memory_ls.server.protocol import LONG_LIST, ListJson
+from memory_ls.core.text import without_lone_surrogates
+from memory_ls.server.protocol import LONG_LIST, ListJson, _did_open
 from memory_ls.server.server import create_server
 
 from .conftest import InProcess
 
 CONVERTER = get_converter()
+PROTOCOL = create_server().protocol
 
 
 def written(message: object) -> object:
@@ -219,3 +221,67 @@ async def test_memory_add_answers_are_the_bytes_pygls_would_write(server: InProc
         protocol.set_writer(Tee(), include_headers=False)
     assert answer["result"]["project"][-1] == "third new note"
     assert "note 7 “naïve” 😀" not in answer["result"]["project"]
+
+
+ANY_TEXT = st.text(
+    st.characters(exclude_categories=[]) | st.sampled_from(["\ud800", "\udfff", "😀", "é"]),
+    max_size=12,
+)
+"""Text with lone surrogates too (which both readers turn into U+FFFD)."""
+JSON_VALUES = st.none() | st.booleans() | st.integers() | st.floats() | ANY_TEXT
+DOCUMENT_ITEMS = st.fixed_dictionaries(
+    {
+        "uri": ANY_TEXT | st.just("file:///p/.pi/memory.md"),
+        "languageId": st.sampled_from(["markdown", "plaintext"]) | ANY_TEXT,
+        "version": st.integers(-(2**32), 2**32) | JSON_VALUES,
+        "text": ANY_TEXT | st.just("- a note\n- 😀 another\n"),
+    }
+)
+
+
+def _changed(item: dict[str, object], drop: str | None, extra: str | None) -> dict[str, object]:
+    changed = {k: v for k, v in item.items() if k != drop}
+    if extra is not None:
+        changed[extra] = 1
+    return changed
+
+
+@given(
+    DOCUMENT_ITEMS,
+    st.none() | st.sampled_from(["uri", "languageId", "version", "text"]),
+    st.none() | st.sampled_from(["uri", "extra"]),
+    st.sampled_from(["item", "params", "message"]),
+)
+@example(
+    {"uri": "file:///a\udce9", "languageId": "markdown", "version": 3, "text": "- a\ud800 b\n"},
+    None,
+    None,
+    "item",
+)
+@example({"uri": "u", "languageId": "markdown", "version": 2**31, "text": ""}, None, None, "item")
+@example({"uri": "u", "languageId": "markdown", "version": True, "text": ""}, None, None, "item")
+def test_a_did_open_is_read_as_cattrs_reads_it(
+    item: dict[str, object], drop: str | None, extra: str | None, where: str
+) -> None:
+    """The ``didOpen`` read without cattrs is the object cattrs reads, or is left to it."""
+    document = _changed(item, drop, extra) if where == "item" else item
+    params: dict[str, object] = {"textDocument": document}
+    if where == "params":
+        params = _changed(params, None, extra)
+    message = {"jsonrpc": "2.0", "method": lsp.TEXT_DOCUMENT_DID_OPEN, "params": params}
+    if where == "message":
+        message = _changed(message, None, extra)
+    fast = _did_open(message)
+    try:
+        expected = PROTOCOL._converter.structure(
+            without_lone_surrogates(message), lsp.DidOpenTextDocumentNotification
+        )
+    except Exception:
+        assert fast is None  # cattrs says what is wrong
+        return
+    if fast is not None:
+        assert fast == expected
+        assert type(fast.params.text_document.language_id) is str
+    ordinary = extra is None and (where != "item" or drop is None)
+    if ordinary and type(item["version"]) is int and abs(item["version"]) < 2**31:
+        assert fast is not None  # what editors send is never left to cattrs

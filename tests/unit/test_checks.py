@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from memory_ls.core.checks import (
     CODES,
     FileContext,
@@ -14,8 +17,9 @@ from memory_ls.core.checks import (
     not_injected_findings,
     note_hash,
 )
-from memory_ls.core.notes import parse, parse_bullet
-from memory_ls.core.recall import recall_plan
+from memory_ls.core.models import Scope
+from memory_ls.core.notes import Bullet, parse, parse_bullet
+from memory_ls.core.recall import RecallPlan, recall_plan
 from memory_ls.core.text import HEADER
 
 
@@ -134,6 +138,46 @@ def test_not_injected_one_finding_per_run() -> None:
     found = not_injected_findings(parsed.bullets, "project", plan)
     assert [(f.line, f.end_line, f.data["count"]) for f in found] == [(1, 2, 2), (5, 5, 1)]
     assert all(f.data["used"] == plan.used and f.data["cap"] == 512 for f in found)
+
+
+def _runs_note_by_note(
+    bullets: list[Bullet], scope: Scope, plan: RecallPlan
+) -> list[tuple[int, int, int, int, int, str]]:
+    """The runs of left-out notes found by walking every note (how it was first written)."""
+    left_out = {n.index for n in plan.omitted_in(scope)}
+    notes = [b for b in bullets if not b.blank]
+    runs: list[list[Bullet]] = []
+    for i, b in enumerate(notes):
+        if i in left_out:
+            if runs and (i - 1) in left_out:
+                runs[-1].append(b)
+            else:
+                runs.append([b])
+    total = f"{len(left_out)} {scope} note(s) left out in all"
+    return [(r[0].line, r[0].start, r[-1].line, r[-1].end, len(r), total) for r in runs]
+
+
+@given(
+    st.lists(st.sampled_from(["a", "b" * 90, "c" * 300, "é" * 50, "", " x"]), max_size=30),
+    st.lists(st.sampled_from(["g", "h" * 200]), max_size=5),
+    st.integers(0, 1200),
+    st.sampled_from(["project", "global"]),
+)
+def test_not_injected_runs_are_the_runs_of_left_out_notes(
+    notes: list[str], others: list[str], cap: int, scope: Scope
+) -> None:
+    parsed = parse("".join(f"- {n}\n" if n else "-  \n" for n in notes))
+    mine = [b.note for b in parsed.bullets if not b.blank]
+    if scope == "project":
+        plan = recall_plan(mine, others, cap)
+    else:
+        plan = recall_plan(others, mine, cap)
+    found = not_injected_findings(parsed.bullets, scope, plan)
+    runs = [
+        (f.line, f.start, f.end_line, f.end, f.data["count"], f.message.split("; ")[1][:-1])
+        for f in found
+    ]
+    assert runs == _runs_note_by_note(parsed.bullets, scope, plan)
 
 
 def test_not_injected_is_silent_when_recall_is_off() -> None:

@@ -16,7 +16,7 @@ from memory_ls.core.notes import (
     parse_lines,
     parse_notes,
 )
-from memory_ls.core.text import BOM, HEADER, split_text
+from memory_ls.core.text import BOM, HEADER, HIDDEN_RANGES, split_text
 from tests.conftest import store_text
 
 
@@ -142,13 +142,27 @@ LINES = st.tuples(
 ).map("".join)
 
 
-@given(st.lists(LINES, max_size=20))
+LONG_LINES = st.sampled_from(
+    [
+        "- " + "y" * 1100,
+        "- " + "y" * 500,  # at the limit: no finding
+        "- " + "y" * 501,
+        "- " + "é" * 260,  # over half the limit in code points, within it in UTF-16
+        "- " + "😀" * 250,  # two UTF-16 units each: at the limit
+        "- " + "😀" * 251,  # over it
+        "- " + "😀" * 200 + "\u200b",
+    ]
+)
+
+
+@given(st.lists(LINES | LONG_LINES, max_size=20))
+@example(["- ", "- x ", "-  x", "- x  y", "- x\ty", "- \u200bx", "* x", "  - x", "- x", "- -"])
 def test_parse_bullets_is_parse_bullet_of_every_line(lines: list[str]) -> None:
     """The editor's cold parse (one loop, helpers inlined) gives the same bullets."""
     assert parse_bullets(lines) == [parse_bullet(line, i) for i, line in enumerate(lines)]
 
 
-@given(st.lists(LINES | st.just("- " + "y" * 1100), max_size=20))
+@given(st.lists(LINES | LONG_LINES, max_size=20))
 def test_lines_findings_is_line_findings_of_every_bullet(lines: list[str]) -> None:
     """The editor's line findings on open (the common line passed over without a call)."""
     expected = {
@@ -157,6 +171,15 @@ def test_lines_findings_is_line_findings_of_every_bullet(lines: list[str]) -> No
         if b and (found := line_findings(b))
     }
     assert lines_findings(parse_bullets(lines)) == expected
+
+
+def test_no_hidden_character_is_printable() -> None:
+    """:func:`lines_findings` passes over a printable note's line without looking for
+    hidden characters: true while every character ``hidden-unicode`` reports, and every
+    control, is unprintable."""
+    hidden = [chr(c) for low, high in HIDDEN_RANGES for c in range(low, high + 1)]
+    controls = [chr(c) for c in [*range(0x00, 0x20), *range(0x7F, 0xA0)]]
+    assert [c for c in hidden + controls if c.isprintable()] == []
 
 
 # -- parsing what a write wrote (parse_after) -----------------------------------------

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from memory_ls.core.text import (
     BOM,
@@ -171,6 +173,17 @@ def test_utf8_length() -> None:
 
 def test_utf8_length_counts_a_lone_surrogate_as_replacement_character() -> None:
     assert utf8_length("\ud800") == utf8_length("\ufffd") == 3
+
+
+ANY_CHARACTERS = st.characters(exclude_categories=[]) | st.sampled_from(["\udcff", "😀", "é"])
+
+
+@given(st.text(ANY_CHARACTERS))
+def test_surrogates_are_found_wherever_they_are(text: str) -> None:
+    """Both look for a lone surrogate by encoding (UTF-8 refuses it and nothing else)."""
+    replaced = "".join("\ufffd" if 0xD800 <= ord(c) <= 0xDFFF else c for c in text)
+    assert without_lone_surrogates(text) == replaced
+    assert utf8_length(text) == len(replaced.encode("utf-8"))
 
 
 # -- line splitting ------------------------------------------------------------
