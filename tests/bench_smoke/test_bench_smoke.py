@@ -188,3 +188,14 @@ def test_runs_get_bytecode_as_an_install_has_it() -> None:
         assert "PYTHONDONTWRITEBYTECODE" not in env and env["PATH"] == "/usr/bin"
     finally:
         workload.remove_workspace(ws)
+
+
+def test_message_cost_runs_the_whole_server_in_process(capsys: pytest.CaptureFixture[str]) -> None:
+    from bench import message
+
+    assert message.main(["--stores", "4500", "--edits", "10"]) == 0
+    row = capsys.readouterr().out.strip().splitlines()[-1]
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[0] == "4500"
+    p50, p95 = (float(c.removesuffix(" ms")) for c in cells[1:])
+    assert 0 < p50 <= p95
