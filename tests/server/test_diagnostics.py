@@ -15,6 +15,7 @@ from rapidfuzz import fuzz
 
 from memory_ls.core.similar import MATRIX_FROM, SERVER_BLOCK, similar_pairs
 from memory_ls.server.diagnostics import SIMILAR_LIMIT, Analysis
+from tests.unit.test_similar_pairs import random_store_from
 
 WORDS = ["run", "tests", "before", "push", "pnpm", "npm", "always", "never", "deploy", "😀"]
 
@@ -29,16 +30,7 @@ def store(rng: random.Random, templates: int, size: int) -> list[str]:
     """Distinct keys: ``templates`` notes and variants of them (a word swapped, added or
     dropped), the fewer the templates the denser the store."""
     notes = [" ".join(rng.choices(WORDS, k=rng.randint(3, 14))) for _ in range(templates)]
-    while len(notes) < size:
-        words = rng.choice(notes).split(" ")
-        roll = rng.random()
-        if roll < 0.4:
-            words[rng.randrange(len(words))] = rng.choice(WORDS)
-        elif roll < 0.7:
-            words.insert(rng.randrange(len(words) + 1), rng.choice(WORDS))
-        elif len(words) > 1:
-            del words[rng.randrange(len(words))]
-        notes.append(" ".join(words))
+    notes = random_store_from(rng, notes, size, WORDS)
     return list(dict.fromkeys(notes))
 
 

@@ -49,16 +49,19 @@ def random_store(rng: random.Random, size: int) -> list[str]:
     return random_store_from(rng, notes, size)
 
 
-def random_store_from(rng: random.Random, notes: list[str], size: int) -> list[str]:
-    """``notes`` and variants of them (a word swapped, added or dropped) up to ``size``."""
+def random_store_from(
+    rng: random.Random, notes: list[str], size: int, words: list[str] = WORDS
+) -> list[str]:
+    """``notes`` and variants of them (a word swapped, added or dropped, from ``words``)
+    up to ``size``."""
     notes = list(notes)
     while len(notes) < size:
         words = rng.choice(notes).split(" ")
         roll = rng.random()
         if roll < 0.4:
-            words[rng.randrange(len(words))] = rng.choice(WORDS)
+            words[rng.randrange(len(words))] = rng.choice(words)
         elif roll < 0.7:
-            words.insert(rng.randrange(len(words) + 1), rng.choice(WORDS))
+            words.insert(rng.randrange(len(words) + 1), rng.choice(words))
         elif len(words) > 1:
             del words[rng.randrange(len(words))]
         notes.append(" ".join(words))
