@@ -46,6 +46,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         code = cli_main(argv)
     except KeyboardInterrupt:
         _exit_interrupted()
+    except BaseException:
+        # Ctrl-C can land inside a library's own bookkeeping, which then fails with an
+        # error of its own (anyio's cancel scopes, in ``mcp``: a RuntimeError in an
+        # exception group) instead of letting the KeyboardInterrupt through.
+        if _interrupted:
+            _exit_interrupted()
+        raise
     if _interrupted:  # the interrupt was caught on the way (``serve`` on stdio)
         _exit_interrupted()
     return code

@@ -151,3 +151,24 @@ def test_asyncio_s_shutdown_report_of_a_ctrl_c_task_is_dropped() -> None:
     assert not quiet.filter(record(KeyboardInterrupt()))
     assert quiet.filter(record(BaseExceptionGroup("g", [KeyboardInterrupt(), ValueError()])))
     assert quiet.filter(record(ValueError()))
+
+
+def test_ctrl_c_that_a_library_turns_into_another_error_still_ends_quietly(
+    workspace: Workspace,
+) -> None:
+    """Ctrl-C landing in anyio's cancel-scope bookkeeping (``mcp`` at the wrong moment)
+    surfaced as a RuntimeError in an exception group: a traceback and exit status 1."""
+    script = (
+        "import memory_ls.__main__ as entry, memory_ls.cli as cli\n"
+        "def run(argv):\n"
+        "    try:\n"
+        "        entry._on_sigint(2, None)\n"
+        "    except KeyboardInterrupt as exc:\n"
+        "        raise BaseExceptionGroup('a task group', [RuntimeError('cancel scope')]) from exc\n"
+        "cli.main = run\n"
+        "entry.main([])\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], env=workspace.env(), capture_output=True, timeout=60
+    )
+    assert (done.returncode, done.stderr.decode()) == (130, QUIET)
