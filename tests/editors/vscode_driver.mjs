@@ -100,6 +100,12 @@ async function runCommand(title) {
 /** Run *Memory: Reload*; its notification, which must be a report and not an error. */
 async function reload() {
   await runCommand('Notifications: Clear All Notifications');
+  // The toasts leave the page a moment after the command: the first reload's report, still
+  // there, was once read as the second's.
+  await waitFor(
+    async () => !(await notifications()).some((text) => text.startsWith('Memory:')),
+    'the earlier notifications to clear',
+  );
   await runCommand('Memory: Reload');
   const message = await waitFor(
     async () => (await notifications()).find((text) => text.startsWith('Memory:')) ?? null,
