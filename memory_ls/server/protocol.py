@@ -279,6 +279,22 @@ def _widen(stream: BinaryIO) -> None:
                 continue
 
 
+async def _serve_stream(
+    ls: LanguageServer, stop: threading.Event, reader: asyncio.StreamReader
+) -> None:
+    """pygls' message loop over ``reader``, with :class:`FramedStream`'s rules, until
+    ``stop`` is set or the stream ends (stdio on a pipe, and each TCP connection)."""
+    from pygls.io_ import run_async
+
+    await run_async(
+        stop_event=stop,
+        reader=FramedStream(reader),
+        protocol=ls.protocol,
+        logger=log,
+        error_handler=ls.report_server_error,
+    )
+
+
 def start_stdio(ls: LanguageServer) -> None:
     """Serve the client on standard input and output.
 
@@ -289,7 +305,7 @@ def start_stdio(ls: LanguageServer) -> None:
     non-blocking mode, or the very socket the server writes to: :func:`_is_pipe`) is
     read as pygls reads it, through :class:`FramedStdin`.
     """
-    from pygls.io_ import StdoutWriter, run_async
+    from pygls.io_ import StdoutWriter
 
     stdin = sys.stdin.buffer
     if not _is_pipe(stdin, sys.stdout.buffer):
@@ -308,13 +324,7 @@ def start_stdio(ls: LanguageServer) -> None:
         reader = asyncio.StreamReader(limit=MAX_HEADER_LINE)
         loop = asyncio.get_running_loop()
         await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), pipe)
-        await run_async(
-            stop_event=stop,
-            reader=FramedStream(reader),
-            protocol=ls.protocol,
-            logger=log,
-            error_handler=ls.report_server_error,
-        )
+        await _serve_stream(ls, stop, reader)
 
     try:
         asyncio.run(main())
@@ -331,7 +341,6 @@ def start_stdio(ls: LanguageServer) -> None:
 def start_tcp(ls: LanguageServer, host: str, port: int) -> None:
     """Serve one client on ``host:port`` (pygls' ``start_tcp``, with the framing of
     :class:`FramedStream`, and :class:`_OneClient`'s rules)."""
-    from pygls.io_ import run_async
 
     one = _OneClient(ls)
 
@@ -341,13 +350,7 @@ def start_tcp(ls: LanguageServer, host: str, port: int) -> None:
 
         async def run() -> None:
             ls.protocol.set_writer(writer)
-            await run_async(
-                stop_event=one.stop,
-                reader=FramedStream(reader),
-                protocol=ls.protocol,
-                logger=log,
-                error_handler=ls.report_server_error,
-            )
+            await _serve_stream(ls, one.stop, reader)
 
         await one.serve(refuse, run)
 
