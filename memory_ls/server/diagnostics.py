@@ -928,7 +928,7 @@ class Analysis:
         and message, or ``None``: what a quick fix is built from (the published ``data``
         holds only the code, the line and the note's hash: :func:`lean_wire_data`).
 
-        With the note's hash the client's data named (``note``), only the range's first
+        With the note's hash the client's data named (``noteHash``), only the range's first
         line is compared, not its columns: clients turn ranges into their own units and
         back (Neovim 0.7 sends byte columns), and the hash says which note's finding it
         is. Without it (a client that drops ``data``), the whole range must match: two
