@@ -24,7 +24,8 @@ import os
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
+from weakref import WeakSet
 
 from lsprotocol import types as lsp
 from pygls.exceptions import JsonRpcException, JsonRpcInternalError, JsonRpcInvalidParams
@@ -58,6 +59,27 @@ if TYPE_CHECKING:
     from memory_ls.server.server import MemoryServer
 
 log = logging.getLogger(__name__)
+
+_P = ParamSpec("_P")
+_T = TypeVar("_T")
+
+_COMMITTED: WeakSet[asyncio.Task[Any]] = WeakSet()
+"""The commands' tasks that started work a cancel cannot stop (see :func:`in_thread`)."""
+
+
+async def in_thread(fn: Callable[_P, _T], /, *args: _P.args, **kwargs: _P.kwargs) -> _T:
+    """``fn`` in a worker thread, from which point the running command is committed.
+
+    A thread cannot be stopped: a ``$/cancelRequest`` that arrives once it runs would
+    answer "canceled" for a write that still happens, and skip showing it in the open
+    buffers (whose next save would then drop it). So the command runs to its end and
+    answers what it did (LSP lets a server answer a cancelled request with its result).
+    """
+    task = asyncio.current_task()
+    if task is not None:
+        _COMMITTED.add(task)
+    return await asyncio.to_thread(fn, *args, **kwargs)
+
 
 COMMANDS = (
     "memory.add",
@@ -216,7 +238,7 @@ async def _sync(ls: MemoryServer, runtime: MemoryRuntime, arg: dict[str, Any]) -
         try:
             async with ls.open_buffers.turn([path]):
                 before = runtime.view(scope).file.content
-                result = await asyncio.to_thread(
+                result = await in_thread(
                     git_sync,
                     scope,
                     folder,
@@ -287,7 +309,7 @@ async def _import(ls: MemoryServer, runtime: MemoryRuntime, arg: dict[str, Any])
         before = runtime.view(scope).file.content
         # In a worker thread, as every write: waiting for another process's lock must
         # not stop this server from answering meanwhile.
-        result = await asyncio.to_thread(runtime.import_notes, candidates, scope)
+        result = await in_thread(runtime.import_notes, candidates, scope)
         ls.projects.invalidate()
         after = runtime.view(scope).file.content
         doc = ls.projects.open_store(runtime, scope)
@@ -310,7 +332,7 @@ async def _import_proposals(
 
     # In a worker thread: the inbox write may wait for another process's lock.
     review_of = Review(runtime)
-    proposed = await asyncio.to_thread(
+    proposed = await in_thread(
         review_of.import_proposals, candidates, scope, clean_by(by, ls.client_name)
     )
     result = proposed[0]
@@ -339,7 +361,7 @@ async def _export(ls: MemoryServer, runtime: MemoryRuntime, arg: dict[str, Any])
     # As named: the runtime follows its symlinks (CLAUDE.md -> AGENTS.md stays a link)
     # and refuses one that leads into a store or out of the project.
     # In a worker thread: the write waits for the target folder's lock.
-    result = await asyncio.to_thread(runtime.export_to, target, check=check)
+    result = await in_thread(runtime.export_to, target, check=check)
     if check and "error" not in result:
         result["message"] = check_message(result["status"], str(target))
     publishing.refresh_all(ls)
@@ -362,7 +384,7 @@ async def _mutate(
         before = {s: runtime.view(s).file.content for s in stores}
         # In a worker thread: waiting for another process's lock (up to its timeout)
         # must not stop this server from answering hovers and diagnostics meanwhile.
-        result = await asyncio.to_thread(runtime.run, action, arg)
+        result = await in_thread(runtime.run, action, arg)
         ls.projects.invalidate()
         if "error" not in result:
             for s in stores:
@@ -616,8 +638,17 @@ def _handler(name: str) -> Callable[..., Any]:
     # pygls reads a command handler's annotations at run time (typing.get_type_hints), and
     # MemoryServer is only imported for type checking here: ``ls`` is known by its name.
     async def handler(ls: Any, *args: Any) -> Any:
+        # The work is its own task, so that a cancel (pygls cancels this handler's task)
+        # stops it only until it commits (in_thread); after that it is waited for.
+        work = asyncio.ensure_future(execute(ls, name, args))
         try:
-            return await execute(ls, name, args)
+            try:
+                return await asyncio.shield(work)
+            except asyncio.CancelledError:
+                if work.done() or work in _COMMITTED:
+                    return await work
+                work.cancel()
+                raise
         except JsonRpcException:
             raise
         except Exception as exc:

@@ -642,6 +642,25 @@ class MemoryProtocol(LanguageServerProtocol):
                 future.cancel()
         self._shutdown = True
 
+    @lsp_method(lsp.WORKSPACE_EXECUTE_COMMAND)
+    async def lsp_workspace__execute_command(  # type: ignore[override]
+        self, params: lsp.ExecuteCommandParams
+    ) -> Any:
+        """pygls' ``workspace/executeCommand``, as one task: the request's own.
+
+        pygls runs a command as a second task behind a generator's future, and
+        ``$/cancelRequest`` cancels only that future: the client was told "canceled" at
+        once while the command ran on and wrote. Here a cancel reaches the command, which
+        decides (``commands.in_thread``): stopped before it commits, answered after.
+        Every command's handler takes its arguments as ``*args`` (no conversion to do).
+        """
+        handler = self.fm.commands.get(params.command)
+        if handler is None:
+            raise JsonRpcInvalidParams.of(
+                ValueError(f"Command name {params.command!r} is not defined")
+            )
+        return await handler(*(params.arguments or ()))
+
     @lsp_method(lsp.TEXT_DOCUMENT_DID_OPEN)
     def lsp_text_document__did_open(
         self, params: lsp.DidOpenTextDocumentParams

@@ -35,7 +35,7 @@ from memory_ls.core.models import (
 from memory_ls.core.render import result_text
 from memory_ls.core.text import escape_unseen, key_of_normalised
 from memory_ls.server import publishing
-from memory_ls.server.commands import BufferChange, sync_buffer
+from memory_ls.server.commands import BufferChange, in_thread, sync_buffer
 from memory_ls.server.documents import MemoryDocument
 from memory_ls.server.protocol import send_json
 from memory_ls.store.files import Stamp, read_store, stamp_of
@@ -231,7 +231,7 @@ async def execute(ls: MemoryServer, runtime: MemoryRuntime, name: str, arg: dict
         fields = {k: v for k, v in arg.items() if k not in ("action", "by", "uri")}
         # In a worker thread, as every write: waiting for another process's lock must
         # not stop this server from answering hovers and diagnostics meanwhile.
-        proposed = await asyncio.to_thread(review.propose, arg.get("action"), fields, by)
+        proposed = await in_thread(review.propose, arg.get("action"), fields, by)
         result: MemoryResult = proposed[0]
         if "proposal" in result:
             inbox_changed(ls)
@@ -250,7 +250,7 @@ async def execute(ls: MemoryServer, runtime: MemoryRuntime, name: str, arg: dict
     if error:
         return _refused(runtime, verb, scope or "project", error)
     if verb == "reject":
-        out = await asyncio.to_thread(review.reject, ids, scope)
+        out = await in_thread(review.reject, ids, scope)
     else:
         out = await _accept(ls, runtime, review, ids, scope, text, to)
     inbox_changed(ls)
@@ -270,7 +270,7 @@ async def _accept(
     scopes = (scope,) if scope is not None else SCOPES
     async with ls.open_buffers.turn(runtime.paths[s] for s in scopes):
         before = {s: runtime.view(s).file.content for s in scopes}
-        out = await asyncio.to_thread(review.accept, ids, scope, text, to)
+        out = await in_thread(review.accept, ids, scope, text, to)
         ls.projects.invalidate()
         for s in scopes:
             after = runtime.view(s).file.content
