@@ -447,6 +447,9 @@ class MemoryProtocol(LanguageServerProtocol):
     """
 
     def __init__(self, server: LanguageServer, converter: Converter) -> None:
+        # Before cattrs compiles any reader: its own reading of a ``str`` field is str(),
+        # which made a didChange's ``"text": null`` a buffer holding "None".
+        converter.register_structure_hook(str, _strict_str)
         super().__init__(server, converter)
         self.initialize_received = False
         self.exit_code = 0
@@ -685,6 +688,13 @@ class MemoryProtocol(LanguageServerProtocol):
 
 _OPEN_KEYS = {"jsonrpc", "method", "params"}
 _ITEM_KEYS = {"uri", "languageId", "version", "text"}
+
+
+def _strict_str(value: object, _type: object) -> str:
+    """cattrs' reading of a ``str`` field: a JSON string, or an error naming what came."""
+    if not isinstance(value, str):
+        raise TypeError(f"expected a string, got {type(value).__name__}")
+    return value
 
 
 def _did_open(data: dict[str, Any]) -> lsp.DidOpenTextDocumentNotification | None:

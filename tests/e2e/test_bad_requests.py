@@ -529,6 +529,37 @@ def test_bad_notification_is_ignored_and_the_server_carries_on(client: RawClient
     assert_still_works(client, uri, 2)
 
 
+def test_a_text_that_is_not_a_string_is_refused_not_read_as_its_repr(client: RawClient) -> None:
+    # cattrs turns any value into a ``str`` field with str(): a didChange or didOpen with
+    # "text": null became a buffer holding "None" (and 5 became "5").
+    client.initialize()
+    store = client.root / ".pi" / "memory.md"
+    uri = client.open(store, HEADER + "\n\n- use pnpm\n- run make test\n")
+    client.wait_published(uri, 1)
+    for version, text in ((2, None), (3, 5), (4, ["- x"])):
+        client.notify(
+            "textDocument/didChange",
+            {"textDocument": {"uri": uri, "version": version}, "contentChanges": [{"text": text}]},
+        )
+    other = (client.root / "notes.md").as_uri()
+    for text in (None, 7):
+        client.notify(
+            "textDocument/didOpen",
+            {"textDocument": {"uri": other, "languageId": "markdown", "version": 1, "text": text}},
+        )
+    symbols = client.request("textDocument/documentSymbol", {"textDocument": {"uri": uri}})
+    assert [s["name"] for s in symbols["result"]] == ["use pnpm", "run make test"], symbols
+    ignored = [
+        n["params"]["message"]
+        for n in client.notifications
+        if n["method"] == "window/logMessage" and "ignored" in n["params"]["message"]
+    ]
+    assert len([m for m in ignored if "didChange" in m]) == 3, ignored
+    assert len([m for m in ignored if "didOpen" in m]) == 2, ignored
+    assert not [n for n in client.notifications if n.get("params", {}).get("uri") == other]
+    assert_still_works(client, uri, 5)
+
+
 # -- the envelope: JSON-RPC rules ------------------------------------------------------
 
 
