@@ -63,7 +63,11 @@ class SettingsModel(BaseModel):
         default_factory=dict, description="Severity per diagnostic code, or off."
     )
     similar_threshold: float = Field(
-        default=DEFAULT_THRESHOLD, ge=0, le=100, description="Score (0-100) for `similar` hints."
+        default=DEFAULT_THRESHOLD,
+        ge=0,
+        le=100,
+        allow_inf_nan=False,  # else NaN was refused as "greater than 100"
+        description="Score (0-100) for `similar` hints.",
     )
 
     @field_validator("similar_threshold", mode="before")

@@ -165,6 +165,13 @@ def test_an_invalid_value_is_reported_and_replaced_by_its_default(
         assert settings.model_dump(by_alias=True)[key] == default
 
 
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), float("-inf")])
+def test_a_threshold_that_is_not_finite_is_refused_as_such(value: float) -> None:
+    # NaN was refused as "less than or equal to 100": true of no number, and no help.
+    _, problems = parse_settings({"similarThreshold": value})
+    assert len(problems) == 1 and "(Input should be a finite number)" in problems[0], problems
+
+
 def test_an_invalid_value_leaves_the_valid_ones_alone() -> None:
     settings, problems = parse_settings(
         {"readOnly": "yes", "trusted": False, "similarThreshold": 101, "agentDir": "/a"}
