@@ -114,10 +114,22 @@ class Projects:
             s = self.settings
             trusted = s.trusted if self.covers(root) else None
             runtime = MemoryRuntime(
-                root, agent_dir=s.agent_dir, trusted=trusted, read_only=s.read_only
+                root, agent_dir=self.agent_dir_setting(), trusted=trusted, read_only=s.read_only
             )
             self.runtimes[root] = runtime
         return runtime
+
+    def agent_dir_setting(self) -> str | None:
+        """The ``agentDir`` setting, a relative one taken from the first workspace folder.
+
+        Not from the server's current directory: the editor picks that (VS Code's is
+        wherever it was started), so the same setting would name a different folder
+        from one start to the next. ``~`` and absolute paths are taken as they are.
+        """
+        chosen = self.settings.agent_dir
+        if not chosen or chosen.startswith("~") or os.path.isabs(chosen):
+            return chosen
+        return os.path.join(self.folders[0] if self.folders else Path.cwd(), chosen)
 
     def covers(self, root: Path) -> bool:
         """Whether the client's trust decision reaches the project at ``root`` (canonical).

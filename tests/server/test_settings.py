@@ -342,6 +342,25 @@ async def test_configuration_is_read_over_the_initialization_options(server: InP
     assert settings_logs(server) == []
 
 
+async def test_a_relative_agent_dir_is_taken_from_the_first_folder_not_the_cwd(
+    server: InProcess, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The editor picks the server's current directory (VS Code: wherever it was started),
+    # so "shared-agent" must not depend on it. "~/x" and absolute paths are left alone.
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    await server.initialize(configuration={"agentDir": "shared-agent"})
+    root = server.workspace.root
+    assert server.ls.projects.default_runtime().agent_dir == root / "shared-agent"
+    for chosen in ("/abs/agent", "~/agent"):
+        server.client.configuration = {"agentDir": chosen}
+        await did_change_configuration(server.ls, lsp.DidChangeConfigurationParams(settings=None))
+        agent_dir = server.ls.projects.default_runtime().agent_dir
+        assert agent_dir.is_absolute() and agent_dir.name == "agent", agent_dir
+        assert root not in agent_dir.parents and elsewhere not in agent_dir.parents, agent_dir
+
+
 async def test_null_configuration_keeps_the_initialization_options(server: InProcess) -> None:
     await server.initialize(
         init_options={"trusted": False, "similarThreshold": 60},
