@@ -506,7 +506,7 @@ def test_hostile_pushed_settings_are_reported_briefly_and_the_server_carries_on(
         "memory-ls settings: Invalid value '/a\\x00b' for memoryLs.agentDir"
         " (a path cannot hold a NUL character); using the default.",
         "memory-ls settings: Invalid value NaN for memoryLs.similarThreshold"
-        " (Input should be less than or equal to 100); using the default.",
+        " (Input should be a finite number); using the default.",
         "memory-ls settings: Invalid value [[[[...]]]] for memoryLs.readOnly"
         " (Input should be a valid boolean); using the default.",
         "memory-ls settings: Unknown setting memoryLs." + "k" * 59 + "…; ignored.",
