@@ -79,8 +79,8 @@ class MemoryServer(LanguageServer):
         """Whether a ``workspace/diagnostic/refresh`` is already scheduled (``publishing.py``)."""
         self.init_settings = Settings()
         """The settings in ``initializationOptions``, under the client's later ones."""
-        self.reported: set[str] = set()
-        """Settings problems already reported (each is reported once)."""
+        self.reported: dict[str, None] = {}
+        """Settings problems already reported, oldest first (each is reported once)."""
         self.instructions = InstructionFiles()
         """Open AGENTS.md / CLAUDE.md / GEMINI.md files, for ``export-stale`` (``instructions.py``)."""
         self.unjudged: dict[str, MemoryDocument] = {}

@@ -64,12 +64,22 @@ def apply_settings(ls: MemoryServer, raw: object) -> None:
     document_sync.redescribe(ls)
 
 
+REPORTED_KEPT = 256
+"""How many reported problems are remembered: a client pushing ever new invalid values
+would otherwise grow the set for as long as the server runs."""
+
+
 def report_problems(ls: MemoryServer, problems: list[str]) -> None:
-    """Report each settings problem once."""
+    """Report each settings problem once (once among the last :data:`REPORTED_KEPT`)."""
+    reported = ls.reported
     for problem in problems:
-        if problem not in ls.reported:
-            ls.reported.add(problem)
-            ls.log(f"memory-ls settings: {problem}", lsp.MessageType.Warning)
+        if problem in reported:
+            reported[problem] = reported.pop(problem)  # recently seen: forgotten last
+            continue
+        reported[problem] = None
+        if len(reported) > REPORTED_KEPT:
+            del reported[next(iter(reported))]
+        ls.log(f"memory-ls settings: {problem}", lsp.MessageType.Warning)
 
 
 async def did_change_configuration(

@@ -361,6 +361,22 @@ async def test_a_relative_agent_dir_is_taken_from_the_first_folder_not_the_cwd(
         assert root not in agent_dir.parents and elsewhere not in agent_dir.parents, agent_dir
 
 
+async def test_remembering_reported_problems_is_bounded(server: InProcess) -> None:
+    # A client that pushes a new invalid value each time must not grow the server's memory
+    # for as long as it runs; a problem that keeps coming is still reported once.
+    from memory_ls.server.settings_sync import REPORTED_KEPT
+
+    await server.initialize()
+    kept = {"readOnly": "kept"}
+    for i in range(3 * REPORTED_KEPT):
+        server.client.configuration = {**kept, "similarThreshold": f"x{i}"}
+        await did_change_configuration(server.ls, lsp.DidChangeConfigurationParams(settings=None))
+    assert len(server.ls.reported) == REPORTED_KEPT
+    logs = settings_logs(server)
+    assert len([m for m in logs if "'kept'" in m]) == 1, "a problem that keeps coming"
+    assert len([m for m in logs if "similarThreshold" in m]) == 3 * REPORTED_KEPT
+
+
 async def test_null_configuration_keeps_the_initialization_options(server: InProcess) -> None:
     await server.initialize(
         init_options={"trusted": False, "similarThreshold": 60},
