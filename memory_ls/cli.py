@@ -528,9 +528,11 @@ def _usage_error(message: str) -> int:
 
 
 def _print_json(value: Any) -> None:
-    import json  # imported here: `inject` without --json prints text
+    # json.dumps(value, indent=2, ensure_ascii=False)'s text, built without the
+    # standard encoder's Python generators or importing json (core/json_text.py).
+    from memory_ls.core.json_text import dumps
 
-    say(json.dumps(value, indent=2, ensure_ascii=False))
+    say(dumps(value))
 
 
 MAX_PORT = 65535
