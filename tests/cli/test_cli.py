@@ -319,7 +319,7 @@ def test_json_output_is_the_standard_encoders_indented_text(
     """``--json`` prints ``json.dumps(value, indent=2, ensure_ascii=False)``'s text exactly
     (``core/json_text.py`` builds it without the standard encoder): odd characters, an
     empty list, a long list."""
-    workspace.write("project", [*ODD_NOTES, *(f"note {i} 😀 \"{i}\"" for i in range(300))])
+    workspace.write("project", [*ODD_NOTES, *(f'note {i} 😀 "{i}"' for i in range(300))])
     workspace.write("global", [])
     r = workspace.cli(*verb)
     assert r.returncode == 0, r.stderr

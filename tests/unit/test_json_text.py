@@ -53,7 +53,7 @@ ODD_TEXTS = [
         },
         {"action": "list", "scope": "global", "project": [], "global": [], "changed": False},
         {
-            "body": "[MEMORY]\nproject:\n- \"q\" \\ 😀",
+            "body": '[MEMORY]\nproject:\n- "q" \\ 😀',
             "bytes": 26,
             "maxInjectBytes": 8192,
             "included": 1,
@@ -91,7 +91,7 @@ class Count(int):
 
 
 def test_subclasses_are_written_as_their_base_type() -> None:
-    value = {Tag("key"): [Tag("a \"b\""), Count(3), True], "n": Count(-7)}
+    value = {Tag("key"): [Tag('a "b"'), Count(3), True], "n": Count(-7)}
     assert dumps(value) == standard(value)
 
 
@@ -132,9 +132,11 @@ json_values = st.recursive(
     | st.integers()
     | st.floats(allow_nan=True, allow_infinity=True)
     | st.text(),
-    lambda children: st.lists(children, max_size=6)
-    | st.lists(st.text(), max_size=6)
-    | st.dictionaries(st.text(), children, max_size=6),
+    lambda children: (
+        st.lists(children, max_size=6)
+        | st.lists(st.text(), max_size=6)
+        | st.dictionaries(st.text(), children, max_size=6)
+    ),
     max_leaves=40,
 )
 
