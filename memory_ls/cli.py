@@ -16,6 +16,7 @@ the read verbs an agent runs before every run (``inject --project DIR``) are rea
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from collections.abc import Sequence
@@ -508,6 +509,11 @@ def _restore(args: argparse.Namespace) -> argparse.Namespace:
     return args
 
 
+WIDEN_FROM = 16 * 1024
+"""Characters of output from which :func:`say` widens a pipe it writes to (past them the
+text may be more than a pipe's 64 KiB: a character is at most four bytes)."""
+
+
 def say(text: str = "", *, err: bool = False, end: str = "\n") -> None:
     """Write ``text`` to standard output (``err``: standard error): the CLI's one way out.
 
@@ -518,7 +524,16 @@ def say(text: str = "", *, err: bool = False, end: str = "\n") -> None:
     """
     from memory_ls.core.text import without_lone_surrogates
 
-    (sys.stderr if err else sys.stdout).write(without_lone_surrogates(text + end))
+    stream = sys.stderr if err else sys.stdout
+    out = without_lone_surrogates(text + end)
+    if len(out) > WIDEN_FROM:
+        # More than a pipe holds (`list --json`: 276 kB on 4,500 notes): widened, it takes
+        # the text in one write, and the command ends without waiting for its reader.
+        from memory_ls.store.pipes import widen
+
+        with contextlib.suppress(OSError, ValueError, AttributeError):  # no descriptor
+            widen(stream.fileno())
+    stream.write(out)
 
 
 def _usage_error(message: str) -> int:
