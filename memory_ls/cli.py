@@ -678,7 +678,7 @@ def _run(verb: str, args: argparse.Namespace) -> int:
                 _print_json(runtime.inject())
             else:
                 # The body alone: the result's list of left-out notes is not printed.
-                body = runtime.plan().body
+                body = runtime.body()
                 if body is not None:
                     say(body)
         errors = _store_errors(runtime)

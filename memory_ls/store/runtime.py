@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 from memory_ls.core.notes import ParsedFile, parse, parse_after
-from memory_ls.core.recall import RecallPlan, recall_plan
+from memory_ls.core.recall import RecallPlan, recall_body, recall_plan
 from memory_ls.core.records import field, record
 from memory_ls.core.text import display_path
 from memory_ls.store.config import load_config
@@ -418,6 +418,17 @@ class MemoryRuntime:
         """The recall plan (SPEC §6) over both stores as they are now."""
         config = self.config()
         return recall_plan(
+            self.recall_notes("project"),
+            self.recall_notes("global"),
+            config.max_inject_bytes,
+            config.inject,
+        )
+
+    def body(self) -> str | None:
+        """The injection body of :meth:`plan`, without the plan's entry per note
+        (``memory-ls inject``)."""
+        config = self.config()
+        return recall_body(
             self.recall_notes("project"),
             self.recall_notes("global"),
             config.max_inject_bytes,
