@@ -2,14 +2,15 @@
 
 ``memory-ls list --json`` on the 4,500-note store prints 276 kB of indented JSON.
 The standard encoder leaves its C implementation as soon as it is asked to indent
-and walks every value through Python generators (~2.3 ms there), and importing
-:mod:`json` compiles its regular expressions (~1.5-2 ms) before anything is
-printed. :func:`dumps` builds the same text by construction: each container is
-its items joined by the indented separator, and a list of strings (a store's
-notes) is one ``join`` over the C string encoder's outputs (~1.2 ms, no
-:mod:`json` import). The text is the standard encoder's, byte for byte
-(``tests/unit/test_json_text.py``, under hypothesis); a value it does not know
-(a non-string key, an object the standard encoder would refuse, a cycle) is
+and walks every value through Python generators, and importing :mod:`json`
+compiles its regular expressions before anything is printed. :func:`dumps` builds
+the same text by construction, without importing :mod:`json`: the pieces of every
+container appended to one list, a list of strings (a store's notes) as one
+``join`` over the C string encoder's outputs, and the whole joined once. For
+``list --json`` on 4,500 notes: 162.8 -> 154.1 million instructions in all
+(callgrind), of which ~5 are the import. The text is the standard encoder's, byte
+for byte (``tests/unit/test_json_text.py``, under hypothesis); a value it does not
+know (a non-string key, an object the standard encoder would refuse, a cycle) is
 handed to :func:`json.dumps`, so even its errors are the standard ones.
 """
 
@@ -35,12 +36,16 @@ class _Unknown(Exception):
 
 def dumps(value: object) -> str:
     """``json.dumps(value, indent=2, ensure_ascii=False)``: the same text."""
+    parts: list[str] = []
     try:
-        return _text(value, "\n")
+        _write(value, "\n", parts)
     except (_Unknown, RecursionError):
         import json
 
         return json.dumps(value, indent=2, ensure_ascii=False)
+    # One join of all the pieces: the output is made once (a 4,500-note list is a
+    # megabyte of code points when one note holds an emoji).
+    return "".join(parts)
 
 
 def _float(value: float) -> str:
@@ -54,40 +59,55 @@ def _float(value: float) -> str:
     return float.__repr__(value)
 
 
-def _text(value: object, newline: str) -> str:
-    """``value``'s JSON, its nested lines indented one step past ``newline``.
+def _write(value: object, newline: str, out: list[str]) -> None:
+    """Append ``value``'s JSON to ``out``, its nested lines indented one step past ``newline``.
 
     The tests in the standard encoder's order: a ``str`` subclass is a string,
     ``True`` is not an ``int``, a tuple is a list.
     """
     if isinstance(value, str):
-        return _encode(value)
-    if value is None:
-        return "null"
-    if value is True:
-        return "true"
-    if value is False:
-        return "false"
-    if isinstance(value, int):
-        return int.__repr__(value)
-    if isinstance(value, float):
-        return _float(value)
-    inner = newline + INDENT
-    if isinstance(value, (list, tuple)):
+        out.append(_encode(value))
+    elif value is None:
+        out.append("null")
+    elif value is True:
+        out.append("true")
+    elif value is False:
+        out.append("false")
+    elif isinstance(value, int):
+        out.append(int.__repr__(value))
+    elif isinstance(value, float):
+        out.append(_float(value))
+    elif isinstance(value, (list, tuple)):
         if not value:
-            return "[]"
-        try:  # a list of strings (a store's notes), all in C
+            out.append("[]")
+            return
+        inner = newline + INDENT
+        separator = "," + inner
+        try:  # a list of strings (a store's notes): each item's text in C
             items = list(map(_encode, value))
         except TypeError:  # something other than a string among them
-            items = [_text(item, inner) for item in value]
-        return "[" + inner + ("," + inner).join(items) + newline + "]"
-    if isinstance(value, dict):
+            items = None
+        out.append("[" + inner)
+        if items is not None:
+            out.append(separator.join(items))
+        else:
+            for index, item in enumerate(value):
+                if index:
+                    out.append(separator)
+                _write(item, inner, out)
+        out.append(newline + "]")
+    elif isinstance(value, dict):
         if not value:
-            return "{}"
-        parts = []
-        for key, item in value.items():
+            out.append("{}")
+            return
+        inner = newline + INDENT
+        separator = "," + inner
+        out.append("{")
+        for index, (key, item) in enumerate(value.items()):
             if not isinstance(key, str):  # the standard encoder's key rules: left to it
                 raise _Unknown
-            parts.append(_encode(key) + ": " + _text(item, inner))
-        return "{" + inner + ("," + inner).join(parts) + newline + "}"
-    raise _Unknown
+            out.append((separator if index else inner) + _encode(key) + ": ")
+            _write(item, inner, out)
+        out.append(newline + "}")
+    else:
+        raise _Unknown
