@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import gc
 import os
-import signal
 import sys
 from collections.abc import Sequence
 from types import FrameType
@@ -58,9 +57,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     quick = argv is None and len(sys.argv) > 1 and sys.argv[1] in QUICK_VERBS
     if quick:
         gc.disable()  # a read verb makes no garbage worth a collection before it ends
-    # A SIGINT the parent set to be ignored (a background job) stays ignored.
-    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
-        signal.signal(signal.SIGINT, _on_sigint)
+    else:
+        # A quick verb keeps Python's own handler: its KeyboardInterrupt reaches the
+        # `except` below (no server or library of its own to swallow it or turn it into
+        # another error), and `signal` with its enums of every signal (~1 ms) is not
+        # imported.
+        import signal
+
+        # A SIGINT the parent set to be ignored (a background job) stays ignored.
+        if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+            signal.signal(signal.SIGINT, _on_sigint)
     try:
         from memory_ls.cli import main as cli_main
 
@@ -96,8 +102,9 @@ def _end_now(code: int) -> None:
             stream.flush()
     except Exception:
         return
-    threading = sys.modules.get("threading")
-    if threading is not None and threading.active_count() > 1:
+    import _thread
+
+    if _thread._count():  # threads running besides this one (threading's or not)
         return
     import atexit
 

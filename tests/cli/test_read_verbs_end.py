@@ -135,3 +135,29 @@ def test_an_output_longer_than_a_pipe_holds_goes_in_one_write(workspace: Workspa
         proc.stdout.close()
     assert len(out) > 2 * 65536
     assert json.loads(out)["project"] == notes
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGINT is POSIX")
+def test_ctrl_c_during_a_quick_verb_still_ends_quietly_with_130(workspace: Workspace) -> None:
+    """A quick verb keeps Python's own SIGINT handler (``signal`` is not imported): its
+    KeyboardInterrupt still ends the command with one line and exit status 130."""
+    script = (
+        "import os, signal, sys, time\n"
+        "import memory_ls.cli as cli\n"
+        "def run(argv):\n"
+        "    os.kill(os.getpid(), signal.SIGINT)\n"
+        "    time.sleep(30)\n"
+        "cli.main = run\n"
+        "sys.argv = ['memory-ls', 'inject']\n"
+        "from memory_ls.__main__ import main\n"
+        "sys.exit(main())\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=workspace.root,
+        env=workspace.env(),
+        capture_output=True,
+        timeout=CLI_TIMEOUT,
+        check=False,
+    )
+    assert (done.returncode, done.stderr.decode()) == (130, "memory-ls: interrupted\n")
