@@ -17,6 +17,7 @@ the read verbs an agent runs before every run (``inject --project DIR``) are rea
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import sys
 from collections.abc import Sequence
@@ -525,15 +526,51 @@ def say(text: str = "", *, err: bool = False, end: str = "\n") -> None:
     from memory_ls.core.text import without_lone_surrogates
 
     stream = sys.stderr if err else sys.stdout
-    out = without_lone_surrogates(text + end)
-    if len(out) > WIDEN_FROM:
-        # More than a pipe holds (`list --json`: 276 kB on 4,500 notes): widened, it takes
-        # the text in one write, and the command ends without waiting for its reader.
-        from memory_ls.store.pipes import widen
+    if len(text) <= WIDEN_FROM:
+        stream.write(without_lone_surrogates(text + end))
+        return
+    # More than a pipe holds (`list --json`: 276 kB on 4,500 notes): widened, it takes
+    # the text in one write, and the command ends without waiting for its reader.
+    from memory_ls.store.pipes import widen
 
-        with contextlib.suppress(OSError, ValueError, AttributeError):  # no descriptor
-            widen(stream.fileno())
-    stream.write(out)
+    with contextlib.suppress(OSError, ValueError, AttributeError):  # no descriptor
+        widen(stream.fileno())
+    buffer = _utf8_buffer(stream)
+    if buffer is None:
+        stream.write(without_lone_surrogates(text + end))
+        return
+    # Encoded once, to the bytes the stream would write (a megabyte of code points when a
+    # note holds an emoji: the lone-surrogate check and the stream each encoded it).
+    try:
+        data = text.encode()
+    except UnicodeEncodeError:  # a lone surrogate, the one thing UTF-8 refuses
+        data = without_lone_surrogates(text).encode()
+    stream.flush()  # what was written as text goes first
+    view = memoryview(data + without_lone_surrogates(end).encode())
+    while view:  # a buffered writer takes it all; a raw file (`python -u`) may take part
+        written = buffer.write(view)
+        if written is None:  # a non-blocking pipe that is full: as a buffered writer says
+            raise BlockingIOError(errno.EAGAIN, "write could not complete without blocking")
+        view = view[written:]
+    if stream.line_buffering:  # as the stream would have (a terminal)
+        buffer.flush()
+
+
+def _utf8_buffer(stream: Any) -> Any:
+    """The byte stream under ``stream`` when writing UTF-8 to it is what ``stream.write``
+    would do (UTF-8, no newline translation, a buffered writer or, under ``python -u`` or
+    ``PYTHONUNBUFFERED``, the file itself), else ``None``."""
+    import codecs
+    import io
+
+    buffer = getattr(stream, "buffer", None)
+    if not isinstance(stream, io.TextIOWrapper):
+        return None
+    if not isinstance(buffer, io.BufferedWriter | io.FileIO):
+        return None
+    if os.linesep != "\n" or codecs.lookup(stream.encoding).name != "utf-8":
+        return None
+    return buffer
 
 
 def _usage_error(message: str) -> int:
