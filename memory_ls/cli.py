@@ -546,12 +546,13 @@ def say(text: str = "", *, err: bool = False, end: str = "\n") -> None:
     except UnicodeEncodeError:  # a lone surrogate, the one thing UTF-8 refuses
         data = without_lone_surrogates(text).encode()
     stream.flush()  # what was written as text goes first
-    view = memoryview(data + without_lone_surrogates(end).encode())
-    while view:  # a buffered writer takes it all; a raw file (`python -u`) may take part
-        written = buffer.write(view)
-        if written is None:  # a non-blocking pipe that is full: as a buffered writer says
-            raise BlockingIOError(errno.EAGAIN, "write could not complete without blocking")
-        view = view[written:]
+    for chunk in (data, without_lone_surrogates(end).encode()):
+        view = memoryview(chunk)
+        while view:  # a buffered writer takes it all; a raw file (`python -u`) may take part
+            written = buffer.write(view)
+            if written is None:  # a full non-blocking pipe: as a buffered writer says
+                raise BlockingIOError(errno.EAGAIN, "write could not complete without blocking")
+            view = view[written:]
     if stream.line_buffering:  # as the stream would have (a terminal)
         buffer.flush()
 
