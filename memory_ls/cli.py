@@ -16,7 +16,6 @@ the read verbs an agent runs before every run (``inject --project DIR``) are rea
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import os
 import sys
@@ -510,9 +509,8 @@ def _restore(args: argparse.Namespace) -> argparse.Namespace:
     return args
 
 
-WIDEN_FROM = 16 * 1024
-"""Characters of output from which :func:`say` widens a pipe it writes to (past them the
-text may be more than a pipe's 64 KiB: a character is at most four bytes)."""
+LONG_TEXT = 16 * 1024
+"""Characters from which :func:`say` encodes the text itself and writes the bytes."""
 
 
 def say(text: str = "", *, err: bool = False, end: str = "\n") -> None:
@@ -526,27 +524,33 @@ def say(text: str = "", *, err: bool = False, end: str = "\n") -> None:
     from memory_ls.core.text import without_lone_surrogates
 
     stream = sys.stderr if err else sys.stdout
-    if len(text) <= WIDEN_FROM:
-        stream.write(without_lone_surrogates(text + end))
-        return
-    # More than a pipe holds (`list --json`: 276 kB on 4,500 notes): widened, it takes
-    # the text in one write, and the command ends without waiting for its reader.
-    from memory_ls.store.pipes import widen
-
-    with contextlib.suppress(OSError, ValueError, AttributeError):  # no descriptor
-        widen(stream.fileno())
-    buffer = _utf8_buffer(stream)
+    buffer = _utf8_buffer(stream) if len(text) > LONG_TEXT else None
     if buffer is None:
         stream.write(without_lone_surrogates(text + end))
         return
-    # Encoded once, to the bytes the stream would write (a megabyte of code points when a
-    # note holds an emoji: the lone-surrogate check and the stream each encoded it).
+    # Encoded once, to the bytes the stream would write (the lone-surrogate check and the
+    # stream each encoded it: a megabyte of code points when a note holds an emoji).
     try:
         data = text.encode()
     except UnicodeEncodeError:  # a lone surrogate, the one thing UTF-8 refuses
         data = without_lone_surrogates(text).encode()
+    _write_bytes(stream, buffer, data, without_lone_surrogates(end).encode())
+
+
+def _say_utf8(data: bytes) -> None:
+    """Write ``data`` (UTF-8 without a lone surrogate) and a line break to standard output:
+    :func:`say` of its text."""
+    buffer = _utf8_buffer(sys.stdout)
+    if buffer is None:  # a stream of another encoding: handed the text
+        say(data.decode())
+    else:
+        _write_bytes(sys.stdout, buffer, data, b"\n")
+
+
+def _write_bytes(stream: Any, buffer: Any, *chunks: bytes) -> None:
+    """Write ``chunks`` to ``buffer``, the byte stream under the text stream ``stream``."""
     stream.flush()  # what was written as text goes first
-    for chunk in (data, without_lone_surrogates(end).encode()):
+    for chunk in chunks:
         view = memoryview(chunk)
         while view:  # a buffered writer takes it all; a raw file (`python -u`) may take part
             written = buffer.write(view)
@@ -581,11 +585,11 @@ def _usage_error(message: str) -> int:
 
 
 def _print_json(value: Any) -> None:
-    # json.dumps(value, indent=2, ensure_ascii=False)'s text, built without the
+    # json.dumps(value, indent=2, ensure_ascii=False)'s text, as UTF-8, built without the
     # standard encoder's Python generators or importing json (core/json_text.py).
-    from memory_ls.core.json_text import dumps
+    from memory_ls.core.json_text import dumps_utf8
 
-    say(dumps(value))
+    _say_utf8(dumps_utf8(value))
 
 
 MAX_PORT = 65535

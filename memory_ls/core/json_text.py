@@ -19,6 +19,7 @@ from __future__ import annotations
 TYPE_CHECKING = False  # not `typing`'s: the read verbs do without importing it (~3.5 ms)
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from typing import Any
 
     _encode: Callable[[str], str]
 
@@ -38,14 +39,31 @@ def dumps(value: object) -> str:
     """``json.dumps(value, indent=2, ensure_ascii=False)``: the same text."""
     parts: list[str] = []
     try:
-        _write(value, "\n", parts)
+        _write(value, "\n", parts, False)
     except (_Unknown, RecursionError):
         import json
 
         return json.dumps(value, indent=2, ensure_ascii=False)
-    # One join of all the pieces: the output is made once (a 4,500-note list is a
-    # megabyte of code points when one note holds an emoji).
+    # One join of all the pieces: the output is made once.
     return "".join(parts)
+
+
+def dumps_utf8(value: object) -> bytes:
+    """:func:`dumps` as UTF-8, each lone surrogate as U+FFFD: the bytes the CLI prints
+    (:func:`~memory_ls.core.text.without_lone_surrogates`).
+
+    Made as bytes from the start: a list of strings is joined from its items' UTF-8,
+    so no text of the whole output is made. One emoji among 4,500 notes made that
+    text a megabyte of code points (four bytes a character), then encoded again.
+    """
+    parts: list[str | bytes] = []
+    try:
+        _write(value, "\n", parts, True)
+        return b"".join(p if isinstance(p, bytes) else p.encode() for p in parts)
+    except (_Unknown, RecursionError, UnicodeEncodeError):  # UTF-8 refuses a lone surrogate
+        from memory_ls.core.text import without_lone_surrogates
+
+        return without_lone_surrogates(dumps(value)).encode()
 
 
 def _float(value: float) -> str:
@@ -59,8 +77,9 @@ def _float(value: float) -> str:
     return float.__repr__(value)
 
 
-def _write(value: object, newline: str, out: list[str]) -> None:
-    """Append ``value``'s JSON to ``out``, its nested lines indented one step past ``newline``.
+def _write(value: object, newline: str, out: list[Any], utf8: bool) -> None:
+    """Append ``value``'s JSON to ``out``, its nested lines indented one step past ``newline``
+    (``utf8``: a list of strings as the UTF-8 of its JSON).
 
     The tests in the standard encoder's order: a ``str`` subclass is a string,
     ``True`` is not an ``int``, a tuple is a list.
@@ -88,13 +107,15 @@ def _write(value: object, newline: str, out: list[str]) -> None:
         except TypeError:  # something other than a string among them
             items = None
         out.append("[" + inner)
-        if items is not None:
-            out.append(separator.join(items))
-        else:
+        if items is None:
             for index, item in enumerate(value):
                 if index:
                     out.append(separator)
-                _write(item, inner, out)
+                _write(item, inner, out, utf8)
+        elif utf8:
+            out.append(separator.encode().join(map(str.encode, items)))
+        else:
+            out.append(separator.join(items))
         out.append(newline + "]")
     elif isinstance(value, dict):
         if not value:
@@ -107,7 +128,7 @@ def _write(value: object, newline: str, out: list[str]) -> None:
             if not isinstance(key, str):  # the standard encoder's key rules: left to it
                 raise _Unknown
             out.append((separator if index else inner) + _encode(key) + ": ")
-            _write(item, inner, out)
+            _write(item, inner, out, utf8)
         out.append(newline + "}")
     else:
         raise _Unknown

@@ -256,15 +256,27 @@ def _is_pipe(stream: BinaryIO, output: BinaryIO) -> bool:
     return stat.S_ISFIFO(read.st_mode) or stat.S_ISSOCK(read.st_mode)
 
 
-def _widen(stream: BinaryIO) -> None:
-    """Let a pipe on ``stream`` hold 1 MiB, or as much of it as the system allows: a 256 KB
-    ``didOpen`` (or publish) then goes through in one write instead of 64 KiB rounds
-    between the two processes (0.9 -> 0.55 ms median for the 4500 store's ``didOpen``,
-    and 2.5-4.6 -> 0.8-1.5 ms p90 on the loaded machine)."""
-    from memory_ls.store.pipes import widen
+PIPE_BYTES = 1024 * 1024
+"""What a pipe on stdin or stdout is widened to (Linux's default ceiling for a process),
+else a half or a quarter of it: a 256 KB ``didOpen`` (or publish) then goes through in
+one write instead of 64 KiB rounds between the two processes (0.9 -> 0.55 ms median
+for the 4500 store's ``didOpen``, and 2.5-4.6 -> 0.8-1.5 ms p90 on the loaded machine)."""
 
-    with contextlib.suppress(OSError, ValueError, AttributeError):
-        widen(stream.fileno())
+
+def _widen(stream: BinaryIO) -> None:
+    """Let a pipe hold :data:`PIPE_BYTES`, or as much of it as the system allows."""
+    with contextlib.suppress(OSError, ValueError, AttributeError, ImportError):
+        fd = stream.fileno()
+        if not stat.S_ISFIFO(os.fstat(fd).st_mode):
+            return
+        import fcntl
+
+        for size in (PIPE_BYTES, PIPE_BYTES // 2, PIPE_BYTES // 4):
+            try:
+                fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, size)
+                return
+            except PermissionError:  # over /proc/sys/fs/pipe-max-size: try less
+                continue
 
 
 async def _serve_stream(
@@ -435,6 +447,9 @@ class MemoryProtocol(LanguageServerProtocol):
     """
 
     def __init__(self, server: LanguageServer, converter: Converter) -> None:
+        # Before cattrs compiles any reader: its own reading of a ``str`` field is str(),
+        # which made a didChange's ``"text": null`` a buffer holding "None".
+        converter.register_structure_hook(str, _strict_str)
         super().__init__(server, converter)
         self.initialize_received = False
         self.exit_code = 0
@@ -630,6 +645,25 @@ class MemoryProtocol(LanguageServerProtocol):
                 future.cancel()
         self._shutdown = True
 
+    @lsp_method(lsp.WORKSPACE_EXECUTE_COMMAND)
+    async def lsp_workspace__execute_command(  # type: ignore[override]
+        self, params: lsp.ExecuteCommandParams
+    ) -> Any:
+        """pygls' ``workspace/executeCommand``, as one task: the request's own.
+
+        pygls runs a command as a second task behind a generator's future, and
+        ``$/cancelRequest`` cancels only that future: the client was told "canceled" at
+        once while the command ran on and wrote. Here a cancel reaches the command, which
+        decides (``commands.in_thread``): stopped before it commits, answered after.
+        Every command's handler takes its arguments as ``*args`` (no conversion to do).
+        """
+        handler = self.fm.commands.get(params.command)
+        if handler is None:
+            raise JsonRpcInvalidParams.of(
+                ValueError(f"Command name {params.command!r} is not defined")
+            )
+        return await handler(*(params.arguments or ()))
+
     @lsp_method(lsp.TEXT_DOCUMENT_DID_OPEN)
     def lsp_text_document__did_open(
         self, params: lsp.DidOpenTextDocumentParams
@@ -654,6 +688,13 @@ class MemoryProtocol(LanguageServerProtocol):
 
 _OPEN_KEYS = {"jsonrpc", "method", "params"}
 _ITEM_KEYS = {"uri", "languageId", "version", "text"}
+
+
+def _strict_str(value: object, _type: object) -> str:
+    """cattrs' reading of a ``str`` field: a JSON string, or an error naming what came."""
+    if not isinstance(value, str):
+        raise TypeError(f"expected a string, got {type(value).__name__}")
+    return value
 
 
 def _did_open(data: dict[str, Any]) -> lsp.DidOpenTextDocumentNotification | None:

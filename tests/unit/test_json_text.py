@@ -1,4 +1,5 @@
-"""``core/json_text.dumps``: the standard encoder's ``indent=2`` text, byte for byte.
+"""``core/json_text.dumps``: the standard encoder's ``indent=2`` text, byte for byte, and
+``dumps_utf8``: that text as the CLI prints it (UTF-8, lone surrogates as U+FFFD).
 
 Every ``--json`` output of the CLI goes through it (``cli._print_json``), and the
 published shapes (``schemas/``) are read by clients that may compare bytes.
@@ -13,7 +14,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memory_ls.core.json_text import dumps
+from memory_ls.core.json_text import dumps, dumps_utf8
+from memory_ls.core.text import without_lone_surrogates
 
 
 def standard(value: object) -> str:
@@ -79,6 +81,12 @@ ODD_TEXTS = [
 )
 def test_the_same_text_as_the_standard_encoder(value: object) -> None:
     assert dumps(value) == standard(value)
+    assert dumps_utf8(value) == utf8(value)
+
+
+def utf8(value: object) -> bytes:
+    """What the CLI printed: the standard text, each lone surrogate as U+FFFD, as UTF-8."""
+    return without_lone_surrogates(standard(value)).encode()
 
 
 class Tag(str):
@@ -93,6 +101,7 @@ class Count(int):
 def test_subclasses_are_written_as_their_base_type() -> None:
     value = {Tag("key"): [Tag('a "b"'), Count(3), True], "n": Count(-7)}
     assert dumps(value) == standard(value)
+    assert dumps_utf8(value) == utf8(value)
 
 
 @pytest.mark.parametrize(
@@ -108,15 +117,17 @@ def test_keys_that_are_not_strings_are_written_as_the_standard_encoder_writes_th
     value: object,
 ) -> None:
     assert dumps(value) == standard(value)
+    assert dumps_utf8(value) == utf8(value)
 
 
 @pytest.mark.parametrize("value", [{"a": object()}, [1, {2, 3}], b"bytes", {(1, 2): "tuple key"}])
 def test_what_the_standard_encoder_refuses_is_refused_with_its_error(value: object) -> None:
     with pytest.raises(TypeError) as standard_error:
         standard(value)
-    with pytest.raises(TypeError) as error:
-        dumps(value)
-    assert str(error.value) == str(standard_error.value)
+    for encoder in (dumps, dumps_utf8):
+        with pytest.raises(TypeError) as error:
+            encoder(value)
+        assert str(error.value) == str(standard_error.value)
 
 
 def test_a_cycle_is_refused_as_the_standard_encoder_refuses_it() -> None:
@@ -124,6 +135,8 @@ def test_a_cycle_is_refused_as_the_standard_encoder_refuses_it() -> None:
     value.append(value)
     with pytest.raises(ValueError, match="Circular reference detected"):
         dumps(value)
+    with pytest.raises(ValueError, match="Circular reference detected"):
+        dumps_utf8(value)
 
 
 json_values = st.recursive(
@@ -144,3 +157,13 @@ json_values = st.recursive(
 @given(json_values)
 def test_any_json_value_is_written_as_the_standard_encoder_writes_it(value: object) -> None:
     assert dumps(value) == standard(value)
+    assert dumps_utf8(value) == utf8(value)
+
+
+def test_a_long_list_of_notes_as_utf8() -> None:
+    notes = [f'note {i} 😀 "{i}" \\ \u2028' for i in range(3000)]
+    value = {"action": "list", "project": notes, "global": [], "changed": False}
+    assert dumps_utf8(value) == utf8(value)
+    notes[1500] = "a lone \udce9 surrogate"
+    assert dumps_utf8(value) == utf8(value)
+    assert "\ufffd" in dumps_utf8(value).decode()
