@@ -41,8 +41,8 @@ def _on_sigint(signum: int, frame: FrameType | None) -> None:
 QUICK_VERBS = frozenset({"inject", "list", "path"})
 """Verbs that read, print and end: run as the program, they do without the garbage
 collector and the interpreter's teardown (issue 11: ``inject`` and ``list --json`` on
-4,500 notes in ≤ 60 ms). Its collections during the imports and the work, and the
-teardown's (every module and object freed one by one, then collected), were ~15% of
+4,500 notes in ≤ 60 ms). The collector's runs during the imports and the work, and
+the teardown (every module and object freed one by one, then collected), were ~12% of
 ``inject``'s instructions on the 4,500-note store; a process this short frees its
 memory by ending."""
 
