@@ -447,9 +447,6 @@ class MemoryProtocol(LanguageServerProtocol):
     """
 
     def __init__(self, server: LanguageServer, converter: Converter) -> None:
-        # Before cattrs compiles any reader: its own reading of a ``str`` field is str(),
-        # which made a didChange's ``"text": null`` a buffer holding "None".
-        converter.register_structure_hook(str, _strict_str)
         super().__init__(server, converter)
         self.initialize_received = False
         self.exit_code = 0
@@ -645,25 +642,6 @@ class MemoryProtocol(LanguageServerProtocol):
                 future.cancel()
         self._shutdown = True
 
-    @lsp_method(lsp.WORKSPACE_EXECUTE_COMMAND)
-    async def lsp_workspace__execute_command(  # type: ignore[override]
-        self, params: lsp.ExecuteCommandParams
-    ) -> Any:
-        """pygls' ``workspace/executeCommand``, as one task: the request's own.
-
-        pygls runs a command as a second task behind a generator's future, and
-        ``$/cancelRequest`` cancels only that future: the client was told "canceled" at
-        once while the command ran on and wrote. Here a cancel reaches the command, which
-        decides (``commands.in_thread``): stopped before it commits, answered after.
-        Every command's handler takes its arguments as ``*args`` (no conversion to do).
-        """
-        handler = self.fm.commands.get(params.command)
-        if handler is None:
-            raise JsonRpcInvalidParams.of(
-                ValueError(f"Command name {params.command!r} is not defined")
-            )
-        return await handler(*(params.arguments or ()))
-
     @lsp_method(lsp.TEXT_DOCUMENT_DID_OPEN)
     def lsp_text_document__did_open(
         self, params: lsp.DidOpenTextDocumentParams
@@ -688,13 +666,6 @@ class MemoryProtocol(LanguageServerProtocol):
 
 _OPEN_KEYS = {"jsonrpc", "method", "params"}
 _ITEM_KEYS = {"uri", "languageId", "version", "text"}
-
-
-def _strict_str(value: object, _type: object) -> str:
-    """cattrs' reading of a ``str`` field: a JSON string, or an error naming what came."""
-    if not isinstance(value, str):
-        raise TypeError(f"expected a string, got {type(value).__name__}")
-    return value
 
 
 def _did_open(data: dict[str, Any]) -> lsp.DidOpenTextDocumentNotification | None:
