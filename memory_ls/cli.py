@@ -16,6 +16,7 @@ the read verbs an agent runs before every run (``inject --project DIR``) are rea
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
 from collections.abc import Sequence
@@ -508,6 +509,10 @@ def _restore(args: argparse.Namespace) -> argparse.Namespace:
     return args
 
 
+LONG_TEXT = 16 * 1024
+"""Characters from which :func:`say` encodes the text itself and writes the bytes."""
+
+
 def say(text: str = "", *, err: bool = False, end: str = "\n") -> None:
     """Write ``text`` to standard output (``err``: standard error): the CLI's one way out.
 
@@ -518,7 +523,59 @@ def say(text: str = "", *, err: bool = False, end: str = "\n") -> None:
     """
     from memory_ls.core.text import without_lone_surrogates
 
-    (sys.stderr if err else sys.stdout).write(without_lone_surrogates(text + end))
+    stream = sys.stderr if err else sys.stdout
+    buffer = _utf8_buffer(stream) if len(text) > LONG_TEXT else None
+    if buffer is None:
+        stream.write(without_lone_surrogates(text + end))
+        return
+    # Encoded once, to the bytes the stream would write (the lone-surrogate check and the
+    # stream each encoded it: a megabyte of code points when a note holds an emoji).
+    try:
+        data = text.encode()
+    except UnicodeEncodeError:  # a lone surrogate, the one thing UTF-8 refuses
+        data = without_lone_surrogates(text).encode()
+    _write_bytes(stream, buffer, data, without_lone_surrogates(end).encode())
+
+
+def _say_utf8(data: bytes) -> None:
+    """Write ``data`` (UTF-8 without a lone surrogate) and a line break to standard output:
+    :func:`say` of its text."""
+    buffer = _utf8_buffer(sys.stdout)
+    if buffer is None:  # a stream of another encoding: handed the text
+        say(data.decode())
+    else:
+        _write_bytes(sys.stdout, buffer, data, b"\n")
+
+
+def _write_bytes(stream: Any, buffer: Any, *chunks: bytes) -> None:
+    """Write ``chunks`` to ``buffer``, the byte stream under the text stream ``stream``."""
+    stream.flush()  # what was written as text goes first
+    for chunk in chunks:
+        view = memoryview(chunk)
+        while view:  # a buffered writer takes it all; a raw file (`python -u`) may take part
+            written = buffer.write(view)
+            if written is None:  # a full non-blocking pipe: as a buffered writer says
+                raise BlockingIOError(errno.EAGAIN, "write could not complete without blocking")
+            view = view[written:]
+    if stream.line_buffering:  # as the stream would have (a terminal)
+        buffer.flush()
+
+
+def _utf8_buffer(stream: Any) -> Any:
+    """The byte stream under ``stream`` when writing UTF-8 to it is what ``stream.write``
+    would do (UTF-8, no newline translation, a buffered writer or, under ``python -u`` or
+    ``PYTHONUNBUFFERED``, the file itself), else ``None``."""
+    import codecs
+    import io
+
+    buffer = getattr(stream, "buffer", None)
+    if not isinstance(stream, io.TextIOWrapper):
+        return None
+    if not isinstance(buffer, io.BufferedWriter | io.FileIO):
+        return None
+    if os.linesep != "\n" or codecs.lookup(stream.encoding).name != "utf-8":
+        return None
+    return buffer
 
 
 def _usage_error(message: str) -> int:
@@ -528,9 +585,11 @@ def _usage_error(message: str) -> int:
 
 
 def _print_json(value: Any) -> None:
-    import json  # imported here: `inject` without --json prints text
+    # json.dumps(value, indent=2, ensure_ascii=False)'s text, as UTF-8, built without the
+    # standard encoder's Python generators or importing json (core/json_text.py).
+    from memory_ls.core.json_text import dumps_utf8
 
-    say(json.dumps(value, indent=2, ensure_ascii=False))
+    _say_utf8(dumps_utf8(value))
 
 
 MAX_PORT = 65535
@@ -661,7 +720,7 @@ def _run(verb: str, args: argparse.Namespace) -> int:
                 _print_json(runtime.inject())
             else:
                 # The body alone: the result's list of left-out notes is not printed.
-                body = runtime.plan().body
+                body = runtime.body()
                 if body is not None:
                     say(body)
         errors = _store_errors(runtime)

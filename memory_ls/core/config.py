@@ -8,13 +8,11 @@ skipped and reported in ``problems`` for the doctor.
 
 from __future__ import annotations
 
-import math
-import re
 import sys
 from collections.abc import Sequence
 
 from memory_ls.core.records import field, record
-from memory_ls.core.text import display_path
+from memory_ls.core.text import compiled, display_path
 
 TYPE_CHECKING = False  # not `typing`'s: the read verbs do without importing it (~3.5 ms)
 if TYPE_CHECKING:
@@ -33,8 +31,8 @@ CONFIG_SECTION = "memory"
 
 # A plain decimal number, as people write it: no hex, no underscores, no
 # "NaN"/"Infinity" (float() would take all of those).
-_NUMERIC_RE = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
-_NUMBER_PARTS_RE = re.compile(r"([+-]?)([\d.]*)(?:[eE]([+-]?)\d+)?")
+_NUMERIC = r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?"
+_NUMBER_PARTS = r"([+-]?)([\d.]*)(?:[eE]([+-]?)\d+)?"
 
 
 @record
@@ -151,14 +149,14 @@ def exact_number(text: str) -> Decimal:
     digits; ``Decimal`` keeps both as the numbers they are. Its exponent has a
     limit too (about 10**18): past it, a number is ``±Infinity`` (a positive
     exponent) or zero (a negative one), which is where it lies for every
-    comparison made here. ``text`` must be numeric (:data:`_NUMERIC_RE`).
+    comparison made here. ``text`` must be numeric (:data:`_NUMERIC`).
     """
     from decimal import Decimal, InvalidOperation
 
     try:
         return Decimal(text)
     except InvalidOperation:
-        match = _NUMBER_PARTS_RE.fullmatch(text)
+        match = compiled(_NUMBER_PARTS).fullmatch(text)
         sign, digits, exponent_sign = match.groups() if match else ("", "0", "")
         if exponent_sign == "-" or not digits.strip("0."):
             return Decimal(f"{sign}0")
@@ -182,6 +180,8 @@ def finite_json_float(text: str) -> float:
     its sign, so it stays a number (and a wrong type wherever a string is
     expected), and tiny ones become 0.0 as ``float`` makes them anyway.
     """
+    import math  # imported where a number is judged: the read verbs seldom need it
+
     value = float(text)
     if math.isinf(value):
         return math.copysign(sys.float_info.max, value)
@@ -196,6 +196,8 @@ def without_infinities(value: object) -> object:
     writes ``null`` for it, as this does). Unchanged values are returned as they are.
     """
     if isinstance(value, float):
+        import math
+
         return value if math.isfinite(value) else None
     if isinstance(value, dict):
         cleaned = {k: without_infinities(v) for k, v in value.items()}
@@ -233,7 +235,7 @@ def inject_bytes_from(value: object) -> int | None:
         number = Decimal(value)  # exact: 1000.5 stays 1000.5
     elif isinstance(value, str):
         text = value.strip()
-        if not _NUMERIC_RE.fullmatch(text):
+        if not compiled(_NUMERIC).fullmatch(text):
             return None
         number = exact_number(text)
     else:
@@ -307,7 +309,7 @@ def describe_json_value(value: object) -> str:
         return "null"
     if isinstance(value, str):
         return repr(_clip(value))
-    if isinstance(value, float | Decimal) and not (value == value and abs(value) != math.inf):
+    if isinstance(value, float | Decimal) and not (value == value and abs(value) != float("inf")):
         return "NaN" if value != value else "Infinity" if value > 0 else "-Infinity"
     if isinstance(value, int):
         # str() of an int over 4300 digits raises; its size says enough.

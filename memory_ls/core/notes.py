@@ -15,8 +15,9 @@ import re
 from itertools import count
 
 from memory_ls.core.text import (
-    NEEDS_REPLACING_RE,
+    NEEDS_REPLACING,
     TRAILING_PUNCT,
+    compiled,
     key_of_normalised,
     normalise,
     split_text,
@@ -116,7 +117,7 @@ def parse_bullets(lines: list[str]) -> list[Bullet | None]:
     out: list[Bullet | None] = []
     append = out.append
     match = _BULLET_RE.fullmatch
-    needs_replacing = NEEDS_REPLACING_RE.search
+    needs_replacing = compiled(NEEDS_REPLACING).search
     new = tuple.__new__
     punct = TRAILING_PUNCT
     for i, line in enumerate(lines):

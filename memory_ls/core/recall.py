@@ -130,22 +130,49 @@ def recall_plan(
     it (plus its section header, if the section has no note yet) still fits within
     ``max_bytes - 64``; later, shorter notes may still fit after one is skipped.
     """
+    planned: list[PlannedNote] = []
+    body = _plan(project, global_, max_bytes, inject, planned)
+    return RecallPlan(inject, max_bytes, tuple(planned), body, tuple(project), tuple(global_))
+
+
+def recall_body(
+    project: list[str], global_: list[str], max_bytes: int, inject: bool = True
+) -> str | None:
+    """``recall_plan(project, global_, max_bytes, inject).body``, without the plan.
+
+    What ``memory-ls inject`` prints: the same decisions, but no
+    :class:`PlannedNote` per note (~1.5 ms of 4,500) and nothing at all to decide
+    when recall is off or there is no note.
+    """
+    if not (inject and (project or global_)):
+        return None
+    return _plan(project, global_, max_bytes, inject, None)
+
+
+def _plan(
+    project: list[str],
+    global_: list[str],
+    max_bytes: int,
+    inject: bool,
+    planned: list[PlannedNote] | None,
+) -> str | None:
+    """The body of :func:`recall_plan`; each note's verdict appended to ``planned`` if given."""
     lines = [MARKER, INTRO]
     used = sum(utf8_length(line) + 1 for line in lines)
     limit = max(0, max_bytes - TAIL_RESERVE)
-    planned: list[PlannedNote] = []
     skipped = 0
     sections: tuple[tuple[Scope, list[str]], ...] = (("project", project), ("global", global_))
     for scope, notes in sections:
         header = f"{scope}:"
         header_cost = utf8_length(header) + 1
         section: list[str] = []
-        append = planned.append
+        append = None if planned is None else planned.append
         for i, note in enumerate(notes):
             # note_cost, inlined (its ASCII case too): this loop runs per keystroke
             cost = (len(note) if note.isascii() else utf8_length(note)) + 3
             fits = used + (0 if section else header_cost) + cost <= limit
-            append(PlannedNote(scope, i, note, cost, fits))
+            if append is not None:
+                append(PlannedNote(scope, i, note, cost, fits))
             if fits:
                 if not section:
                     used += header_cost
@@ -159,8 +186,7 @@ def recall_plan(
     if skipped:
         lines.append(tail_line(skipped))
     has_notes = bool(project or global_)
-    body = "\n".join(lines) if (inject and has_notes) else None
-    return RecallPlan(inject, max_bytes, tuple(planned), body, tuple(project), tuple(global_))
+    return "\n".join(lines) if (inject and has_notes) else None
 
 
 def incremental_plan(

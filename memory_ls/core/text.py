@@ -29,11 +29,32 @@ MAX_STORE_BYTES = 262_144
 
 # C0 controls, DEL and C1 controls all become spaces (SPEC §2).
 _CONTROLS = {c: " " for c in [*range(0x00, 0x20), *range(0x7F, 0xA0)]}
-_CONTROL_RE = re.compile("[\x00-\x1f\x7f-\x9f]")
+_CONTROL = "[\x00-\x1f\x7f-\x9f]"
 # A lone surrogate cannot be written as UTF-8; JS writes it as U+FFFD, so do we.
-_SURROGATE_RE = re.compile("[\ud800-\udfff]")
-NEEDS_REPLACING_RE = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
-"""A character :func:`normalise` replaces (without one, it only folds whitespace)."""
+_SURROGATE = "[\ud800-\udfff]"
+NEEDS_REPLACING = "[\x00-\x1f\x7f-\x9f\ud800-\udfff]"
+"""A character :func:`normalise` replaces (without one, it only folds whitespace); the
+pattern's source, for :func:`compiled`."""
+
+_COMPILED: dict[str, re.Pattern[str]] = {}
+
+
+def compiled(source: str) -> re.Pattern[str]:
+    """``re.compile(source)``, compiled when first asked for and kept.
+
+    The patterns of this module are compiled when first used, not when it is
+    imported: a class of code point ranges reaching past U+00FF (the surrogates,
+    the hidden and unseen characters) is compiled through a 65,536-entry map in
+    Python, and the five of them were ~15 million instructions, ~4 ms, of every
+    ``memory-ls inject``, which needs none of them for a store that memory-ls or
+    Pi wrote (its notes are normalised, its paths printable ASCII).
+    """
+    pattern = _COMPILED.get(source)
+    if pattern is None:
+        pattern = _COMPILED[source] = re.compile(source)
+    return pattern
+
+
 TRAILING_PUNCT = ".!?,;:"
 """Trailing punctuation a near-duplicate key drops."""
 
@@ -86,16 +107,16 @@ def _class_of(ranges: tuple[tuple[int, int], ...]) -> str:
     return "[" + "".join(f"{re.escape(chr(lo))}-{re.escape(chr(hi))}" for lo, hi in ranges) + "]"
 
 
-_HIDDEN_RE = re.compile(_class_of(HIDDEN_RANGES))
+_HIDDEN = _class_of(HIDDEN_RANGES)
 # A lone surrogate (a path byte that is not UTF-8) cannot be seen for what it is either.
-_UNSEEN_RE = re.compile(_class_of((*UNSEEN_RANGES, (0xD800, 0xDFFF))))
+_UNSEEN = _class_of((*UNSEEN_RANGES, (0xD800, 0xDFFF)))
 
 
 def normalise(text: str) -> str:
     """Return ``text`` as a note: controls to spaces, whitespace runs to one space, trimmed."""
     # One C-speed scan decides whether the slow replacements are needed at all.
-    if NEEDS_REPLACING_RE.search(text):
-        text = _SURROGATE_RE.sub("\ufffd", text).translate(_CONTROLS)
+    if compiled(NEEDS_REPLACING).search(text):
+        text = compiled(_SURROGATE).sub("\ufffd", text).translate(_CONTROLS)
     # str.split() with no argument splits on exactly what str.isspace() sees.
     return " ".join(text.split())
 
@@ -129,7 +150,7 @@ def without_lone_surrogates(value: T) -> T:
         try:
             value.encode()  # UTF-8 refuses a surrogate and nothing else: 5x the regex's speed
         except UnicodeEncodeError:
-            return _SURROGATE_RE.sub("\ufffd", value)  # type: ignore[return-value]
+            return compiled(_SURROGATE).sub("\ufffd", value)  # type: ignore[return-value]
         return value
     if isinstance(value, dict):
         return {  # type: ignore[return-value]
@@ -155,22 +176,22 @@ def utf8_length(text: str) -> int:
         return len(text.encode())  # (a scan for surrogates first took 5x as long)
     except UnicodeEncodeError:  # a lone surrogate, the one thing UTF-8 refuses
         # "replace" would encode it as "?" (1 byte), not as U+FFFD (3).
-        return len(_SURROGATE_RE.sub("\ufffd", text).encode())
+        return len(compiled(_SURROGATE).sub("\ufffd", text).encode())
 
 
 def has_controls(text: str) -> bool:
     """True when ``text`` holds a character that normalisation turns into a space."""
-    return _CONTROL_RE.search(text) is not None
+    return compiled(_CONTROL).search(text) is not None
 
 
 def hidden_characters(text: str) -> list[int]:
     """Indices of zero-width, bidi-control and tag characters in ``text``."""
-    return [m.start() for m in _HIDDEN_RE.finditer(text)]
+    return [m.start() for m in compiled(_HIDDEN).finditer(text)]
 
 
 def remove_hidden(text: str) -> str:
     """``text`` without its hidden characters."""
-    return _HIDDEN_RE.sub("", text)
+    return compiled(_HIDDEN).sub("", text)
 
 
 _NAMED_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
@@ -198,7 +219,7 @@ def escape_unseen(text: str) -> str:
     """
     if text.isascii() and text.isprintable():
         return text  # the common case: nothing to escape
-    return _UNSEEN_RE.sub(_escape_unseen, text)
+    return compiled(_UNSEEN).sub(_escape_unseen, text)
 
 
 def _escape_unseen(match: re.Match[str]) -> str:

@@ -7,15 +7,15 @@ data (a :data:`MemoryResult` and friends), never raises for a refused action.
 
 from __future__ import annotations
 
+import _thread
 import contextlib
 import os
 import stat
-import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 from memory_ls.core.notes import ParsedFile, parse, parse_after
-from memory_ls.core.recall import RecallPlan, recall_plan
+from memory_ls.core.recall import RecallPlan, recall_body, recall_plan
 from memory_ls.core.records import field, record
 from memory_ls.core.text import display_path
 from memory_ls.store.config import load_config
@@ -162,8 +162,10 @@ class MemoryRuntime:
         """Both ``bytefly.json`` files and their folders, in the settings' key."""
         self._store_folders = frozenset(str(p.parent) for p in self.paths.values())
         """The folders a store's write changes, keyed by what they hold (:func:`_held_names`)."""
-        self._lock = threading.RLock()
-        self._moment = threading.local()
+        # `threading.RLock()` and `threading.local()` are these; `threading` itself (~1 ms of
+        # `inject`) is not imported by the read verbs.
+        self._lock = _thread.RLock()
+        self._moment = _thread._local()
         """Each thread's answers while it holds :meth:`steady` (``memo``), else none."""
 
     @contextlib.contextmanager
@@ -418,6 +420,17 @@ class MemoryRuntime:
         """The recall plan (SPEC §6) over both stores as they are now."""
         config = self.config()
         return recall_plan(
+            self.recall_notes("project"),
+            self.recall_notes("global"),
+            config.max_inject_bytes,
+            config.inject,
+        )
+
+    def body(self) -> str | None:
+        """The injection body of :meth:`plan`, without the plan's entry per note
+        (``memory-ls inject``)."""
+        config = self.config()
+        return recall_body(
             self.recall_notes("project"),
             self.recall_notes("global"),
             config.max_inject_bytes,

@@ -297,3 +297,50 @@ def test_list_result_carries_the_requested_scope(workspace: Workspace) -> None:
     assert rt.run("list", {})["scope"] == "project"
     r = workspace.cli("list", "--scope", "global", "--json")
     assert json.loads(r.stdout)["scope"] == "global"
+
+
+ODD_NOTES = [
+    'quotes " and "" and \'single\'',
+    "back\\slash \\\\ and \\n and \\u0000 as text",
+    "emoji 😀 👩‍💻 🇫🇷 and CJK 日本語 and שלום",
+    "controls\x01in\x1bthe\x7fnote\x9fend",  # normalised to spaces in the store
+    "zero\u200bwidth and \u202ebidi and \u2028separator",
+    "comma, colon: and brackets [ ] { } inside",
+    "- a bullet marker and `code`",
+]
+
+
+@pytest.mark.parametrize(
+    "verb", [["list", "--json"], ["list", "--json", "--scope", "global"], ["inject", "--json"]]
+)
+def test_json_output_is_the_standard_encoders_indented_text(
+    workspace: Workspace, verb: list[str]
+) -> None:
+    """``--json`` prints ``json.dumps(value, indent=2, ensure_ascii=False)``'s text exactly
+    (``core/json_text.py`` builds it without the standard encoder): odd characters, an
+    empty list, a long list."""
+    workspace.write("project", [*ODD_NOTES, *(f'note {i} 😀 "{i}"' for i in range(300))])
+    workspace.write("global", [])
+    r = workspace.cli(*verb)
+    assert r.returncode == 0, r.stderr
+    value = json.loads(r.stdout)
+    assert r.stdout == json.dumps(value, indent=2, ensure_ascii=False) + "\n"
+    if verb[0] == "list":
+        assert value["project"][:3] == ODD_NOTES[:3] and value["global"] == []
+        assert value["project"][3] == "controls in the note end"
+
+
+def test_json_output_of_an_odd_project_path_is_the_standard_encoders_text(
+    tmp_path: Path, workspace: Workspace
+) -> None:
+    """A folder name with a quote, a backslash, a tab and an emoji, in every JSON a read
+    verb prints about it."""
+    project = tmp_path / 'odd "dir" \\ \t 😀'
+    (project / ".git").mkdir(parents=True)
+    for verb in (["path", "--json"], ["list", "--json"], ["doctor", "--json"]):
+        r = workspace.cli(*verb, "--project", str(project), cwd=project)
+        value = json.loads(r.stdout)
+        assert r.stdout == json.dumps(value, indent=2, ensure_ascii=False) + "\n", verb
+    assert json.loads(workspace.cli("path", "--json", "--project", str(project)).stdout)[
+        "project"
+    ] == str(project / ".pi" / "memory.md")

@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
 from memory_ls.core.text import HEADER, display_path
-from tests.conftest import Workspace, new_project, run_cli
+from tests.conftest import CLI_TIMEOUT, Workspace, new_project, run_cli
 
 pytestmark = pytest.mark.skipif(
     sys.platform in ("win32", "darwin"), reason="the file system must take any bytes in a name"
@@ -106,3 +107,67 @@ def test_check_prints_findings_in_a_non_utf8_project_as_valid_utf8(
         assert "/caf%E9/.pi/memory.md" in json.dumps(json.loads(out))
     else:
         assert f"{display_path(project)}/.pi/memory.md:4:3: duplicate" in out
+
+
+def test_a_long_output_naming_a_non_utf8_project_is_valid_utf8(
+    workspace: Workspace, project: Path, encoding: str | None
+) -> None:
+    """Past ``cli.WIDEN_FROM`` characters the CLI encodes the text itself (once) and writes
+    the bytes: still valid UTF-8, the folder's byte shown as U+FFFD."""
+    notes = [f"note {i} 😀" for i in range(300)]
+    workspace.write(
+        project / ".pi" / "memory.md",
+        f"{HEADER}\n\n" + "".join(f"- {note}\n- {note}\n" for note in notes),
+    )
+    code, out = run(workspace, project, encoding, "check", "--format", "json")
+    assert code == 1 and len(out) > 16 * 1024
+    findings = json.loads(out)
+    assert len(findings) >= 300 and all(SHOWN in f["path"] for f in findings)
+    assert out == json.dumps(findings, indent=2, ensure_ascii=False) + "\n"
+
+
+def test_a_long_output_to_a_stream_of_another_encoding_is_that_encoding(
+    workspace: Workspace, project: Path
+) -> None:
+    """A stream that does not write UTF-8 keeps writing what it writes: the CLI hands it
+    the text (UTF-16 here, which takes any lone surrogate's U+FFFD)."""
+    workspace.write(
+        project / ".pi" / "memory.md",
+        f"{HEADER}\n\n" + "".join(f"- note {i} 😀\n" for i in range(2000)),
+    )
+    env = {**workspace.env(), "PYTHONIOENCODING": "utf-16"}
+    done = subprocess.run(
+        [sys.executable, "-m", "memory_ls", "list", "--json", "--project", str(project)],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        timeout=CLI_TIMEOUT,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.decode("utf-16"))["project"][-1] == "note 1999 😀"
+
+
+@pytest.mark.parametrize("buffered", [True, False], ids=["buffered", "python -u"])
+@pytest.mark.parametrize("size", [10, 40_000])
+def test_say_writes_a_lone_surrogate_as_u_fffd_in_a_short_and_a_long_text(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, size: int, buffered: bool
+) -> None:
+    """``cli.say`` itself, on a real file stream (buffered, or the file itself as under
+    ``python -u``): a long text (encoded by ``say``, written as bytes) and a short one
+    (written by the stream) end up the same bytes."""
+    import io
+
+    from memory_ls import cli
+
+    out = tmp_path / "out.txt"
+    text = "caf\udce9 😀 " + "x" * size
+    raw = io.FileIO(out, "w")
+    under = io.BufferedWriter(raw) if buffered else raw
+    with io.TextIOWrapper(under, encoding="utf-8", write_through=not buffered) as stream:
+        monkeypatch.setattr(sys, "stdout", stream)
+        cli.say("first line")
+        cli.say(text)
+        cli.say("last", end="")
+        monkeypatch.undo()
+    assert out.read_bytes() == f"first line\n{text}\nlast".replace("\udce9", "\ufffd").encode()

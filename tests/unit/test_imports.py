@@ -125,6 +125,26 @@ def test_the_read_verbs_import_only_what_they_print(workspace: Workspace, verb: 
         assert loaded(names, ["json", "decimal"]) == []
 
 
+QUICK_SKIP = ["json", "signal", "threading", "math", "enum"]
+"""What the read verbs run as the program do without (issue 11, h/cli60): ``json`` (the
+``--json`` text is built by ``core/json_text``), ``signal`` (Python's own SIGINT handler
+is kept), ``threading`` (its locks come from ``_thread``), ``math`` (imported where a
+number is judged). ``enum`` stays: ``re`` needs it."""
+
+
+@pytest.mark.parametrize("verb", [["inject"], ["list", "--json"], ["path", "--json"]])
+def test_the_read_verbs_run_as_the_program_import_neither_json_signal_nor_threading(
+    workspace: Workspace, verb: list[str]
+) -> None:
+    workspace.write("project", ["run the tests before push", "Run the tests before push!"])
+    workspace.write("global", ["prefer rg"])
+    r = workspace.cli(*verb, python_flags=["-X", "importtime"])
+    assert r.returncode == 0, r.stderr
+    imported = {line.split("|")[-1].strip() for line in r.stderr.splitlines() if "|" in line}
+    assert "memory_ls.store.runtime" in imported  # the probe does see the imports
+    assert loaded(imported, QUICK_SKIP) == ["enum"]
+
+
 @pytest.mark.parametrize("size", [2, 400])
 def test_check_imports_rapidfuzz_for_similar_but_never_numpy(
     workspace: Workspace, size: int

@@ -17,6 +17,7 @@ from memory_ls.core.recall import (
     incremental_plan,
     note_cost,
     note_recall,
+    recall_body,
     recall_plan,
     scope_recall,
     tail_line,
@@ -325,6 +326,28 @@ def test_the_incremental_update_always_equals_a_fresh_plan(
     else:
         event("unchanged" if updated is previous else "a left-out note updated in place")
     assert updated is None or updated == fresh
+
+
+BODY_NOTE = st.text(
+    st.sampled_from(["a", "é", "😀", "日", " ", "\ud800", "\n"]), min_size=1, max_size=60
+)
+
+
+@given(
+    st.lists(BODY_NOTE, max_size=15),
+    st.lists(BODY_NOTE, max_size=15),
+    st.integers(0, 900),
+    st.booleans(),
+)
+@settings(max_examples=400, deadline=None)
+def test_the_body_alone_is_the_plans_body(
+    project: list[str], global_: list[str], cap: int, inject: bool
+) -> None:
+    """``memory-ls inject`` prints ``recall_body``: the plan's body, without the plan."""
+    assert (
+        recall_body(project, global_, cap, inject)
+        == recall_plan(project, global_, cap, inject).body
+    )
 
 
 # -- what the plan means for one note, and for one store ------------------------------------
