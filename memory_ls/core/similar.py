@@ -11,7 +11,7 @@ from __future__ import annotations
 import bisect
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from memory_ls.core.checks import Finding, Related, SimilarData
@@ -165,6 +165,55 @@ def _score_block(queries: list[str], choices: list[str], cutoff: int, workers: i
     return memoryview(scores).tobytes()
 
 
+def _block_rows(
+    ranked: list[str],
+    start: int,
+    end: int,
+    stop: int,
+    cutoff: int,
+    threshold: float,
+    workers: int,
+) -> Iterator[list[tuple[int, int, float]]]:
+    """Rows ``start`` to ``end`` scored against the keys ``start`` to ``stop`` with ``cdist``:
+    each row's ``(row, column, score)`` close pairs (only the rows with any)."""
+    from rapidfuzz import fuzz
+
+    ratio = fuzz.ratio
+    width = stop - start
+    scores = _score_block(ranked[start:end], ranked[start:stop], cutoff, workers)
+    for r in range(end - start):
+        # Only the cells right of the diagonal: the lower triangle repeats them.
+        lo, hi = r * width + r + 1, (r + 1) * width
+        # Almost every row is all zeros: counting them is a C loop (~10x faster
+        # than a regex over the row), and only a row with a hit is searched.
+        if scores.count(0, lo, hi) == hi - lo:
+            continue
+        key = ranked[start + r]
+        row: list[tuple[int, int, float]] = []
+        for hit in _NONZERO.finditer(scores, lo, hi):
+            c = start + hit.start() - r * width
+            other = ranked[c]
+            if other == key:
+                continue
+            # The cell is the score rounded to a byte: the float decides.
+            score = float(ratio(key, other))
+            if score >= threshold:
+                row.append((start + r, c, score))
+        if row:
+            yield row
+
+
+def _blocks(lengths: list[int], cutoff: int, block: int) -> list[tuple[int, int, int]]:
+    """``(start, end, stop)`` of each block of rows: rows ``start`` to ``end``, scored
+    against the keys up to ``stop``, the last one its longest key can reach."""
+    n = len(lengths)
+    out = []
+    for start in range(0, n, block):
+        end = min(n, start + block)
+        out.append((start, end, _reach(lengths, lengths[end - 1], cutoff, end)))
+    return out
+
+
 def _matrix_pairs(
     ranked: list[str],
     lengths: list[int],
@@ -175,34 +224,9 @@ def _matrix_pairs(
     workers: int,
 ) -> list[tuple[int, int, float]]:
     """(row, column, score) of every close pair, scored in blocks of rows with ``cdist``."""
-    from rapidfuzz import fuzz
-
-    ratio = fuzz.ratio
-    n = len(ranked)
     out: list[tuple[int, int, float]] = []
-    for start in range(0, n, block):
-        end = min(n, start + block)
-        stop = _reach(lengths, lengths[end - 1], cutoff, end)
-        width = stop - start
-        scores = _score_block(ranked[start:end], ranked[start:stop], cutoff, workers)
-        for r in range(end - start):
-            # Only the cells right of the diagonal: the lower triangle repeats them.
-            lo, hi = r * width + r + 1, (r + 1) * width
-            # Almost every row is all zeros: counting them is a C loop (~10x faster
-            # than a regex over the row), and only a row with a hit is searched.
-            if scores.count(0, lo, hi) == hi - lo:
-                continue
-            key = ranked[start + r]
-            row: list[tuple[int, int, float]] = []
-            for hit in _NONZERO.finditer(scores, lo, hi):
-                c = start + hit.start() - r * width
-                other = ranked[c]
-                if other == key:
-                    continue
-                # The cell is the score rounded to a byte: the float decides.
-                score = float(ratio(key, other))
-                if score >= threshold:
-                    row.append((start + r, c, score))
+    for start, end, stop in _blocks(lengths, cutoff, block):
+        for row in _block_rows(ranked, start, end, stop, cutoff, threshold, workers):
             out += row
             if limit is not None and len(out) >= limit:
                 # The row pass keeps the best hits of the row that reaches the limit
@@ -221,20 +245,86 @@ def similar_to(key: str, keys: Sequence[str], threshold: float) -> list[tuple[in
     return [(idx, float(score)) for _, score, idx in hits if keys[idx] != key]
 
 
+class SimilarPass:
+    """``check``'s ``similar`` pass over one store, cut into blocks of work.
+
+    Each block (:func:`score_block`) is scored on its own, in any order and on any
+    thread (``cdist`` releases the GIL while it scores), and :func:`pass_findings`
+    puts the blocks' pairs back together: the same findings as
+    :func:`similar_findings`, which runs the blocks one after the other. Plain data:
+    whoever runs the blocks (the shell: ``memory_ls.store.lint``) owns the threads.
+    """
+
+    __slots__ = ("blocks", "cutoff", "lengths", "matrix", "notes", "order", "ranked", "threshold")
+
+    def __init__(self, bullets: Sequence[Bullet], threshold: float) -> None:
+        seen: set[str] = set()
+        notes = []
+        for b in bullets:  # a later note with a seen key is a `duplicate`, not a paraphrase
+            if not b.blank and b.key not in seen:
+                seen.add(b.key)
+                notes.append(b)
+        self.notes: list[Bullet] = notes
+        """The notes compared: the first of each key, in file order."""
+        n = len(notes)
+        self.threshold = threshold
+        self.cutoff = max(0, min(100, int(threshold)))
+        self.order = sorted(range(n), key=lambda i: len(notes[i].key))
+        self.ranked = [notes[i].key for i in self.order]
+        """The keys, shortest first: a row is scored only against the keys after it."""
+        self.lengths = [len(k) for k in self.ranked]
+        self.matrix = n >= MATRIX_FROM and self.cutoff > 0 and similar_matrix_available()
+        """Blocks of :data:`SERVER_BLOCK` rows scored with ``cdist`` on the calling thread
+        (on one worker: the least CPU; two threads share the cores); otherwise the
+        row pass, as one block."""
+        self.blocks: list[tuple[int, int, int]] = (
+            _blocks(self.lengths, self.cutoff, SERVER_BLOCK)
+            if self.matrix
+            else ([(0, n, n)] if n >= 2 else [])
+        )
+        """``(start, end, stop)``: rows ``start`` to ``end`` against keys up to ``stop``."""
+
+
+def score_block(p: SimilarPass, index: int) -> list[tuple[int, int, float]]:
+    """The close pairs ``(row, column, score)`` (positions in ``p.ranked``) of block ``index``."""
+    start, end, stop = p.blocks[index]
+    if not p.matrix:
+        return _row_pairs(p.ranked, p.lengths, p.cutoff, p.threshold, None)
+    out: list[tuple[int, int, float]] = []
+    for row in _block_rows(p.ranked, start, end, stop, p.cutoff, p.threshold, 1):
+        out += row
+    return out
+
+
+def pass_findings(
+    p: SimilarPass, scored: Sequence[Sequence[tuple[int, int, float]] | None]
+) -> list[Finding]:
+    """The ``similar`` hints from every block's pairs (``scored[k]``: block ``k``'s)."""
+    if len(scored) != len(p.blocks) or any(pairs is None for pairs in scored):
+        raise ValueError("every block of the similar pass must be scored")
+    order = p.order
+    found = [
+        (min(order[r], order[c]), max(order[r], order[c]), score)
+        for pairs in scored
+        for r, c, score in pairs or ()
+    ]
+    return _findings(p.notes, sorted(found))
+
+
 def similar_findings(bullets: Sequence[Bullet], threshold: float) -> list[Finding]:
-    """A ``similar`` hint on the later note of each close pair."""
-    seen: set[str] = set()
-    notes = []
-    for b in bullets:  # a later note with a seen key is a `duplicate`, not a paraphrase
-        if not b.blank and b.key not in seen:
-            seen.add(b.key)
-            notes.append(b)
+    """A ``similar`` hint on the later note of each close pair (every block of
+    :class:`SimilarPass` in turn, on this thread)."""
+    p = SimilarPass(bullets, threshold)
+    return pass_findings(p, [score_block(p, k) for k in range(len(p.blocks))])
+
+
+def _findings(notes: list[Bullet], pairs: list[tuple[int, int, float]]) -> list[Finding]:
+    """One hint per note, pointing at its closest earlier note: a cluster of
+    paraphrases must not flood the Problems panel."""
     best: dict[int, tuple[int, float]] = {}
-    for i, j, score in similar_pairs([b.key for b in notes], threshold):
+    for i, j, score in pairs:
         if j not in best or score > best[j][1]:
             best[j] = (i, score)
-    # One hint per note, pointing at its closest earlier note: a cluster of
-    # paraphrases must not flood the Problems panel.
     return [pair_finding(notes[i], notes[j], score) for j, (i, score) in sorted(best.items())]
 
 
