@@ -22,10 +22,11 @@ DEFAULT_THRESHOLD = 85.0
 
 
 BLOCK = 256
-"""Rows scored at once by the matrix pass on every core (``check``): bounds the score matrix
-to BLOCK x n bytes."""
+"""Rows scored at once by :func:`similar_pairs`' matrix pass on every core (``workers=-1``):
+bounds the score matrix to BLOCK x n bytes."""
 SERVER_BLOCK = 32
-"""Rows scored at once by the matrix pass on one core (the server's pass, in its thread).
+"""Rows scored at once by the matrix pass on one core: the server's pass (in its thread) and
+``check``'s (:class:`SimilarPass`, on two threads, each scoring one block at a time).
 
 A block's window reaches as far as its longest key can, so a smaller block scores fewer
 cells that no key of it can reach: measured on one worker (CPU, medians of three), 4500
@@ -62,7 +63,7 @@ def similar_pairs(
     (:func:`_score_block`); otherwise each key is scored against its window with
     ``process.extract``, offering the GIL to other threads between keys. ``None`` picks
     the matrix from :data:`MATRIX_FROM` keys on. ``workers`` is the matrix's threads:
-    -1 (every core, blocks of :data:`BLOCK` rows) for ``check``, 1 (blocks of
+    -1 (every core, blocks of :data:`BLOCK` rows), 1 (blocks of
     :data:`SERVER_BLOCK` rows) for the language server's pass in its background thread.
     With ``limit``, both ways stop after the row that reaches it and keep that row's
     best hits (``process.extract``'s order: score, then column): the same pairs then too.

@@ -145,11 +145,14 @@ class _SimilarBeside:
             self._thread.start()
 
     def _take(self) -> int | None:
+        """The next block to score: the last first. Its keys are the longest, the dearest
+        cells (~200 ns against ~10-35 ns for keys of 64 characters or less), so the blocks
+        left for the end, when one thread may wait for the other, are the cheap ones."""
         with self._lock:
             if self._stopped or self._next >= len(self._scored):
                 return None
             self._next += 1
-            return self._next - 1
+            return len(self._scored) - self._next
 
     def _score(self) -> None:
         from memory_ls.core.similar import score_block

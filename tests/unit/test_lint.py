@@ -106,4 +106,4 @@ def test_ctrl_c_beside_the_similar_thread_stops_it(
         if thread is not threading.current_thread():
             thread.join(timeout=30)
     assert threading.active_count() == 1
-    assert scored == [0]  # the block it was scoring, and no other after Ctrl-C
+    assert len(scored) == 1  # the block it was scoring, and no other after Ctrl-C
