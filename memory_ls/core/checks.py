@@ -634,8 +634,8 @@ def check_bullets(
     (through :func:`memory_ls.store.lint.lint_file`). The language server builds
     the same findings from these parts, recomputing only what an edit touched."""
     found: list[Finding] = file_findings(lines, ctx)
-    for b in bullets:
-        found.extend(line_findings(b))
+    for line in lines_findings(bullets).values():  # (the common note without a call)
+        found.extend(line)
     found.extend(duplicate_findings(bullets))
     if ctx.scope is not None and other_keys:
         found.extend(cross_scope_findings(bullets, ctx.scope, other_keys, other_path))

@@ -16,10 +16,13 @@ same subjects.
 
 from __future__ import annotations
 
+import bisect
 import functools
+import itertools
 import re
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import cast
 
 from memory_ls.core.checks import ConflictData, Finding, Related, Severity
 from memory_ls.core.models import Scope
@@ -205,11 +208,16 @@ _EMPHASIS_LABEL_RE = re.compile(
 _ANY_MARK_RE = re.compile(rf"\b(?:{_NEGATORS}|{_POSITIVES})\b")
 
 
+def _unemphasised(key: str) -> str:
+    """``key`` without emphasis marks: "**never** use X" claims what "never use X" does."""
+    return key.replace("*", "").replace("__", "")
+
+
 @functools.lru_cache(maxsize=65536)
 def claims_of_key(key: str) -> tuple[Claim, ...]:
     """The claims of a note, from its near-duplicate key (lowercase, trimmed): cached, so
     an edit reads only the notes it changed."""
-    key = key.replace("*", "").replace("__", "")  # emphasis: "**never** use X"
+    key = _unemphasised(key)
     if _ANY_MARK_RE.search(key) is None:
         return ()
     return read_claims(key)
@@ -383,6 +391,28 @@ class ConflictIndex:
 # -- findings ------------------------------------------------------------------------------
 
 
+def _marked(bullets: Sequence[Bullet]) -> list[int]:
+    """The indices of the notes whose key holds a marker word (:data:`_ANY_MARK_RE`, on the
+    key as :func:`claims_of_key` reads it): the only ones that can make a claim. One
+    search over the keys joined by newlines (no marker spans one, and a newline is a
+    word boundary as the end of a key is), instead of one call per note."""
+    if not bullets:
+        return []
+    keys = [b.key for b in bullets]
+    # Emphasis removed from them all at once: no "__" spans two keys, a newline between.
+    joined = "\n".join(keys).replace("*", "").replace("__", "")
+    parts = joined.split("\n")
+    if len(parts) != len(keys):  # a key of several lines (not from a file's lines)
+        return [i for i, k in enumerate(keys) if _ANY_MARK_RE.search(_unemphasised(k))]
+    starts = list(itertools.accumulate((len(p) + 1 for p in parts[:-1]), initial=0))
+    found: list[int] = []
+    for m in _ANY_MARK_RE.finditer(joined):
+        i = bisect.bisect_right(starts, m.start()) - 1
+        if not found or found[-1] != i:
+            found.append(i)
+    return found
+
+
 def conflict_severity(data: ConflictData) -> Severity:
     """Warning inside one scope, Information across scopes (SPEC §13)."""
     return "warning" if data["scope"] == data["otherScope"] else "information"
@@ -433,21 +463,26 @@ def conflict_findings(
     project store, on its note of a pair with a global note (``other_bullets``, from the
     file ``other_path``). The language server keeps a :class:`ConflictIndex` instead."""
     index = ConflictIndex()
-    mine = [b for b in bullets if not b.blank]
-    for i, b in enumerate(mine):
-        index.add((scope, i), b.key)
-    theirs: list[Bullet] = []
-    if scope == "project":
-        theirs = [b for b in other_bullets if not b.blank]
-        for i, b in enumerate(theirs):
-            index.add(("global", i), b.key)
-    notes: dict[Hashable, tuple[Bullet, Scope, str | None]] = {}
-    notes.update({(scope, i): (b, scope, None) for i, b in enumerate(mine)})
-    notes.update({("global", i): (b, "global", other_path) for i, b in enumerate(theirs)})
+    mine = [b for b in bullets if b.note]  # (not blank)
+    theirs = [b for b in other_bullets if b.note] if scope == "project" else []
+    # A note without a marker word makes no claim (claims_of_key): one search over all the
+    # keys at once finds the few that may, and only they are indexed (as add would).
+    marked = _marked(mine)
+    for i in marked:
+        index.add((scope, i), mine[i].key)
+    for i in _marked(theirs):
+        index.add(("global", i), theirs[i].key)
     out: list[Finding] = []
-    for i, b in enumerate(mine):
+    for i in marked:
+        if (scope, i) not in index:
+            continue  # no claim: no conflict
+        b = mine[i]
         for other_ref, subject in index.conflicts_of((scope, i)):
-            other, where, path = notes[other_ref]
-            out.append(conflict_finding(b, other, scope, where, subject, path))
+            where, k = cast(tuple[Scope, int], other_ref)
+            same = where == scope
+            other = (mine if same else theirs)[k]
+            out.append(
+                conflict_finding(b, other, scope, where, subject, None if same else other_path)
+            )
     # Reading order, then the same scope's note before the other's, by line.
     return sorted(out, key=lambda f: (f.line, f.start, f.related[0].path or "", f.related[0].line))

@@ -9,9 +9,10 @@ so read-only CLI verbs that never ask for hints do not pay for it.
 from __future__ import annotations
 
 import bisect
+import functools
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from memory_ls.core.checks import Finding, Related, SimilarData
@@ -22,10 +23,11 @@ DEFAULT_THRESHOLD = 85.0
 
 
 BLOCK = 256
-"""Rows scored at once by the matrix pass on every core (``check``): bounds the score matrix
-to BLOCK x n bytes."""
+"""Rows scored at once by :func:`similar_pairs`' matrix pass on every core (``workers=-1``):
+bounds the score matrix to BLOCK x n bytes."""
 SERVER_BLOCK = 32
-"""Rows scored at once by the matrix pass on one core (the server's pass, in its thread).
+"""Rows scored at once by the matrix pass on one core: the server's pass (in its thread) and
+``check``'s (:class:`SimilarPass`, on two threads, each scoring one block at a time).
 
 A block's window reaches as far as its longest key can, so a smaller block scores fewer
 cells that no key of it can reach: measured on one worker (CPU, medians of three), 4500
@@ -62,7 +64,7 @@ def similar_pairs(
     (:func:`_score_block`); otherwise each key is scored against its window with
     ``process.extract``, offering the GIL to other threads between keys. ``None`` picks
     the matrix from :data:`MATRIX_FROM` keys on. ``workers`` is the matrix's threads:
-    -1 (every core, blocks of :data:`BLOCK` rows) for ``check``, 1 (blocks of
+    -1 (every core, blocks of :data:`BLOCK` rows), 1 (blocks of
     :data:`SERVER_BLOCK` rows) for the language server's pass in its background thread.
     With ``limit``, both ways stop after the row that reaches it and keep that row's
     best hits (``process.extract``'s order: score, then column): the same pairs then too.
@@ -165,6 +167,55 @@ def _score_block(queries: list[str], choices: list[str], cutoff: int, workers: i
     return memoryview(scores).tobytes()
 
 
+def _block_rows(
+    ranked: list[str],
+    start: int,
+    end: int,
+    stop: int,
+    cutoff: int,
+    threshold: float,
+    workers: int,
+) -> Iterator[list[tuple[int, int, float]]]:
+    """Rows ``start`` to ``end`` scored against the keys ``start`` to ``stop`` with ``cdist``:
+    each row's ``(row, column, score)`` close pairs (only the rows with any)."""
+    from rapidfuzz import fuzz
+
+    ratio = fuzz.ratio
+    width = stop - start
+    scores = _score_block(ranked[start:end], ranked[start:stop], cutoff, workers)
+    for r in range(end - start):
+        # Only the cells right of the diagonal: the lower triangle repeats them.
+        lo, hi = r * width + r + 1, (r + 1) * width
+        # Almost every row is all zeros: counting them is a C loop (~10x faster
+        # than a regex over the row), and only a row with a hit is searched.
+        if scores.count(0, lo, hi) == hi - lo:
+            continue
+        key = ranked[start + r]
+        row: list[tuple[int, int, float]] = []
+        for hit in _NONZERO.finditer(scores, lo, hi):
+            c = start + hit.start() - r * width
+            other = ranked[c]
+            if other == key:
+                continue
+            # The cell is the score rounded to a byte: the float decides.
+            score = float(ratio(key, other))
+            if score >= threshold:
+                row.append((start + r, c, score))
+        if row:
+            yield row
+
+
+def _blocks(lengths: list[int], cutoff: int, block: int) -> list[tuple[int, int, int]]:
+    """``(start, end, stop)`` of each block of rows: rows ``start`` to ``end``, scored
+    against the keys up to ``stop``, the last one its longest key can reach."""
+    n = len(lengths)
+    out = []
+    for start in range(0, n, block):
+        end = min(n, start + block)
+        out.append((start, end, _reach(lengths, lengths[end - 1], cutoff, end)))
+    return out
+
+
 def _matrix_pairs(
     ranked: list[str],
     lengths: list[int],
@@ -175,34 +226,9 @@ def _matrix_pairs(
     workers: int,
 ) -> list[tuple[int, int, float]]:
     """(row, column, score) of every close pair, scored in blocks of rows with ``cdist``."""
-    from rapidfuzz import fuzz
-
-    ratio = fuzz.ratio
-    n = len(ranked)
     out: list[tuple[int, int, float]] = []
-    for start in range(0, n, block):
-        end = min(n, start + block)
-        stop = _reach(lengths, lengths[end - 1], cutoff, end)
-        width = stop - start
-        scores = _score_block(ranked[start:end], ranked[start:stop], cutoff, workers)
-        for r in range(end - start):
-            # Only the cells right of the diagonal: the lower triangle repeats them.
-            lo, hi = r * width + r + 1, (r + 1) * width
-            # Almost every row is all zeros: counting them is a C loop (~10x faster
-            # than a regex over the row), and only a row with a hit is searched.
-            if scores.count(0, lo, hi) == hi - lo:
-                continue
-            key = ranked[start + r]
-            row: list[tuple[int, int, float]] = []
-            for hit in _NONZERO.finditer(scores, lo, hi):
-                c = start + hit.start() - r * width
-                other = ranked[c]
-                if other == key:
-                    continue
-                # The cell is the score rounded to a byte: the float decides.
-                score = float(ratio(key, other))
-                if score >= threshold:
-                    row.append((start + r, c, score))
+    for start, end, stop in _blocks(lengths, cutoff, block):
+        for row in _block_rows(ranked, start, end, stop, cutoff, threshold, workers):
             out += row
             if limit is not None and len(out) >= limit:
                 # The row pass keeps the best hits of the row that reaches the limit
@@ -221,20 +247,200 @@ def similar_to(key: str, keys: Sequence[str], threshold: float) -> list[tuple[in
     return [(idx, float(score)) for _, score, idx in hits if keys[idx] != key]
 
 
+class SimilarPass:
+    """``check``'s ``similar`` pass over one store, cut into blocks of work.
+
+    Each block (:func:`score_block`) is scored on its own, in any order and on any
+    thread (``cdist`` releases the GIL while it scores), and :func:`pass_findings`
+    puts the blocks' pairs back together: the same findings as
+    :func:`similar_findings`, which runs the blocks one after the other. Plain data:
+    whoever runs the blocks (the shell: ``memory_ls.store.lint``) owns the threads.
+    """
+
+    __slots__ = (
+        "blocks",
+        "cutoff",
+        "lengths",
+        "matrix",
+        "notes",
+        "order",
+        "ranked",
+        "short",
+        "threshold",
+    )
+
+    def __init__(self, bullets: Sequence[Bullet], threshold: float) -> None:
+        seen: set[str] = set()
+        notes = []
+        for b in bullets:  # a later note with a seen key is a `duplicate`, not a paraphrase
+            if not b.blank and b.key not in seen:
+                seen.add(b.key)
+                notes.append(b)
+        self.notes: list[Bullet] = notes
+        """The notes compared: the first of each key, in file order."""
+        n = len(notes)
+        self.threshold = threshold
+        self.cutoff = max(0, min(100, int(threshold)))
+        self.order = sorted(range(n), key=lambda i: len(notes[i].key))
+        self.ranked = [notes[i].key for i in self.order]
+        """The keys, shortest first: a row is scored only against the keys after it."""
+        self.lengths = [len(k) for k in self.ranked]
+        self.matrix = n >= MATRIX_FROM and self.cutoff > 0 and similar_matrix_available()
+        """Blocks of :data:`SERVER_BLOCK` rows scored with ``cdist`` on the calling thread
+        (on one worker: the least CPU; two threads share the cores); otherwise the
+        row pass, as one block."""
+        self.blocks: list[tuple[int, int, int]] = (
+            _blocks(self.lengths, self.cutoff, SERVER_BLOCK)
+            if self.matrix
+            else ([(0, n, n)] if n >= 2 else [])
+        )
+        """``(start, end, stop)``: rows ``start`` to ``end`` against keys up to ``stop``."""
+        self.short = _without_dropped(self.ranked) if self.matrix else []
+        """The keys without :data:`DROPPED`'s characters, which the filter scores."""
+
+
+def score_block(p: SimilarPass, index: int) -> list[tuple[int, int, float]]:
+    """The close pairs ``(row, column, score)`` (positions in ``p.ranked``) of block ``index``."""
+    start, end, stop = p.blocks[index]
+    if not p.matrix:
+        return _row_pairs(p.ranked, p.lengths, p.cutoff, p.threshold, None)
+    out: list[tuple[int, int, float]] = []
+    for row in _filtered_rows(p, start, end, stop):
+        out += row
+    return out
+
+
+DROPPED = " eta"
+"""Characters left out of the keys that ``check``'s filter scores (the most common in
+English notes). Shorter keys are cheaper cells (a key of 33-64 characters takes a quarter
+of a SIMD vector, one of 17-32 an eighth) and the filter stays exact: see
+:func:`_filtered_rows`. Any set would be exact; this one leaves a note a third shorter,
+~3x less CPU for the pass on 4500 and paraphrase (10000's short keys: ~1.4x)."""
+
+
+def _without_dropped(keys: list[str]) -> list[str]:
+    """``keys`` without :data:`DROPPED`'s characters (all at once: a few C passes)."""
+    joined = "\n".join(keys)
+    for char in DROPPED:
+        joined = joined.replace(char, "")
+    short = joined.split("\n")
+    if len(short) == len(keys):
+        return short
+    # A key with a line break (not from a file's lines): one at a time.
+    out = []
+    for key in keys:
+        for char in DROPPED:
+            key = key.replace(char, "")
+        out.append(key)
+    return out
+
+
+def _filtered_rows(
+    p: SimilarPass, start: int, end: int, stop: int
+) -> Iterator[list[tuple[int, int, float]]]:
+    """The rows of a block of :class:`SimilarPass`, as :func:`_block_rows` finds them, from
+    a cheaper matrix: the Indel distance (``len(a) + len(b) - 2 * LCS``) of the keys
+    without :data:`DROPPED`'s characters, as a filter, each cell that passes scored in full.
+
+    Exact. Leaving out characters never makes the distance larger: of a longest common
+    subsequence of two keys, the characters kept are common to the short keys and at most
+    ``min(c1, c2)`` were left out (``c``: the characters a key lost), so the short keys'
+    distance is at most the keys' own, less ``|c1 - c2|``. A pair that reaches the
+    threshold is within ``(100 - threshold)%`` of its two lengths, and no two keys of the
+    block are longer than its longest row's and its window's last: a cell over that bound
+    (which ``cdist`` writes as bound + 1) holds no pair; every other cell is scored with
+    ``ratio`` and kept as the matrix pass keeps it. A block whose bound does not fit a
+    byte is scored as a ``ratio`` matrix (:func:`_block_rows`).
+    """
+    lengths = p.lengths
+    bound = int((100 - p.threshold) * (lengths[end - 1] + lengths[stop - 1]) / 100 + 1e-6)
+    if bound < 0:
+        return  # a threshold over 100: no pair
+    if bound > 254:
+        yield from _block_rows(p.ranked, start, end, stop, p.cutoff, p.threshold, 1)
+        return
+    from rapidfuzz import fuzz
+
+    ratio, ranked, threshold = fuzz.ratio, p.ranked, p.threshold
+    width = stop - start
+    over = bytes((bound + 1,))
+    distances = _distance_block(p.short[start:end], p.short[start:stop], bound)
+    within = _within(bound)
+    for r in range(end - start):
+        lo, hi = r * width + r + 1, (r + 1) * width  # right of the diagonal, as ever
+        if distances.count(over, lo, hi) == hi - lo:
+            continue  # the common row: nothing near (a C loop)
+        key = ranked[start + r]
+        row: list[tuple[int, int, float]] = []
+        for hit in within.finditer(distances, lo, hi):
+            c = start + hit.start() - r * width
+            other = ranked[c]
+            if other == key:
+                continue
+            score = float(ratio(key, other))
+            if score >= threshold:
+                row.append((start + r, c, score))
+        if row:
+            yield row
+
+
+def _distance_block(queries: list[str], choices: list[str], bound: int) -> bytes:
+    """The uint8 matrix of Indel distances, a cell over ``bound`` (< 255) written as
+    ``bound + 1``; on the calling thread (``cdist`` releases the GIL while it scores)."""
+    from rapidfuzz.distance import Indel
+
+    found = _cdist()
+    assert found is not None  # SimilarPass.matrix checked
+    cdist, uint8 = found
+    scores = cdist(
+        queries, choices, scorer=Indel.distance, score_cutoff=bound, dtype=uint8, workers=1
+    )
+    return memoryview(scores).tobytes()
+
+
+@functools.lru_cache(maxsize=256)
+def _within(bound: int) -> re.Pattern[bytes]:
+    """A cell of :func:`_distance_block`'s matrix that is not over ``bound``."""
+    return re.compile(b"[^" + re.escape(bytes((bound + 1,))) + b"]")
+
+
+def pass_findings(
+    p: SimilarPass, scored: Sequence[Sequence[tuple[int, int, float]] | None]
+) -> list[Finding]:
+    """The ``similar`` hints from every block's pairs (``scored[k]``: block ``k``'s)."""
+    return _findings(p.notes, pass_pairs(p, scored))
+
+
+def pass_pairs(
+    p: SimilarPass, scored: Sequence[Sequence[tuple[int, int, float]] | None]
+) -> list[tuple[int, int, float]]:
+    """Every close pair ``(i, j, score)``, ``i < j`` indices in ``p.notes``, as
+    :func:`similar_pairs` gives them, from every block's pairs."""
+    if len(scored) != len(p.blocks) or any(pairs is None for pairs in scored):
+        raise ValueError("every block of the similar pass must be scored")
+    order = p.order
+    found = [
+        (min(order[r], order[c]), max(order[r], order[c]), score)
+        for pairs in scored
+        for r, c, score in pairs or ()
+    ]
+    return sorted(found)
+
+
 def similar_findings(bullets: Sequence[Bullet], threshold: float) -> list[Finding]:
-    """A ``similar`` hint on the later note of each close pair."""
-    seen: set[str] = set()
-    notes = []
-    for b in bullets:  # a later note with a seen key is a `duplicate`, not a paraphrase
-        if not b.blank and b.key not in seen:
-            seen.add(b.key)
-            notes.append(b)
+    """A ``similar`` hint on the later note of each close pair (every block of
+    :class:`SimilarPass` in turn, on this thread)."""
+    p = SimilarPass(bullets, threshold)
+    return pass_findings(p, [score_block(p, k) for k in range(len(p.blocks))])
+
+
+def _findings(notes: list[Bullet], pairs: list[tuple[int, int, float]]) -> list[Finding]:
+    """One hint per note, pointing at its closest earlier note: a cluster of
+    paraphrases must not flood the Problems panel."""
     best: dict[int, tuple[int, float]] = {}
-    for i, j, score in similar_pairs([b.key for b in notes], threshold):
+    for i, j, score in pairs:
         if j not in best or score > best[j][1]:
             best[j] = (i, score)
-    # One hint per note, pointing at its closest earlier note: a cluster of
-    # paraphrases must not flood the Problems panel.
     return [pair_finding(notes[i], notes[j], score) for j, (i, score) in sorted(best.items())]
 
 

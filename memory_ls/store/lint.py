@@ -8,13 +8,15 @@ any other file with the file-only checks.
 from __future__ import annotations
 
 import os
+import sys
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from memory_ls.core.checks import FileContext, Finding, check_bullets, key_index, sort_findings
 from memory_ls.core.models import Scope, other_scope
-from memory_ls.core.notes import ParsedFile, parse_bullets
-from memory_ls.core.recall import recall_plan
+from memory_ls.core.notes import Bullet, ParsedFile, parse_bullets
+from memory_ls.core.recall import RecallPlan, recall_plan
 from memory_ls.core.text import decode_for_display, display_path, split_text
 from memory_ls.store.facts import FileFacts, memory_file_facts
 from memory_ls.store.paths import (
@@ -54,20 +56,212 @@ def _report(
     facts: FileFacts, runtime: MemoryRuntime | None, scope: Scope | None, real_store: str | None
 ) -> FileReport:
     """The findings for a file the store layer has looked at."""
+    return _start_report(facts, runtime, scope, real_store, _Run()).finish()
+
+
+class _Run:
+    """One ``check`` of one or more files: whether the ``similar`` passes get a thread, and
+    what one file's checks worked out that the next may take instead of doing again."""
+
+    def __init__(self, thread: bool = True) -> None:
+        self.thread = thread
+        self.bullets: dict[str, list[Bullet]] = {}
+        """The bullets of each text checked so far (the project store's, for the global
+        store's cross-scope check)."""
+        self._plan: tuple[list[str], list[str], int, bool, RecallPlan] | None = None
+
+    def recall_plan(
+        self, project: list[str], global_: list[str], max_bytes: int, inject: bool
+    ) -> RecallPlan:
+        """:func:`~memory_ls.core.recall.recall_plan`, made once for both stores (each asks
+        for the same plan)."""
+        held = self._plan
+        if held is not None and held[:4] == (project, global_, max_bytes, inject):
+            return held[4]
+        plan = recall_plan(project, global_, max_bytes, inject)
+        self._plan = (project, global_, max_bytes, inject, plan)
+        return plan
+
+
+SWITCH_INTERVAL = 0.0002
+"""The interpreter's switch interval (seconds) while a ``similar`` thread runs beside the
+checks. On one worker, ``cdist`` takes the GIL back between its steps of 4-32 rows (to
+look for Ctrl-C); at the default 5 ms each step waits that long for the Python checks
+to let go, so the pass would crawl beside them (4500 notes: ~110 ms of Python beside it
+took it from ~130 to ~280 ms, docs/performance.md)."""
+
+_switches_lock = threading.Lock()
+_switches_held = 0
+_switches_saved = 0.0
+
+
+def _short_switches(hold: bool) -> None:
+    """Shorten the switch interval while any ``similar`` thread runs (``hold``), and put
+    the one found back when the last ends."""
+    global _switches_held, _switches_saved
+    with _switches_lock:
+        if hold:
+            if _switches_held == 0:
+                _switches_saved = sys.getswitchinterval()
+                sys.setswitchinterval(min(_switches_saved, SWITCH_INTERVAL))
+            _switches_held += 1
+        else:
+            _switches_held -= 1
+            if _switches_held == 0:
+                sys.setswitchinterval(_switches_saved)
+
+
+class _SimilarBeside:
+    """One store's ``similar`` pass (:class:`~memory_ls.core.similar.SimilarPass`), scored on
+    a second thread while this one runs the other checks; this thread joins in when it is
+    done with them, so both cores score what is left (``cdist`` releases the GIL while it
+    scores).
+
+    The blocks are taken one at a time from a shared count, so neither thread waits for
+    the other's share, and they are put back together in their order: the findings are
+    those of :func:`~memory_ls.core.similar.similar_findings`, whichever thread scored
+    which block. An error in the thread is raised again by :meth:`findings`; :meth:`stop`
+    (after an error or Ctrl-C on this thread) lets the thread end after its block. It is
+    a daemon: an interrupted ``check`` never waits for it.
+    """
+
+    def __init__(self, bullets: list[Bullet], thread: bool = True) -> None:
+        from memory_ls.core.similar import DEFAULT_THRESHOLD, SimilarPass
+
+        self._pass = SimilarPass(bullets, DEFAULT_THRESHOLD)
+        self._scored: list[list[tuple[int, int, float]] | None] = [None] * len(self._pass.blocks)
+        self._next = 0
+        self._lock = threading.Lock()
+        self._stopped = False
+        self._error: BaseException | None = None
+        self._thread: threading.Thread | None = None
+        self._holds_switches = False
+        if thread and len(self._scored) > 1:  # one block (a small store): scored when asked
+            self._thread = threading.Thread(
+                target=self._run, name="memory-ls check: similar", daemon=True
+            )
+            _short_switches(True)
+            self._holds_switches = True
+            self._thread.start()
+
+    def _take(self) -> int | None:
+        """The next block to score: the last first. Its keys are the longest, the dearest
+        cells (~200 ns against ~10-35 ns for keys of 64 characters or less), so the blocks
+        left for the end, when one thread may wait for the other, are the cheap ones."""
+        with self._lock:
+            if self._stopped or self._next >= len(self._scored):
+                return None
+            self._next += 1
+            return len(self._scored) - self._next
+
+    def _score(self) -> None:
+        from memory_ls.core.similar import score_block
+
+        while (index := self._take()) is not None:
+            self._scored[index] = score_block(self._pass, index)
+
+    def _run(self) -> None:
+        try:
+            self._score()
+        except BaseException as exc:  # raised again on the main thread, by findings()
+            self._error = exc
+            self.stop()
+
+    def stop(self) -> None:
+        """Take no more blocks (the one being scored finishes)."""
+        with self._lock:
+            self._stopped = True
+            release, self._holds_switches = self._holds_switches, False
+        if release:
+            _short_switches(False)
+
+    def findings(self) -> list[Finding]:
+        """The ``similar`` hints, once every block is scored (this thread scores the rest)."""
+        from memory_ls.core.similar import pass_findings
+
+        try:
+            self._score()
+        finally:
+            self.stop()
+            if self._thread is not None:
+                self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return pass_findings(self._pass, self._scored)
+
+
+class _Started:
+    """A file's findings, but for the ``similar`` hints still being scored."""
+
+    def __init__(
+        self,
+        path: str,
+        lines: list[str],
+        found: list[Finding] | None = None,
+        similar: _SimilarBeside | None = None,
+        after: list[Finding] | None = None,
+        error: str | None = None,
+    ) -> None:
+        self.path, self.lines, self.error = path, lines, error
+        self.found, self.similar, self.after = found or [], similar, after or []
+
+    def finish(self) -> FileReport:
+        """The report, its findings in reading order (this waits for the hints)."""
+        if self.error is not None:
+            return FileReport(self.path, error=self.error)
+        hints = self.similar.findings() if self.similar is not None else []
+        return FileReport(self.path, self.lines, sort_findings([*self.found, *hints, *self.after]))
+
+    def stop(self) -> None:
+        """Stop the hints' thread: the report will not be asked for."""
+        if self.similar is not None:
+            self.similar.stop()
+
+
+def _start_report(
+    facts: FileFacts,
+    runtime: MemoryRuntime | None,
+    scope: Scope | None,
+    real_store: str | None,
+    run: _Run,
+) -> _Started:
+    """Every finding of a file but the ``similar`` hints, which a thread scores meanwhile
+    (unless ``run.thread`` is false: then when they are asked for)."""
     path = facts.path
     if facts.outside_project is not None:
         # Reported, never read (SPEC §1).
         ctx = FileContext(scope="project", outside_project=facts.outside_project)
-        return FileReport(str(path), [""], check_bullets([""], [], ctx))
+        return _Started(str(path), [""], check_bullets([""], [], ctx))
     if facts.symlink:
         ctx = FileContext(scope=scope, symlink=True)
-        return FileReport(str(path), [""], check_bullets([""], [], ctx))
+        return _Started(str(path), [""], check_bullets([""], [], ctx))
     if facts.error is not None:
-        return FileReport(str(path), error=facts.error)
+        return _Started(str(path), [], error=facts.error)
     text = decode_for_display(facts.data)
     lines = split_text(text).lines
     # Every bullet is read (the checks): the one-loop cold parse, not one cached call a line.
     parsed = ParsedFile(lines, [b for b in parse_bullets(lines) if b is not None], None, None)
+    run.bullets[text] = parsed.bullets
+    # First, so that it runs beside everything else.
+    similar = _SimilarBeside(parsed.bullets, run.thread)
+    try:
+        found, after = _other_findings(runtime, scope, real_store, parsed, run, facts)
+    except BaseException:
+        similar.stop()
+        raise
+    return _Started(str(path), lines, found, similar, after)
+
+
+def _other_findings(
+    runtime: MemoryRuntime | None,
+    scope: Scope | None,
+    real_store: str | None,
+    parsed: ParsedFile,
+    run: _Run,
+    facts: FileFacts,
+) -> tuple[list[Finding], list[Finding]]:
+    """The findings of the checks on the file alone, and of SPEC §13's checks."""
+    lines = parsed.lines
     ctx_args: dict[str, object] = {
         "scope": scope,
         "size": facts.size,
@@ -87,34 +281,33 @@ def _report(
         one_file = canonical_path(runtime.paths[other]) == canonical_path(runtime.paths[scope])
         if (other == "global" or trust.trusted) and not one_file:
             # (Both stores one file, by agentDir: its notes are not "also" in the other.)
-            other_keys = key_index(other_view.parsed.bullets)
+            # The other store's text was checked just before (the project store, when
+            # this is the global one): its bullets are not parsed again.
+            known = run.bullets.get(other_view.file.content)
+            other_keys = key_index(known if known is not None else other_view.parsed.bullets)
         mine = parsed.notes if (scope == "global" or trust.trusted) else []
         theirs = runtime.recall_notes(other)
         project, global_ = (mine, theirs) if scope == "project" else (theirs, mine)
-        plan = recall_plan(project, global_, config.max_inject_bytes, config.inject)
+        plan = run.recall_plan(project, global_, config.max_inject_bytes, config.inject)
     ctx = FileContext(**ctx_args)  # type: ignore[arg-type]
     findings = check_bullets(
         lines, parsed.bullets, ctx, plan=plan, other_keys=other_keys, other_path=other_path
     )
-    from memory_ls.core.similar import DEFAULT_THRESHOLD, similar_findings
-
-    findings = [*findings, *similar_findings(parsed.bullets, DEFAULT_THRESHOLD)]
+    after: list[Finding] = []
     if runtime is not None and scope is not None and real_store is None:
         # SPEC §13: stale mentions, instruction-file repeats and conflicting notes.
         from memory_ls.store.project_files import stale_and_conflict_findings
 
         other_parsed = runtime.view("global").parsed if scope == "project" else None
-        findings.extend(
-            stale_and_conflict_findings(
-                runtime.project_root,
-                runtime.agent_dir,
-                scope,
-                parsed,
-                other_parsed,
-                str(runtime.paths["global"]),
-            )
+        after = stale_and_conflict_findings(
+            runtime.project_root,
+            runtime.agent_dir,
+            scope,
+            parsed,
+            other_parsed,
+            str(runtime.paths["global"]),
         )
-    return FileReport(str(path), lines, sort_findings(findings))
+    return findings, after
 
 
 def lint_path(
@@ -136,15 +329,24 @@ def lint_path(
     return lint_file(path, runtime, "project", found.real_store)
 
 
-def lint_stores(runtime: MemoryRuntime) -> list[FileReport]:
-    """Check both stores of a project (a missing store has nothing to find)."""
-    reports = []
-    for scope in ("project", "global"):
-        root = runtime.project_root if scope == "project" else None
-        facts = memory_file_facts(runtime.paths[scope], LINT_READ_LIMIT, root)
-        if facts.exists or facts.outside_project is not None:
-            reports.append(_report(facts, runtime, scope, None))
-    return reports
+def lint_stores(runtime: MemoryRuntime, *, thread: bool = True) -> list[FileReport]:
+    """Check both stores of a project (a missing store has nothing to find).
+
+    Each store's ``similar`` pass is scored on a second thread beside the rest of both
+    stores' checks; ``thread=False`` scores it on this one (the same reports).
+    """
+    started: list[_Started] = []
+    run = _Run(thread)
+    try:
+        for scope in ("project", "global"):
+            root = runtime.project_root if scope == "project" else None
+            facts = memory_file_facts(runtime.paths[scope], LINT_READ_LIMIT, root)
+            if facts.exists or facts.outside_project is not None:
+                started.append(_start_report(facts, runtime, scope, None, run))
+        return [s.finish() for s in started]
+    finally:
+        for s in started:
+            s.stop()
 
 
 def _severity_level(severity: str) -> str:

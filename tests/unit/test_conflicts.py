@@ -16,18 +16,24 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from memory_ls.core.checks import Finding
 from memory_ls.core.conflicts import (
+    _ANY_MARK_RE,
     MAX_CONFLICTS_PER_NOTE,
     Claim,
     ConflictIndex,
+    _marked,
+    _unemphasised,
     claims_of_key,
+    conflict_finding,
     conflict_findings,
     conflict_severity,
     note_claims,
     notes_conflict,
     read_claims,
 )
-from memory_ls.core.notes import parse_lines
+from memory_ls.core.models import Scope
+from memory_ls.core.notes import Bullet, parse_lines
 from memory_ls.core.text import near_duplicate_key
 
 CORPUS = Path(__file__).parent.parent / "data" / "conflict_corpus.jsonl"
@@ -301,3 +307,66 @@ def test_a_capped_answer_is_the_first_notes_of_the_whole_answer(
         whole = index.conflicts_of(i, limit=None)
         assert [ref for ref, _ in whole] == sorted(ref for ref, _ in whole)
         assert index.conflicts_of(i, limit=limit) == whole[:limit]
+
+
+def conflict_findings_the_long_way(
+    bullets: list[Bullet], scope: Scope, other: list[Bullet], other_path: str | None
+) -> list[Finding]:
+    """Every note indexed and asked for its conflicts, one at a time: the definition that
+    ``conflict_findings``' one search for marker words must not change."""
+    index = ConflictIndex()
+    mine = [b for b in bullets if not b.blank]
+    theirs = [b for b in other if not b.blank] if scope == "project" else []
+    for i, b in enumerate(mine):
+        index.add((scope, i), b.key)
+    for i, b in enumerate(theirs):
+        index.add(("global", i), b.key)
+    notes = {(scope, i): (b, scope, None) for i, b in enumerate(mine)}
+    notes.update({("global", i): (b, "global", other_path) for i, b in enumerate(theirs)})
+    out = []
+    for i, b in enumerate(mine):
+        for ref, subject in index.conflicts_of((scope, i)):
+            o, where, path = notes[ref]
+            out.append(conflict_finding(b, o, scope, where, subject, path))  # type: ignore[arg-type]
+    return sorted(out, key=lambda f: (f.line, f.start, f.related[0].path or "", f.related[0].line))
+
+
+CLAIMING_NOTES = st.lists(
+    st.lists(
+        st.sampled_from(
+            [
+                *("use", "never use", "don't", "always", "prefer", "avoid", "no", "**never**"),
+                *("__no__", "pnpm", "yarn", "npm", "for tests", "in CI", "over", "*", "_"),
+                *("\u2028", "x", "é"),
+            ]
+        ),
+        min_size=1,
+        max_size=6,
+    ).map(" ".join),
+    max_size=25,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(CLAIMING_NOTES, CLAIMING_NOTES, st.sampled_from(["project", "global"]))
+def test_the_one_search_for_marker_words_finds_the_conflicts_of_every_note(
+    mine: list[str], theirs: list[str], scope: Scope
+) -> None:
+    bullets = parse_lines([f"- {n}" for n in mine]).bullets
+    other = parse_lines([f"* {n}" for n in theirs]).bullets
+    assert conflict_findings(bullets, scope, other, "g") == conflict_findings_the_long_way(
+        bullets, scope, other, "g"
+    )
+    keys = [b.key for b in bullets if b.note]
+    looked = [i for i, k in enumerate(keys) if _ANY_MARK_RE.search(_unemphasised(k))]
+    assert _marked([b for b in bullets if b.note]) == looked
+
+
+def test_the_one_search_for_marker_words_takes_a_key_of_several_lines_on_its_own() -> None:
+    # Not from a file's lines (those hold no newline), but the search must not read the
+    # joined keys' lines as keys then.
+    bullets = [
+        b._replace(key=k)
+        for b, k in zip(parse_lines(["- a", "- b"]).bullets, ["x\nuse y", "z"], strict=True)
+    ]
+    assert _marked(bullets) == [0]

@@ -11,14 +11,21 @@ from __future__ import annotations
 import random
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from rapidfuzz import fuzz
 
+from memory_ls.core.notes import Bullet, parse_lines
 from memory_ls.core.similar import (
     BLOCK,
+    DEFAULT_THRESHOLD,
     MATRIX_FROM,
     SERVER_BLOCK,
+    SimilarPass,
+    pass_findings,
+    pass_pairs,
+    score_block,
+    similar_findings,
     similar_matrix_available,
     similar_pairs,
 )
@@ -180,3 +187,84 @@ def test_the_default_pass_is_the_matrix_on_a_big_store_and_equals_the_naive_one(
     # Large enough for several blocks of either matrix pass.
     assert len(keys) > 2 * BLOCK > 2 * SERVER_BLOCK
     assert similar_pairs(keys, 85.0, workers=1) == naive(keys, 85.0)
+
+
+def findings_of_pairs(
+    bullets: list[Bullet], pairs: list[tuple[int, int, float]]
+) -> list[tuple[int, int, float]]:
+    """``(later line, earlier line, score)`` of each hint: the definition (one hint per
+    later note, at its closest earlier note; the first such note on a tie)."""
+    best: dict[int, tuple[int, float]] = {}
+    for i, j, score in pairs:
+        if j not in best or score > best[j][1]:
+            best[j] = (i, score)
+    return [(bullets[j].line, bullets[i].line, s) for j, (i, s) in sorted(best.items())]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_check_s_blocks_scored_in_any_order_give_the_naive_findings(seed: int) -> None:
+    # check scores the blocks of its pass on two threads, in whichever order they come:
+    # put back together, they must be the hints of the naive all-pairs loop.
+    rng = random.Random(seed)
+    templates = [" ".join(rng.choices(WORDS, k=rng.randint(3, 12))) for _ in range(8)]
+    notes = random_store_from(rng, templates, 12 * SERVER_BLOCK)
+    bullets = [b for b in parse_lines([f"- {n}" for n in notes]).bullets if b.note]
+    p = SimilarPass(bullets, DEFAULT_THRESHOLD)
+    assert p.matrix and len(p.blocks) > 4
+    order = list(range(len(p.blocks)))
+    rng.shuffle(order)
+    scored: list[list[tuple[int, int, float]] | None] = [None] * len(order)
+    for k in order:
+        scored[k] = score_block(p, k)
+    found = pass_findings(p, scored)
+    assert found == similar_findings(bullets, DEFAULT_THRESHOLD)
+    firsts = p.notes  # the first note of each key, in file order
+    expected = findings_of_pairs(firsts, naive([b.key for b in firsts], DEFAULT_THRESHOLD))
+    assert [(f.line, f.related[0].line, f.data["score"]) for f in found] == expected
+    assert len(expected) > len(p.blocks)  # hints in many blocks
+    with pytest.raises(ValueError, match="every block"):
+        pass_findings(p, scored[:-1])
+
+
+def pass_pairs_of(keys: list[str], threshold: float) -> list[tuple[int, int, float]]:
+    """``check``'s pass (the filter of short keys, then ``ratio``) over ``keys``."""
+    bullets = [b for b in parse_lines([f"- {k}" for k in keys]).bullets if b.note]
+    p = SimilarPass(bullets, threshold)
+    return pass_pairs(p, [score_block(p, k) for k in range(len(p.blocks))])
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    keys=st.lists(st.text(alphabet="ab etA😀", min_size=1, max_size=14), min_size=90, max_size=160),
+    threshold=st.floats(min_value=0.5, max_value=100),
+)
+def test_check_s_filter_loses_no_pair_at_any_threshold(keys: list[str], threshold: float) -> None:
+    # Keys mostly of DROPPED's characters (some left empty by it), near one another, at
+    # every threshold: the filter must keep every pair the naive loop finds.
+    bullets = [b for b in parse_lines([f"- {k}" for k in keys]).bullets if b.note]
+    p = SimilarPass(bullets, threshold)
+    assume(p.matrix)  # (enough distinct keys once lowercased)
+    firsts = [b.key for b in p.notes]
+    assert pass_pairs_of(keys, threshold) == naive(firsts, threshold)
+
+
+@settings(max_examples=60, deadline=None)
+@given(keys=paraphrase_store(), threshold=st.sampled_from([60.0, 80.0, 85.0, 85.5, 90.0]))
+def test_check_s_filter_on_paraphrase_heavy_stores(keys: list[str], threshold: float) -> None:
+    keys = [*keys, *(f"{k} {k}" for k in keys), *(f"filler note {i}" for i in range(70))]
+    bullets = [b for b in parse_lines([f"- {k}" for k in keys]).bullets if b.note]
+    p = SimilarPass(bullets, threshold)
+    assert p.matrix
+    firsts = [b.key for b in p.notes]
+    assert pass_pairs_of(keys, threshold) == naive(firsts, threshold)
+
+
+def test_check_s_filter_scores_long_keys_as_the_ratio_matrix() -> None:
+    # A block whose distance bound does not fit a byte (keys of ~850 characters) is
+    # scored as a ratio matrix: the same pairs.
+    rng = random.Random(3)
+    base = " ".join(rng.choices(WORDS, k=170))
+    keys = [base + f" {i}" * (i % 3 + 1) for i in range(40)]
+    keys += [f"short note {i}" for i in range(40)]
+    assert pass_pairs_of(keys, 85.0) == naive(keys, 85.0)
+    assert len(naive(keys, 85.0)) > 100

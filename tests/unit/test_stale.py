@@ -22,6 +22,8 @@ from memory_ls.core.stale import (
     script_mentions,
     skipped_folder,
     stale_findings,
+    stale_mentions,
+    stale_note_findings,
 )
 
 
@@ -360,3 +362,55 @@ def test_the_one_search_for_a_bad_character_is_the_per_character_rule() -> None:
         == (chr(c).isspace() or chr(c) in stale._FORBIDDEN)
     ]
     assert differ == []
+
+
+TOOLISH = st.lists(
+    st.sampled_from(
+        [
+            *PIECES,
+            *("npm", "NPM", "pnpm", "Yarn", "bun", "bundle", "MAKE", "ma\u212ae", "just"),
+            *("run", "\u0130", "\u00a0", "\u2028", " ", "`", "/"),
+        ]
+    ),
+    max_size=30,
+).map("".join)
+"""Notes of tool names in every case (the Kelvin sign lowercases to "k"), glued to other
+words or not, in code spans or not, with Unicode spaces and slashes."""
+
+
+@settings(max_examples=500, deadline=None)
+@given(TOOLISH)
+def test_the_quick_looks_never_skip_a_mention(text: str) -> None:
+    """``stale_findings`` passes over a note without a slash or a tool's name, and
+    ``path_mentions`` reads only the words with a slash: shortcuts only. Every token the
+    script reading takes for a tool is found by the searches, the words with a slash are
+    every whitespace-separated word with one, and the findings are the long way's."""
+    import re
+
+    from memory_ls.core import stale
+
+    low = text.lower()
+    tools = {"npm", "pnpm", "yarn", "bun", "make", "just"}
+    if any((t.text if t.in_code else t.text.lower()) in tools for t in stale._tokens(text)):
+        assert stale._ANY_TOOL.search(low) and stale._TOOL_WORD_RE.search(low)
+    words = [m.span() for m in re.finditer(r"\S+", text) if "/" in m.group()]
+    assert [m.span() for m in stale._SLASH_WORD_RE.finditer(text)] == words
+    line = "- " + text
+    bullets = parse_lines([line]).bullets
+    note = line[bullets[0].start : bullets[0].end] if bullets else ""
+    long_way = [
+        f
+        for b in bullets
+        if not b.blank
+        for f in stale_note_findings(
+            b, stale_mentions(note, note_mentions(note), NOTHING_EXISTS), NOTHING_EXISTS
+        )
+    ]
+    assert stale_findings(bullets, [line], NOTHING_EXISTS) == long_way
+
+
+def test_a_word_that_holds_a_tool_s_name_is_no_tool() -> None:
+    assert scripts("Bundle with `make build` then bundle again") == [("make", "build")]
+    assert scripts("the bundler and the makefile, just in case") == []
+    assert scripts("`MA\u212aE build`") == []  # in code the tool is taken as written
+    assert scripts("run MA\u212aE build") == [("make", "build")]  # in prose, lowercased
