@@ -55,6 +55,20 @@ def test_a_read_verb_prints_everything_then_ends_without_the_teardown(
     assert out.endswith("\n")
 
 
+def test_check_prints_everything_and_keeps_its_exit_code_then_ends_without_the_teardown(
+    workspace: Workspace,
+) -> None:
+    # ENDS_AT_ONCE: check reads only, and its findings exit 1; the similar pass's thread
+    # has finished by then (a thread still running would get the usual end).
+    notes = [f"use pnpm for package number {i} in the repo" for i in range(60)]
+    workspace.write("project", [*notes, notes[0]])
+    code, out, err = run_as_program(workspace, ["check"])
+    expected = workspace.cli("check")
+    assert code == expected.returncode == 1, err
+    assert "torn down" not in err
+    assert out == expected.stdout and "duplicate" in out and "similar" in out
+
+
 def test_a_read_verb_keeps_its_exit_code_and_its_error_when_it_ends_at_once(
     workspace: Workspace,
 ) -> None:
