@@ -580,8 +580,22 @@ def parse_args(argv: list[str] | None) -> tuple[Config, Path, Path]:
     return config, args.out, json_out
 
 
+def byte_compile_checkout() -> None:
+    """Write the checkout's bytecode, as ``pip install`` does for an installed package.
+
+    The checkout's venv is an editable install: a module whose ``.pyc`` is missing or
+    older than its source is compiled at every start, and never written back when
+    ``PYTHONDONTWRITEBYTECODE`` is set (as in some shells and CI images). Every
+    ``serve`` and CLI run would then pay for compiling what the last edit touched.
+    """
+    import compileall
+
+    compileall.compile_dir(str(Path(__file__).resolve().parent.parent / "memory_ls"), quiet=1)
+
+
 async def amain(config: Config, out: Path, json_out: Path) -> int:
     started = time.perf_counter()
+    byte_compile_checkout()
     info = machine()
     every = servers.all_servers()
     if config.server_names:
