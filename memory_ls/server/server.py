@@ -187,7 +187,7 @@ def initialize(ls: MemoryServer, params: lsp.InitializeParams) -> None:
 
 
 async def initialized(ls: MemoryServer, params: lsp.InitializedParams) -> None:
-    """Pull settings, watch the files memory depends on, then freeze start-up garbage."""
+    """Pull settings, watch the files memory depends on, then freeze start-up's objects."""
     try:
         await settings_sync.pull_settings(ls)
         await document_sync.register_watchers(ls)
@@ -195,7 +195,10 @@ async def initialized(ls: MemoryServer, params: lsp.InitializedParams) -> None:
     except Exception as exc:
         ls.log(f"memory-ls: start-up step failed: {exc!r}", lsp.MessageType.Warning)
     await project_watch.register_watchers(ls)  # SPEC §13: the project tree (logs a failure)
-    gc.collect()
+    # Start-up's objects out of the collector's way for good. Frozen as they are: a full
+    # collection first found nothing to free (0 objects in bench sessions on 4500) and
+    # cost 40-65 ms, and it ran when the client's answers came, right after an opened
+    # store's first publish, holding up the `similar` wave and a keystroke typed then.
     gc.freeze()
 
 
