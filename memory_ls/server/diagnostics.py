@@ -132,7 +132,7 @@ per diagnostic (the first publish of a store encodes each of its diagnostics).""
 def _dumps(item: Json) -> bytes:
     """``json.dumps(item).encode()`` (ASCII, the default separators)."""
     if _ENCODE is None:  # a Python without the C accelerator
-        return _dumps(item)
+        return json.dumps(item).encode()
     return "".join(_ENCODE(item, 0)).encode()
 
 
@@ -996,7 +996,7 @@ class Analysis:
                 if related["location"]["uri"] == doc.uri:
                     related["location"]["range"]["start"]["line"] = _REF
                     related["location"]["range"]["end"]["line"] = _REF
-        return json.dumps(item).encode()
+        return _dumps(item)
 
     def _stale(
         self,

@@ -206,3 +206,11 @@ async def test_the_collector_waits_for_the_first_publish_of_an_opened_store(
     monkeypatch.setattr(publishing, "publish", publish)  # (the background's publishes)
     assert gc.isenabled()  # on again when the publish failed too
     assert any("a publish that fails" in line for line in server.client.logs())
+
+
+def test_without_the_c_encoder_a_diagnostic_is_encoded_by_json_dumps(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    item = {"message": "on line 3: “x” 😀", "range": {"start": {"line": 2}}, "data": [1.5, None]}
+    monkeypatch.setattr(diagnostics, "_ENCODE", None)
+    assert diagnostics._dumps(item) == json.dumps(item).encode()
