@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from lsprotocol import types as lsp
 from lsprotocol.converters import get_converter
 
+from memory_ls.core import checks
 from memory_ls.server import diagnostics, publishing
 from memory_ls.server.documents import Span
 from tests.server.conftest import InProcess
@@ -214,3 +215,12 @@ def test_without_the_c_encoder_a_diagnostic_is_encoded_by_json_dumps(
     item = {"message": "on line 3: “x” 😀", "range": {"start": {"line": 2}}, "data": [1.5, None]}
     monkeypatch.setattr(diagnostics, "_ENCODE", None)
     assert diagnostics._dumps(item) == json.dumps(item).encode()
+
+
+async def test_what_the_first_publish_needs_is_loaded_when_the_client_is_initialized(
+    server: InProcess, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # BLAKE2b is looked up (and its module loaded) before any document is opened.
+    monkeypatch.setattr(checks, "_blake2b", None)
+    await server.initialize()
+    assert checks._blake2b is not None
