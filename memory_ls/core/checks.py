@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, NotRequired, TypedDict
+from typing import Any, Literal, NotRequired, TypedDict
 
 from memory_ls.core.models import Proposal, Scope, other_scope
 from memory_ls.core.notes import Bullet
@@ -278,12 +278,19 @@ def wire_data(f: Finding) -> dict[str, object]:
 def note_hash(note: str) -> str:
     """A short fingerprint of ``note`` that names it in a published diagnostic's ``data``
     (64 bits of BLAKE2b, the same in every process, as hex)."""
-    try:  # hashlib's own BLAKE2b, without hashlib: it loads OpenSSL, ~3.5 MB resident
-        from _blake2 import blake2b  # (not on the CLI's read path either)
-    except ImportError:  # a Python built without it
-        from hashlib import blake2b
+    global _blake2b
+    if _blake2b is None:
+        try:  # hashlib's own BLAKE2b, without hashlib: it loads OpenSSL, ~3.5 MB resident
+            from _blake2 import blake2b  # (not on the CLI's read path either)
+        except ImportError:  # a Python built without it
+            from hashlib import blake2b
+        _blake2b = blake2b  # found once: a store's first publish hashes a note per finding
+    digest: str = _blake2b(note.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
+    return digest
 
-    return blake2b(note.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
+
+_blake2b: Any = None
+"""BLAKE2b, once :func:`note_hash` has looked for it."""
 
 
 WIRE_TEXTS = frozenset({"note", "first", "other", "text"})

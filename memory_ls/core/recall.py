@@ -10,8 +10,10 @@ note or one store, so hover and the code lens only render.
 
 from __future__ import annotations
 
+import collections
 import operator
 from collections.abc import Sequence
+from itertools import count, repeat
 
 from memory_ls.core.records import record
 from memory_ls.core.text import utf8_length
@@ -45,25 +47,28 @@ def note_cost(note: str) -> int:
     return utf8_length(note) + 3
 
 
-@record(frozen=False)
-class PlannedNote:
-    """One note and the plan's verdict on it (not frozen: plans build thousands per edit)."""
+if TYPE_CHECKING:
+    from typing import NamedTuple
 
-    scope: Scope
-    index: int
-    """Position among its scope's notes."""
-    text: str
-    bytes: int
-    """What its ``- <note>`` line costs, newline included."""
-    included: bool
+    class PlannedNote(NamedTuple):
+        """One note and the plan's verdict on it."""
 
-    def __init__(self, scope: Scope, index: int, text: str, bytes: int, included: bool) -> None:
-        # Written out: the record's generic one is ~1 µs slower, and a plan makes one per note.
-        self.scope = scope
-        self.index = index
-        self.text = text
-        self.bytes = bytes
-        self.included = included
+        scope: Scope
+        index: int  # type: ignore[assignment]  # (a field named as tuple's method, which it hides)
+        """Position among its scope's notes."""
+        text: str
+        bytes: int
+        """What its ``- <note>`` line costs, newline included."""
+        included: bool
+
+else:
+    # A tuple, made as typing.NamedTuple makes it, without `typing`: a plan holds one
+    # per note, and building a tuple is a third of a record's cost (issue 11: a store of
+    # 4,500 notes is planned when the editor opens it, before its first diagnostics).
+    PlannedNote = collections.namedtuple(
+        "PlannedNote", ("scope", "index", "text", "bytes", "included")
+    )
+    PlannedNote.__doc__ = "One note and the plan's verdict on it."
 
 
 @record
@@ -162,22 +167,45 @@ def _plan(
     limit = max(0, max_bytes - TAIL_RESERVE)
     skipped = 0
     sections: tuple[tuple[Scope, list[str]], ...] = (("project", project), ("global", global_))
+    new = tuple.__new__
     for scope, notes in sections:
         header = f"{scope}:"
         header_cost = utf8_length(header) + 1
         section: list[str] = []
         append = None if planned is None else planned.append
+        # note_cost of each, inlined (its ASCII case too): this runs per keystroke
+        costs = [(len(note) if note.isascii() else utf8_length(note)) + 3 for note in notes]
+        smallest = min(costs, default=0)
         for i, note in enumerate(notes):
-            # note_cost, inlined (its ASCII case too): this loop runs per keystroke
-            cost = (len(note) if note.isascii() else utf8_length(note)) + 3
+            cost = costs[i]
             fits = used + (0 if section else header_cost) + cost <= limit
             if append is not None:
-                append(PlannedNote(scope, i, note, cost, fits))
+                append(new(PlannedNote, (scope, i, note, cost, fits)))
             if fits:
                 if not section:
                     used += header_cost
                 section.append(f"- {note}")
                 used += cost
+                if used + smallest > limit:
+                    # No later note of this scope fits now: the rest are left out, made
+                    # in one pass (on a large store, most of its notes).
+                    rest = len(notes) - i - 1
+                    if planned is not None:
+                        planned.extend(
+                            map(
+                                new,
+                                repeat(PlannedNote),
+                                zip(
+                                    repeat(scope),
+                                    count(i + 1),
+                                    notes[i + 1 :],
+                                    costs[i + 1 :],
+                                    repeat(False),
+                                ),
+                            )
+                        )
+                    skipped += rest
+                    break
             else:
                 skipped += 1
         if section:

@@ -109,6 +109,33 @@ _FIRST_HOLE = b'"firstLine": %d' % _REF
 _MESSAGE_HOLE = json.dumps("on line \x00").encode()[1:-1]
 """The same line, 1-based, in the message (a NUL never survives into a template's
 message: a message holding one gets no hole)."""
+_C_ENCODER = getattr(json.encoder, "c_make_encoder", None)  # (not in the stubs)
+_ENCODE = (
+    None
+    if _C_ENCODER is None
+    else _C_ENCODER(
+        None,  # no circular check: a diagnostic is a tree
+        None,  # nothing but JSON types: no default
+        json.encoder.encode_basestring_ascii,
+        None,
+        ": ",
+        ", ",
+        False,
+        False,
+        True,
+    )
+)
+"""``json.dumps``'s own C encoder, made once: the same bytes without building an encoder
+per diagnostic (the first publish of a store encodes each of its diagnostics)."""
+
+
+def _dumps(item: Json) -> bytes:
+    """``json.dumps(item).encode()`` (ASCII, the default separators)."""
+    if _ENCODE is None:  # a Python without the C accelerator
+        return json.dumps(item).encode()
+    return "".join(_ENCODE(item, 0)).encode()
+
+
 _REF_CODES = frozenset({"duplicate", "similar"})
 """Codes whose message names the earlier note's line ("… on line N: …", before any
 note text) and whose data's ``firstLine`` and one related location hold it."""
@@ -969,7 +996,7 @@ class Analysis:
                 if related["location"]["uri"] == doc.uri:
                     related["location"]["range"]["start"]["line"] = _REF
                     related["location"]["range"]["end"]["line"] = _REF
-        return json.dumps(item).encode()
+        return _dumps(item)
 
     def _stale(
         self,

@@ -98,11 +98,20 @@ class MemoryDocument:
         """Rebuild the line findings and the key index (the whole text changed)."""
         self.found: dict[int, list[Finding]] = lines_findings(self.bullets)
         key_lines: dict[str, list[int]] = {}
+        dup_keys: set[str] = set()
+        get = key_lines.get
+        # One pass, and a list only for a key seen first (not one per line for
+        # `setdefault` to throw away): an opened store is indexed before it is published.
         for b in self.bullets:
-            if b is not None and b.key:
-                key_lines.setdefault(b.key, []).append(b.line)
+            if b is not None and (key := b.key):
+                at = get(key)
+                if at is None:
+                    key_lines[key] = [b.line]
+                else:
+                    at.append(b.line)
+                    dup_keys.add(key)
         self.key_lines = key_lines
-        self.dup_keys = {k for k, v in key_lines.items() if len(v) > 1}
+        self.dup_keys = dup_keys
         self.layout += 1
         self.notes_version += 1
         self.bullets_version += 1

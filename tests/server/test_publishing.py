@@ -8,13 +8,18 @@ pull client is told ``unchanged`` when nothing changed.
 
 from __future__ import annotations
 
+import gc
 import json
 from typing import Any
 
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from lsprotocol import types as lsp
 from lsprotocol.converters import get_converter
 
-from memory_ls.server import publishing
+from memory_ls.core import checks
+from memory_ls.server import diagnostics, publishing
 from memory_ls.server.documents import Span
 from tests.server.conftest import InProcess
 
@@ -151,3 +156,71 @@ async def test_a_pull_client_sees_moved_lines_spliced_and_unchanged_after_a_roun
     doc.apply_change(Span(3, 0, 3, 0), "- a new line\n", "utf-16")
     doc.apply_change(Span(3, 0, 4, 0), "", "utf-16")
     assert pull(moved["resultId"]) == {"kind": "unchanged", "resultId": moved["resultId"]}
+
+
+# -- the first publish of an opened store -------------------------------------------------
+
+JSON_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats()
+    | st.text(st.sampled_from('a "\\\n\x00é😀\u2028\ud800')),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(st.text(st.sampled_from('ab"é'), max_size=3), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+
+
+@given(JSON_VALUES)
+def test_a_diagnostic_is_encoded_as_json_dumps_encodes_it(value: Any) -> None:
+    # The encoder made once for every template: pygls writes json.dumps' bytes.
+    assert diagnostics._dumps(value) == json.dumps(value).encode()
+
+
+async def test_the_collector_waits_for_the_first_publish_of_an_opened_store(
+    server: InProcess, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server.workspace.write("project", NOTES)
+    server.workspace.write("global", ["Shared with the global store."])
+    await server.initialize()
+    seen: list[bool] = []
+    publish = publishing.publish
+
+    def spy(*args: Any, **kwargs: Any) -> None:
+        seen.append(gc.isenabled())
+        publish(*args, **kwargs)
+
+    monkeypatch.setattr(publishing, "publish", spy)
+    assert gc.isenabled()
+    server.open(server.workspace.project_store)
+    assert seen[:1] == [False]  # the first publish: no collection before it is written
+    assert gc.isenabled()  # and on again once it is
+
+    def broken(*args: Any, **kwargs: Any) -> None:
+        raise RuntimeError("a publish that fails")
+
+    monkeypatch.setattr(publishing, "publish", broken)
+    server.open(server.workspace.global_store)
+    monkeypatch.setattr(publishing, "publish", publish)  # (the background's publishes)
+    assert gc.isenabled()  # on again when the publish failed too
+    assert any("a publish that fails" in line for line in server.client.logs())
+
+
+def test_without_the_c_encoder_a_diagnostic_is_encoded_by_json_dumps(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    item = {"message": "on line 3: “x” 😀", "range": {"start": {"line": 2}}, "data": [1.5, None]}
+    monkeypatch.setattr(diagnostics, "_ENCODE", None)
+    assert diagnostics._dumps(item) == json.dumps(item).encode()
+
+
+async def test_what_the_first_publish_needs_is_loaded_when_the_client_is_initialized(
+    server: InProcess, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # BLAKE2b is looked up (and its module loaded) before any document is opened.
+    monkeypatch.setattr(checks, "_blake2b", None)
+    await server.initialize()
+    assert checks._blake2b is not None

@@ -350,6 +350,51 @@ def test_the_body_alone_is_the_plans_body(
     )
 
 
+def _planned_note_by_note(
+    project: list[str], global_: list[str], cap: int
+) -> list[tuple[str, int, str, int, bool]]:
+    """SPEC §6's rule, one note after another: taken when it (and its section's header,
+    for the section's first note) fits in what is left of ``cap - 64``."""
+    used, limit, out = BASE, max(0, cap - TAIL_RESERVE), []
+    for scope, notes in (("project", project), ("global", global_)):
+        started = False
+        for i, note in enumerate(notes):
+            cost = len(note.encode()) + 3
+            header = 0 if started else len(scope) + 2
+            fits = used + header + cost <= limit
+            if fits:
+                used += header + cost
+                started = True
+            out.append((scope, i, note, cost, fits))
+    return out
+
+
+# Notes of few lengths, many of them, and budgets that fill up exactly: the plan stops
+# looking once no note of a scope can fit any more, and makes the rest in one pass.
+SHORT_NOTE = st.sampled_from(["a", "bb", "é", "😀", "ccc d", "日本"])
+
+
+@given(
+    st.lists(SHORT_NOTE, max_size=60),
+    st.lists(SHORT_NOTE, max_size=20),
+    st.integers(150, 400),
+    st.booleans(),
+)
+@settings(max_examples=400, deadline=None)
+def test_the_plan_is_the_note_by_note_rule(
+    project: list[str], global_: list[str], cap: int, inject: bool
+) -> None:
+    plan = recall_plan(project, global_, cap, inject)
+    assert [tuple(n) for n in plan.notes] == _planned_note_by_note(project, global_, cap)
+    assert [(n.scope, n.index, n.text, n.bytes, n.included) for n in plan.notes] == [
+        tuple(n) for n in plan.notes
+    ]
+    skipped = sum(not n.included for n in plan.notes)
+    if skipped and plan.body is not None:
+        assert plan.body.endswith(tail_line(skipped))
+    assert recall_body(project, global_, cap, inject) == plan.body
+
+
 # -- what the plan means for one note, and for one store ------------------------------------
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from memory_ls.core.text import (
@@ -94,6 +94,32 @@ def test_normalise_is_idempotent_on_examples() -> None:
     for raw in ["a\x85b", " x\u2028y ", "\tq\x1c\x1dr\x1e\x1f"]:
         once = normalise(raw)
         assert normalise(once) == once
+
+
+def _normalised_by_the_rule(text: str) -> str:
+    """SPEC §2's normalisation written out: surrogates to U+FFFD, controls to spaces,
+    whitespace runs to one space, trimmed."""
+    text = "".join("\ufffd" if 0xD800 <= ord(c) <= 0xDFFF else c for c in text)
+    text = "".join(" " if ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 else c for c in text)
+    return " ".join(text.split())
+
+
+@given(
+    st.one_of(
+        st.text(st.sampled_from("ab é😀")),  # printable: spaces decide
+        st.text(st.sampled_from("ab é😀\t\n\x00\x85\u00a0\u200b\u2028\ud800")),
+    )
+)
+@example("a  b")
+@example(" a")
+@example("a ")
+@settings(max_examples=300)
+def test_normalise_is_the_rule_and_a_note_is_its_own_normal_form(text: str) -> None:
+    # A text that is a note already comes back as itself, not as an equal copy (so a
+    # store's parsed notes share their bullets' strings).
+    assert normalise(text) == _normalised_by_the_rule(text)
+    if _normalised_by_the_rule(text) == text:
+        assert normalise(text) is text
 
 
 def test_lone_surrogate_is_made_writable() -> None:
