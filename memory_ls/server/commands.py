@@ -576,6 +576,15 @@ async def _apply(ls: MemoryServer, doc: MemoryDocument, edit: lsp.TextEdit, acti
     except TimeoutError:
         ls.log(f"memory.{action}: no answer to the edit of {doc.path}", lsp.MessageType.Warning)
         return "no answer"
+    except asyncio.CancelledError:
+        # The edit request was cancelled, not this command (``shutdown`` cancels the
+        # server's own requests too): the write is done, so the command goes on to
+        # answer what it wrote, with the buffer marked behind, instead of "canceled".
+        task = asyncio.current_task()
+        if task is None or task.cancelling():
+            raise
+        ls.log(f"memory.{action}: the edit of {doc.path} was cancelled", lsp.MessageType.Warning)
+        return "no answer"
     except Exception as exc:  # an error response is a refusal too
         ls.log(f"memory.{action}: the edit of {doc.path} failed: {exc!r}", lsp.MessageType.Warning)
         return "refused"
