@@ -7,16 +7,33 @@ requests whose arguments are not what a command takes.
 
 from __future__ import annotations
 
-import json
 import os
 import queue
 import time
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
+import pytest
+
 from memory_ls.core.text import HEADER
-from tests.e2e.test_bad_requests import RawClient, client  # noqa: F401 (a fixture)
+from tests.e2e.test_bad_requests import RawClient
 
 ADD = "workspace/executeCommand"
+
+
+@pytest.fixture(name="client")
+def raw_client(tmp_path: Path) -> Iterator[RawClient]:
+    """test_bad_requests' client on its project (a store of two notes)."""
+    root = tmp_path / "project"
+    (root / ".git").mkdir(parents=True)
+    (root / ".pi").mkdir()
+    (root / ".pi" / "memory.md").write_text(HEADER + "\n\n- use pnpm\n- run make test\n")
+    for name in ("agent", "home"):
+        (tmp_path / name).mkdir()
+    raw = RawClient(root, tmp_path / "agent", tmp_path / "home", tmp_path / "server.log")
+    yield raw
+    raw.close()
 
 
 def send_add(client: RawClient, text: str) -> int:
@@ -130,10 +147,11 @@ def test_command_arguments_that_are_no_list_get_an_error(client: RawClient) -> N
 def test_shutdown_with_an_add_waiting_for_the_lock_and_one_for_its_turn(
     client: RawClient,
 ) -> None:
-    # The first add waits for another process's lock (committed: its thread cannot be
+    # The first add waits for another process's lock (begun: its thread cannot be
     # stopped), the second for the store's turn behind it (not begun). Shutdown answers
-    # the second "canceled" and it writes nothing; the first is answered with its note
-    # once the lock is free, before exit ends the server with 0.
+    # the second "canceled" and it writes nothing; shutdown itself is answered only once
+    # the first has answered with its note: a client exits at shutdown's answer, and an
+    # exit then left the first's write done and unanswered (its answer hit a closed pipe).
     from tests.lock_holder import held_lock, release
 
     client.initialize()
@@ -145,13 +163,15 @@ def test_shutdown_with_an_add_waiting_for_the_lock_and_one_for_its_turn(
         time.sleep(0.3)
         second = send_add(client, "second note")
         time.sleep(0.2)
-        assert "result" in client.request("shutdown", timeout=5)
+        shutdown = client.new_id()
+        client.send({"jsonrpc": "2.0", "id": shutdown, "method": "shutdown"})
         cancelled = answers(client, second, wait=0.2)
         assert [a.get("error", {}).get("code") for a in cancelled] == [-32800], cancelled
-        client.no_response(first, wait=0.3)
+        client.no_response(shutdown, wait=0.3)
         release(holder)
         got = answers(client, first)
     assert len(got) == 1 and "first note" in got[0]["result"]["project"], got
+    assert answers(client, shutdown) == [{"jsonrpc": "2.0", "id": shutdown, "result": None}]
     client.notify("exit")
     assert client.proc.wait(timeout=10) == 0
     assert "first note" in store.read_text() and "second note" not in store.read_text()
