@@ -647,6 +647,9 @@ class MemoryProtocol(LanguageServerProtocol):
                 if isinstance(future, asyncio.Task):  # a request of the client's
                     running.append(future)
         self._shutdown = True
+        from memory_ls.server.commands import finishing  # the server's; loaded by now
+
+        running.extend(task for task in finishing() if task not in running)
         # A command that had begun its write runs to its end (commands.in_thread): answer
         # shutdown only after it has answered, or the client's exit, which follows this
         # answer, ends the server with the write done and its answer never sent.

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from memory_ls.core.text import HEADER
-from tests.e2e.test_bad_requests import RawClient
+from tests.e2e.test_bad_requests import RawClient, internal_errors
 
 ADD = "workspace/executeCommand"
 
@@ -175,3 +175,71 @@ def test_shutdown_with_an_add_waiting_for_the_lock_and_one_for_its_turn(
     client.notify("exit")
     assert client.proc.wait(timeout=10) == 0
     assert "first note" in store.read_text() and "second note" not in store.read_text()
+
+
+def test_a_clear_cancelled_while_it_asks_clears_nothing_when_the_answer_comes_later(
+    client: RawClient,
+) -> None:
+    # The user answers "Clear" after the client cancelled the command: nothing is
+    # cleared, the late answer to the server's own request is no internal error.
+    client.held["window/showMessageRequest"] = []
+    answer = client.request(
+        "initialize",
+        {
+            "processId": None,
+            "rootUri": client.root.as_uri(),
+            "capabilities": {"window": {"showMessage": {}}, "workspace": {"applyEdit": True}},
+        },
+        timeout=30,
+    )
+    assert "result" in answer, answer
+    client.notify("initialized", {})
+    uri = open_store(client)
+    client.wait_published(uri, 1)
+    msg_id = client.new_id()
+    client.send(
+        {
+            "jsonrpc": "2.0",
+            "id": msg_id,
+            "method": ADD,
+            "params": {"command": "memory.clear", "arguments": [{"scope": "project"}]},
+        }
+    )
+    asked = wait_held(client, "window/showMessageRequest")[0]
+    client.notify("$/cancelRequest", {"id": msg_id})
+    got = answers(client, msg_id, wait=0.3)
+    assert [a.get("error", {}).get("code") for a in got] == [-32800], got
+    client.send({"jsonrpc": "2.0", "id": asked["id"], "result": {"title": "Clear"}})
+    time.sleep(0.3)
+    listed = client.request(ADD, {"command": "memory.list", "arguments": [{}]})
+    assert listed["result"]["project"] == ["use pnpm", "run make test"], listed
+    assert internal_errors(client) == []
+    assert client.proc.poll() is None
+
+
+def test_shutdown_after_a_cancel_of_a_begun_add_still_waits_for_its_answer(
+    client: RawClient,
+) -> None:
+    # The client cancels an add that waits for another process's lock (begun: it will
+    # write and answer its result), then shuts down: the cancel took the request off
+    # pygls' list of requests in flight, and shutdown must still wait for its answer.
+    from tests.lock_holder import held_lock, release
+
+    client.initialize()
+    store = client.root / ".pi" / "memory.md"
+    uri = open_store(client)
+    client.wait_published(uri, 1)
+    with held_lock(store, dict(os.environ)) as holder:
+        first = send_add(client, "first note")
+        time.sleep(0.3)
+        client.notify("$/cancelRequest", {"id": first})
+        time.sleep(0.1)
+        shutdown = client.new_id()
+        client.send({"jsonrpc": "2.0", "id": shutdown, "method": "shutdown"})
+        client.no_response(shutdown, wait=0.3)
+        release(holder)
+        got = answers(client, first)
+    assert len(got) == 1 and "first note" in got[0]["result"]["project"], got
+    assert answers(client, shutdown) == [{"jsonrpc": "2.0", "id": shutdown, "result": None}]
+    client.notify("exit")
+    assert client.proc.wait(timeout=10) == 0
