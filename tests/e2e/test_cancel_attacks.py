@@ -243,3 +243,31 @@ def test_shutdown_after_a_cancel_of_a_begun_add_still_waits_for_its_answer(
     assert answers(client, shutdown) == [{"jsonrpc": "2.0", "id": shutdown, "result": None}]
     client.notify("exit")
     assert client.proc.wait(timeout=10) == 0
+
+
+def test_a_begun_add_that_ends_after_shutdown_sends_no_buffer_edit(client: RawClient) -> None:
+    # After shutdown pygls reads no answer of the client's and no didChange: an edit of
+    # the open buffer sent then waited APPLY_TIMEOUT (5 s) for an answer it dropped,
+    # and shutdown, which waits for the command, with it. The buffer is marked behind.
+    from tests.lock_holder import held_lock, release
+
+    client.replies["workspace/applyEdit"] = {"applied": True}
+    client.initialize()
+    store = client.root / ".pi" / "memory.md"
+    uri = open_store(client)
+    client.wait_published(uri, 1)
+    with held_lock(store, dict(os.environ)) as holder:
+        first = send_add(client, "first note")
+        time.sleep(0.3)
+        shutdown = client.new_id()
+        client.send({"jsonrpc": "2.0", "id": shutdown, "method": "shutdown"})
+        time.sleep(0.2)
+        release(holder)
+        released = time.monotonic()
+        got = answers(client, first, wait=0.1)
+        ended = answers(client, shutdown, wait=0.1)
+    assert time.monotonic() - released < 2.5, "shutdown waited for an edit it cannot get"
+    assert len(got) == 1 and "first note" in got[0]["result"]["project"], got
+    assert ended == [{"jsonrpc": "2.0", "id": shutdown, "result": None}]
+    client.notify("exit")
+    assert client.proc.wait(timeout=10) == 0
