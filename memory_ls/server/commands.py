@@ -66,6 +66,15 @@ _T = TypeVar("_T")
 _COMMITTED: WeakSet[asyncio.Task[Any]] = WeakSet()
 """The commands' tasks that started work a cancel cannot stop (see :func:`in_thread`)."""
 
+_FINISHING: WeakSet[asyncio.Task[Any]] = WeakSet()
+"""Requests' tasks of commands cancelled after they began: each still answers its result."""
+
+
+def finishing() -> list[asyncio.Task[Any]]:
+    """The cancelled commands still running to their end (``shutdown`` waits for them:
+    the cancel took them off pygls' requests in flight)."""
+    return [task for task in _FINISHING if not task.done()]
+
 
 async def in_thread(fn: Callable[_P, _T], /, *args: _P.args, **kwargs: _P.kwargs) -> _T:
     """``fn`` in a worker thread, from which point the running command is committed.
@@ -576,6 +585,15 @@ async def _apply(ls: MemoryServer, doc: MemoryDocument, edit: lsp.TextEdit, acti
     except TimeoutError:
         ls.log(f"memory.{action}: no answer to the edit of {doc.path}", lsp.MessageType.Warning)
         return "no answer"
+    except asyncio.CancelledError:
+        # The edit request was cancelled, not this command (``shutdown`` cancels the
+        # server's own requests too): the write is done, so the command goes on to
+        # answer what it wrote, with the buffer marked behind, instead of "canceled".
+        task = asyncio.current_task()
+        if task is None or task.cancelling():
+            raise
+        ls.log(f"memory.{action}: the edit of {doc.path} was cancelled", lsp.MessageType.Warning)
+        return "no answer"
     except Exception as exc:  # an error response is a refusal too
         ls.log(f"memory.{action}: the edit of {doc.path} failed: {exc!r}", lsp.MessageType.Warning)
         return "refused"
@@ -646,6 +664,8 @@ def _handler(name: str) -> Callable[..., Any]:
                 return await asyncio.shield(work)
             except asyncio.CancelledError:
                 if work.done() or work in _COMMITTED:
+                    if (task := asyncio.current_task()) is not None:
+                        _FINISHING.add(task)
                     return await work
                 work.cancel()
                 raise

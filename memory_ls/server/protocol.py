@@ -640,10 +640,21 @@ class MemoryProtocol(LanguageServerProtocol):
         if (handler := self.fm.features.get(lsp.SHUTDOWN)) is not None:
             yield handler, args, None
         current = self.msg_id
+        running: list[asyncio.Task[Any]] = []
         for msg_id, future in list(self._request_futures.items()):
             if msg_id != current and not future.done():
                 future.cancel()
+                if isinstance(future, asyncio.Task):  # a request of the client's
+                    running.append(future)
         self._shutdown = True
+        from memory_ls.server.commands import finishing  # the server's; loaded by now
+
+        running.extend(task for task in finishing() if task not in running)
+        # A command that had begun its write runs to its end (commands.in_thread): answer
+        # shutdown only after it has answered, or the client's exit, which follows this
+        # answer, ends the server with the write done and its answer never sent.
+        if running:
+            yield _settled, (running,), None
 
     @lsp_method(lsp.WORKSPACE_EXECUTE_COMMAND)
     async def lsp_workspace__execute_command(  # type: ignore[override]
@@ -688,6 +699,11 @@ class MemoryProtocol(LanguageServerProtocol):
 
 _OPEN_KEYS = {"jsonrpc", "method", "params"}
 _ITEM_KEYS = {"uri", "languageId", "version", "text"}
+
+
+async def _settled(tasks: list[asyncio.Task[Any]]) -> None:
+    """Wait until every task in ``tasks`` has ended (each answers its own request)."""
+    await asyncio.wait(tasks)
 
 
 def _strict_str(value: object, _type: object) -> str:

@@ -153,7 +153,11 @@ class MemoryServer(LanguageServer):
         return value
 
     def can_apply_edit(self) -> bool:
-        """Whether the client accepts ``workspace/applyEdit``."""
+        """Whether the client accepts ``workspace/applyEdit``: not once it asked to shut
+        down (a command that began before ends after it), as pygls then reads neither
+        the client's answer nor the ``didChange`` showing the edit."""
+        if getattr(self.protocol, "_shutdown", False):
+            return False
         return bool(self.capability("workspace.apply_edit"))
 
     def workspace_edit(self, doc: MemoryDocument, edits: list[lsp.TextEdit]) -> lsp.WorkspaceEdit:
