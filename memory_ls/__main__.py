@@ -88,9 +88,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         raise
     if _interrupted:  # the interrupt was caught on the way (``serve`` on stdio)
         _exit_interrupted()
+    if argv is None and _output_failed():
+        # The text still buffered for the failed stream cannot be written either: the
+        # interpreter's exit would try again and print a traceback of its own.
+        os._exit(code)
     if argv is None and len(sys.argv) > 1 and sys.argv[1] in ENDS_AT_ONCE:
         _end_now(code)
     return code
+
+
+def _output_failed() -> bool:
+    """Whether the command line reported that standard output or error failed."""
+    cli = sys.modules.get("memory_ls.cli")
+    return bool(getattr(cli, "output_failed", False))
 
 
 def _end_now(code: int) -> None:

@@ -16,6 +16,7 @@ the read verbs an agent runs before every run (``inject --project DIR``) are rea
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import sys
@@ -513,6 +514,28 @@ LONG_TEXT = 16 * 1024
 """Characters from which :func:`say` encodes the text itself and writes the bytes."""
 
 
+class OutputError(Exception):
+    """Standard output or error could not take the command's text (its message says why)."""
+
+
+output_failed = False
+"""Set once an :class:`OutputError` was reported: the text still buffered for the stream
+cannot be written either, so the program ends without flushing it (``__main__``)."""
+
+
+def _output_error(exc: Exception, err: bool) -> OutputError:
+    """The one-line reason for a failed write of ``say``'s text."""
+    where = "standard error" if err else "standard output"
+    if isinstance(exc, UnicodeEncodeError):
+        bad = exc.object[exc.start : exc.end] if isinstance(exc.object, str) else ""
+        return OutputError(
+            f"{where} cannot write {bad!r} in its encoding ({exc.encoding}); "
+            "use a UTF-8 locale or set PYTHONIOENCODING=utf-8"
+        )
+    reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+    return OutputError(f"cannot write to {where}: {reason}")
+
+
 def say(text: str = "", *, err: bool = False, end: str = "\n") -> None:
     """Write ``text`` to standard output (``err``: standard error): the CLI's one way out.
 
@@ -525,16 +548,21 @@ def say(text: str = "", *, err: bool = False, end: str = "\n") -> None:
 
     stream = sys.stderr if err else sys.stdout
     buffer = _utf8_buffer(stream) if len(text) > LONG_TEXT else None
-    if buffer is None:
-        stream.write(without_lone_surrogates(text + end))
-        return
-    # Encoded once, to the bytes the stream would write (the lone-surrogate check and the
-    # stream each encoded it: a megabyte of code points when a note holds an emoji).
     try:
-        data = text.encode()
-    except UnicodeEncodeError:  # a lone surrogate, the one thing UTF-8 refuses
-        data = without_lone_surrogates(text).encode()
-    _write_bytes(stream, buffer, data, without_lone_surrogates(end).encode())
+        if buffer is None:
+            stream.write(without_lone_surrogates(text + end))
+            return
+        # Encoded once, to the bytes the stream would write (the lone-surrogate check and
+        # the stream each encoded it: a megabyte of code points when a note holds an emoji).
+        try:
+            data = text.encode()
+        except UnicodeEncodeError:  # a lone surrogate, the one thing UTF-8 refuses
+            data = without_lone_surrogates(text).encode()
+        _write_bytes(stream, buffer, data, without_lone_surrogates(end).encode())
+    except BrokenPipeError:
+        raise  # the reader left (`| head`): main's own case
+    except (UnicodeEncodeError, OSError) as exc:
+        raise _output_error(exc, err) from None
 
 
 def _say_utf8(data: bytes) -> None:
@@ -543,8 +571,13 @@ def _say_utf8(data: bytes) -> None:
     buffer = _utf8_buffer(sys.stdout)
     if buffer is None:  # a stream of another encoding: handed the text
         say(data.decode())
-    else:
+        return
+    try:
         _write_bytes(sys.stdout, buffer, data, b"\n")
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        raise _output_error(exc, False) from None
 
 
 def _write_bytes(stream: Any, buffer: Any, *chunks: bytes) -> None:
@@ -660,9 +693,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         except OSError:
             _verb_parser(verb).error("the current directory is gone; give --project DIR")
     try:
-        return _run(verb.name, args)
+        code = _run(verb.name, args)
+        try:
+            sys.stdout.flush()  # a full disk says so here, not in the interpreter's exit
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            raise _output_error(exc, False) from None
+        return code
     except BrokenPipeError:  # e.g. `memory-ls list | head`
         return EXIT_OK
+    except OutputError as exc:
+        global output_failed
+        output_failed = True
+        with contextlib.suppress(OSError):
+            os.write(2, f"{PROG}: {exc}\n".encode("utf-8", "replace"))
+        return EXIT_REFUSED
 
 
 def _runtime(args: argparse.Namespace) -> Any:
