@@ -487,7 +487,15 @@ async function closeReopenedBrowser() {
 async function answerInput(prefilled, text) {
   const input = page.locator('.quick-input-widget .quick-input-box input');
   await waitFor(async () => (await input.inputValue().catch(() => '')) === prefilled, `the input box pre-filled with "${prefilled}"`);
-  if (text !== undefined) await input.fill(text);
+  if (text !== undefined) {
+    // Filled again until it holds: once (clean CI, under load) the box still took its
+    // pre-filled value after the fill, and Enter sent the unchanged note.
+    await waitFor(async () => {
+      await input.fill(text);
+      await page.waitForTimeout(100);
+      return (await input.inputValue().catch(() => '')) === text;
+    }, `the input box holding "${text}"`);
+  }
   await page.keyboard.press('Enter');
 }
 
