@@ -39,9 +39,6 @@ MATRIX_FROM = 64
 """From this many distinct keys on, the matrix pass is the default (below it one call per key
 costs as little, and the row pass offers the GIL between keys)."""
 
-_NONZERO = re.compile(rb"[^\x00]")
-"""A cell of the uint8 score matrix that reached the cutoff."""
-
 
 def similar_pairs(
     keys: Sequence[str],
@@ -178,26 +175,43 @@ def _block_rows(
 ) -> Iterator[list[tuple[int, int, float]]]:
     """Rows ``start`` to ``end`` scored against the keys ``start`` to ``stop`` with ``cdist``:
     each row's ``(row, column, score)`` close pairs (only the rows with any)."""
+
+    scores = _score_block(ranked[start:end], ranked[start:stop], cutoff, workers)
+    # A cell under the cutoff is 0; any other is the score rounded to a byte: the float decides.
+    yield from _hit_rows(ranked, start, end, stop - start, scores, 0, threshold)
+
+
+def _hit_rows(
+    ranked: list[str],
+    start: int,
+    end: int,
+    width: int,
+    matrix: bytes,
+    empty: int,
+    threshold: float,
+) -> Iterator[list[tuple[int, int, float]]]:
+    """Each row's ``(row, column, score)`` close pairs from ``matrix``, the uint8 matrix of
+    rows ``start`` to ``end`` against the ``width`` keys from ``start``: a cell holding
+    ``empty`` holds no pair, any other is scored with ``ratio`` against ``threshold``."""
     from rapidfuzz import fuzz
 
     ratio = fuzz.ratio
-    width = stop - start
-    scores = _score_block(ranked[start:end], ranked[start:stop], cutoff, workers)
+    blank = bytes((empty,))
+    other_than = _other_than(empty)
     for r in range(end - start):
         # Only the cells right of the diagonal: the lower triangle repeats them.
         lo, hi = r * width + r + 1, (r + 1) * width
-        # Almost every row is all zeros: counting them is a C loop (~10x faster
-        # than a regex over the row), and only a row with a hit is searched.
-        if scores.count(0, lo, hi) == hi - lo:
+        # Almost every row is all blank: counting them is a C loop (~10x faster than
+        # a regex over the row), and only a row with a hit is searched.
+        if matrix.count(blank, lo, hi) == hi - lo:
             continue
         key = ranked[start + r]
         row: list[tuple[int, int, float]] = []
-        for hit in _NONZERO.finditer(scores, lo, hi):
+        for hit in other_than.finditer(matrix, lo, hi):
             c = start + hit.start() - r * width
             other = ranked[c]
             if other == key:
                 continue
-            # The cell is the score rounded to a byte: the float decides.
             score = float(ratio(key, other))
             if score >= threshold:
                 row.append((start + r, c, score))
@@ -359,29 +373,8 @@ def _filtered_rows(
     if bound > 254:
         yield from _block_rows(p.ranked, start, end, stop, p.cutoff, p.threshold, 1)
         return
-    from rapidfuzz import fuzz
-
-    ratio, ranked, threshold = fuzz.ratio, p.ranked, p.threshold
-    width = stop - start
-    over = bytes((bound + 1,))
     distances = _distance_block(p.short[start:end], p.short[start:stop], bound)
-    within = _within(bound)
-    for r in range(end - start):
-        lo, hi = r * width + r + 1, (r + 1) * width  # right of the diagonal, as ever
-        if distances.count(over, lo, hi) == hi - lo:
-            continue  # the common row: nothing near (a C loop)
-        key = ranked[start + r]
-        row: list[tuple[int, int, float]] = []
-        for hit in within.finditer(distances, lo, hi):
-            c = start + hit.start() - r * width
-            other = ranked[c]
-            if other == key:
-                continue
-            score = float(ratio(key, other))
-            if score >= threshold:
-                row.append((start + r, c, score))
-        if row:
-            yield row
+    yield from _hit_rows(p.ranked, start, end, stop - start, distances, bound + 1, p.threshold)
 
 
 def _distance_block(queries: list[str], choices: list[str], bound: int) -> bytes:
@@ -399,9 +392,9 @@ def _distance_block(queries: list[str], choices: list[str], bound: int) -> bytes
 
 
 @functools.lru_cache(maxsize=256)
-def _within(bound: int) -> re.Pattern[bytes]:
-    """A cell of :func:`_distance_block`'s matrix that is not over ``bound``."""
-    return re.compile(b"[^" + re.escape(bytes((bound + 1,))) + b"]")
+def _other_than(empty: int) -> re.Pattern[bytes]:
+    """A cell of a uint8 matrix that does not hold ``empty`` (``re`` caches the pattern)."""
+    return re.compile(b"[^" + re.escape(bytes((empty,))) + b"]")
 
 
 def pass_findings(
