@@ -76,6 +76,15 @@ def open_store(client: RawClient) -> str:
     )
 
 
+def initialized_with_store(client: RawClient) -> tuple[Path, str]:
+    """``initialize``, then the project store opened and its first diagnostics in:
+    (the store's path, its uri)."""
+    client.initialize()
+    uri = open_store(client)
+    client.wait_published(uri, 1)
+    return client.root / ".pi" / "memory.md", uri
+
+
 def test_shutdown_while_a_written_add_waits_for_its_buffer_edit_answers_what_it_wrote(
     client: RawClient,
 ) -> None:
@@ -154,10 +163,7 @@ def test_shutdown_with_an_add_waiting_for_the_lock_and_one_for_its_turn(
     # exit then left the first's write done and unanswered (its answer hit a closed pipe).
     from tests.lock_holder import held_lock, release
 
-    client.initialize()
-    store = client.root / ".pi" / "memory.md"
-    uri = open_store(client)
-    client.wait_published(uri, 1)
+    store, _ = initialized_with_store(client)
     with held_lock(store, dict(os.environ)) as holder:
         first = send_add(client, "first note")
         time.sleep(0.3)
@@ -225,10 +231,7 @@ def test_shutdown_after_a_cancel_of_a_begun_add_still_waits_for_its_answer(
     # pygls' list of requests in flight, and shutdown must still wait for its answer.
     from tests.lock_holder import held_lock, release
 
-    client.initialize()
-    store = client.root / ".pi" / "memory.md"
-    uri = open_store(client)
-    client.wait_published(uri, 1)
+    store, _ = initialized_with_store(client)
     with held_lock(store, dict(os.environ)) as holder:
         first = send_add(client, "first note")
         time.sleep(0.3)
@@ -252,10 +255,7 @@ def test_a_begun_add_that_ends_after_shutdown_sends_no_buffer_edit(client: RawCl
     from tests.lock_holder import held_lock, release
 
     client.replies["workspace/applyEdit"] = {"applied": True}
-    client.initialize()
-    store = client.root / ".pi" / "memory.md"
-    uri = open_store(client)
-    client.wait_published(uri, 1)
+    store, _ = initialized_with_store(client)
     with held_lock(store, dict(os.environ)) as holder:
         first = send_add(client, "first note")
         time.sleep(0.3)
