@@ -8,13 +8,12 @@ and the interpreter's teardown (``os._exit`` once stdout and stderr are flushed)
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 import textwrap
 
 import pytest
 
-from tests.conftest import CLI_TIMEOUT, Workspace
+from tests.conftest import Workspace
 
 
 def run_as_program(workspace: Workspace, argv: list[str], setup: str = "") -> tuple[int, str, str]:
@@ -31,15 +30,7 @@ def run_as_program(workspace: Workspace, argv: list[str], setup: str = "") -> tu
     )
     run = f"sys.argv = ['memory-ls', *{argv!r}]\nfrom memory_ls.__main__ import main\nsys.exit(main())"
     script = f"{probe}\n{setup}\n{run}\n"
-    done = subprocess.run(
-        [sys.executable, "-c", script],
-        cwd=workspace.root,
-        env=workspace.env(),
-        capture_output=True,
-        text=True,
-        timeout=CLI_TIMEOUT,
-        check=False,
-    )
+    done = workspace.cli(program=[sys.executable, "-c", script])
     return done.returncode, done.stdout, done.stderr
 
 
@@ -113,15 +104,7 @@ def test_other_verbs_and_main_called_with_arguments_end_as_usual(workspace: Work
         "code = main(['inject'])\n"  # called, not run: it returns
         "print('returned', code, file=sys.stderr)\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", script],
-        cwd=workspace.root,
-        env=workspace.env(),
-        capture_output=True,
-        text=True,
-        timeout=CLI_TIMEOUT,
-        check=False,
-    )
+    done = workspace.cli(program=[sys.executable, "-c", script])
     assert "returned 0" in done.stderr
 
 
@@ -140,12 +123,5 @@ def test_ctrl_c_during_a_quick_verb_still_ends_quietly_with_130(workspace: Works
         "from memory_ls.__main__ import main\n"
         "sys.exit(main())\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", script],
-        cwd=workspace.root,
-        env=workspace.env(),
-        capture_output=True,
-        timeout=CLI_TIMEOUT,
-        check=False,
-    )
-    assert (done.returncode, done.stderr.decode()) == (130, "memory-ls: interrupted\n")
+    done = workspace.cli(program=[sys.executable, "-c", script])
+    assert (done.returncode, done.stderr) == (130, "memory-ls: interrupted\n")
