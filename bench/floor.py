@@ -16,14 +16,17 @@ rounds so that a shared machine's drift hits them alike:
 - ``floor-pygls-loop``: the same, reading the pipe as memory-ls does (the event loop).
 
 memory-ls's p50 minus ``floor-plain``'s is what memory-ls itself adds to a keystroke.
+``--base CMD`` times another memory-ls (another checkout) in the same rounds.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import os
+import shlex
 import tempfile
 import time
 from pathlib import Path
@@ -150,7 +153,9 @@ def _row(name: str, results: list[SessionResult]) -> str:
     )
 
 
-async def amain(store: str, sessions: int, edits: int, names: list[str] | None) -> int:
+async def amain(
+    store: str, sessions: int, edits: int, names: list[str] | None, base: str | None = None
+) -> int:
     from bench.run import byte_compile_checkout
 
     byte_compile_checkout()
@@ -159,6 +164,11 @@ async def amain(store: str, sessions: int, edits: int, names: list[str] | None) 
         canned = Path(tmp) / "publish.json"
         canned.write_bytes(await capture(store, min(edits, 25)))
         specs = [servers.memory_ls(), *floor_specs(canned)]
+        if base:  # another checkout's memory-ls, in the same rounds (an A/B comparison)
+            mine = specs[0]
+            specs.insert(
+                1, dataclasses.replace(mine, name="memory-ls-base", argv=shlex.split(base))
+            )
         specs = [s for s in specs if names is None or s.name in names]
         params = SessionParams(edits=edits, adds=0, checks_timeout=1.0)
         results: dict[str, list[SessionResult]] = {s.name: [] for s in specs}
@@ -180,8 +190,12 @@ async def amain(store: str, sessions: int, edits: int, names: list[str] | None) 
                     flush=True,
                 )
     loads.append(" ".join(f"{x:.2f}" for x in os.getloadavg()))
-    print(f"\nstore {store}, {sessions} sessions x {edits} edits each, load {loads[0]} → {loads[1]}")
-    print("| server | edit p50 | p95 | client parse p50 | diagnostics | bytes | session p50s (ms) |")
+    print(
+        f"\nstore {store}, {sessions} sessions x {edits} edits each, load {loads[0]} → {loads[1]}"
+    )
+    print(
+        "| server | edit p50 | p95 | client parse p50 | diagnostics | bytes | session p50s (ms) |"
+    )
     print("|---|---|---|---|---|---|---|")
     for name, found in results.items():
         print(_row(name, found))
@@ -194,9 +208,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sessions", type=int, default=5)
     parser.add_argument("--edits", type=int, default=50)
     parser.add_argument("--servers", help="subset, e.g. memory-ls,floor-plain")
+    parser.add_argument(
+        "--base",
+        metavar="CMD",
+        help="also time this memory-ls command line as memory-ls-base, e.g. "
+        "'env PYTHONPATH=../base .venv/bin/memory-ls serve' (an A/B comparison)",
+    )
     args = parser.parse_args(argv)
     names = args.servers.split(",") if args.servers else None
-    return asyncio.run(amain(args.store, args.sessions, args.edits, names))
+    return asyncio.run(amain(args.store, args.sessions, args.edits, names, args.base))
 
 
 if __name__ == "__main__":

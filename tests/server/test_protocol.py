@@ -20,7 +20,7 @@ from lsprotocol.converters import get_converter
 from pygls.protocol import JsonRPCProtocol, JsonRPCResponseMessage
 
 from memory_ls.core.text import without_lone_surrogates
-from memory_ls.server.protocol import LONG_LIST, ListJson, _did_open
+from memory_ls.server.protocol import LONG_LIST, ListJson, _did_change, _did_open
 from memory_ls.server.server import create_server
 
 from .conftest import InProcess
@@ -285,3 +285,116 @@ def test_a_did_open_is_read_as_cattrs_reads_it(
     ordinary = extra is None and (where != "item" or drop is None)
     if ordinary and type(item["version"]) is int and abs(item["version"]) < 2**31:
         assert fast is not None  # what editors send is never left to cattrs
+
+
+POSITIONS = st.fixed_dictionaries(
+    {"line": st.integers(-1, 2**32) | JSON_VALUES, "character": st.integers(-1, 2**32)}
+)
+PARTIAL_CHANGES = st.fixed_dictionaries(
+    {"range": st.fixed_dictionaries({"start": POSITIONS, "end": POSITIONS}), "text": ANY_TEXT},
+    optional={"rangeLength": st.integers(-1, 2**32) | JSON_VALUES},
+)
+CONTENT_CHANGES = PARTIAL_CHANGES | st.fixed_dictionaries({"text": ANY_TEXT | JSON_VALUES})
+VERSIONED = st.fixed_dictionaries(
+    {
+        "uri": ANY_TEXT | st.just("file:///p/.pi/memory.md"),
+        "version": st.integers(-(2**32), 2**32) | JSON_VALUES,
+    }
+)
+
+
+@given(
+    VERSIONED,
+    st.lists(CONTENT_CHANGES, max_size=3),
+    st.none() | st.sampled_from(["uri", "version", "text", "range", "start", "line"]),
+    st.none() | st.sampled_from(["extra", "uri"]),
+    st.sampled_from(["document", "change", "range", "position", "params", "message"]),
+)
+@example(
+    {"uri": "file:///a\udce9", "version": 3},
+    [
+        {
+            "range": {"start": {"line": 0, "character": 1}, "end": {"line": 0, "character": 1}},
+            "text": "\ud800",
+        }
+    ],
+    None,
+    None,
+    "document",
+)
+@example(
+    {"uri": "u", "version": 7},
+    [
+        {
+            "range": {"start": {"line": 2, "character": 0}, "end": {"line": 3, "character": 1}},
+            "rangeLength": 9,
+            "text": "é",
+        },
+        {"text": "the whole text"},
+    ],
+    None,
+    None,
+    "document",
+)
+@example({"uri": "u", "version": True}, [{"text": "x"}], None, None, "document")
+@example({"uri": "u", "version": 2**31}, [{"text": "x"}], None, None, "document")
+def test_a_did_change_is_read_as_cattrs_reads_it(
+    document: dict[str, object],
+    changes: list[dict[str, Any]],
+    drop: str | None,
+    extra: str | None,
+    where: str,
+) -> None:
+    """The ``didChange`` read without cattrs is the object cattrs reads, or is left to it."""
+    if where == "document":
+        document = _changed(document, drop, extra)
+    elif changes and where in ("change", "range", "position"):
+        first = changes[0]
+        if where == "change":
+            first = _changed(first, drop, extra)
+        elif "range" in first:
+            bounds = dict(first["range"])
+            if where == "range":
+                bounds = _changed(bounds, drop, extra)
+            else:
+                bounds["start"] = _changed(bounds["start"], drop, extra)
+            first = {**first, "range": bounds}
+        changes = [first, *changes[1:]]
+    params: dict[str, object] = {"textDocument": document, "contentChanges": changes}
+    if where == "params":
+        params = _changed(params, None, extra)
+    message = {"jsonrpc": "2.0", "method": lsp.TEXT_DOCUMENT_DID_CHANGE, "params": params}
+    if where == "message":
+        message = _changed(message, None, extra)
+    fast = _did_change(message)
+    try:
+        expected = PROTOCOL._converter.structure(
+            without_lone_surrogates(message), lsp.DidChangeTextDocumentNotification
+        )
+    except Exception:
+        assert fast is None  # cattrs says what is wrong
+        return
+    if fast is not None:
+        assert fast == expected
+        assert type(fast.params.content_changes) is tuple
+    ordinary = (drop is None and extra is None) or where in ("params", "message")
+    ordinary = ordinary and extra is None
+    typed = type(document.get("version")) is int and type(document.get("uri")) is str
+    if ordinary and typed and all(_plain_change(c) for c in changes):
+        assert fast is not None  # what editors send is never left to cattrs
+
+
+def _plain_change(change: dict[str, Any]) -> bool:
+    """Whether ``change`` is of the shape an editor sends, with values lsprotocol takes."""
+    if type(change.get("text")) is not str:
+        return False
+    if "range" not in change:
+        return change.keys() == {"text"}
+    length = change.get("rangeLength", 0)
+    points = (change["range"]["start"], change["range"]["end"])
+    values = [p.get("line") for p in points] + [p.get("character") for p in points]
+    return (
+        type(length) is int
+        and 0 <= length < 2**31
+        and all(type(v) is int and 0 <= v < 2**31 for v in values)
+    )
