@@ -942,13 +942,15 @@ _writes: set[asyncio.Future[Any]] = set()
 """Writes of an asynchronous transport still under way (a task must be referenced)."""
 
 
-def send_encoded(protocol: JsonRPCProtocol, body: bytes) -> None:
-    """Write ``body``, one JSON-RPC message already encoded as JSON, to the client.
+def send_encoded(protocol: JsonRPCProtocol, *parts: bytes) -> None:
+    """Write one JSON-RPC message already encoded as JSON, given as ``parts`` that
+    joined are its body, to the client.
 
     Framed as pygls frames what it sends (``_send_data``: the ``Content-Length``
     header unless the transport has none, then the body), for a message whose JSON
     was joined from cached pieces (a publish of diagnostics that mostly did not
-    change). ``body`` must be ASCII-only JSON, as :func:`json.dumps` writes it.
+    change): header and pieces are joined once, into what is written in one call.
+    The body must be ASCII-only JSON, as :func:`json.dumps` writes it.
     """
     writer = protocol.writer
     if writer is None:
@@ -956,10 +958,12 @@ def send_encoded(protocol: JsonRPCProtocol, body: bytes) -> None:
         return
     if protocol._include_headers:
         header = (
-            f"Content-Length: {len(body)}\r\n"
+            f"Content-Length: {sum(map(len, parts))}\r\n"
             f"Content-Type: {protocol.CONTENT_TYPE}; charset={protocol.CHARSET}\r\n\r\n"
         )
-        body = header.encode("ascii") + body
+        body = b"".join((header.encode("ascii"), *parts))
+    else:
+        body = b"".join(parts)
     try:
         res = writer.write(body)
         if inspect.isawaitable(res):  # the WebSocket writer: kept until it is done

@@ -71,7 +71,20 @@ def publish(ls: MemoryServer, doc: MemoryDocument, always: bool = False) -> None
     if body == state.sent and not always:
         return
     state.sent = body
-    send_encoded(ls.protocol, publish_message(doc.uri, doc.version, body))
+    send_encoded(ls.protocol, *publish_parts(doc.uri, doc.version, body))
+
+
+_HEAD = json.dumps(
+    {"jsonrpc": "2.0", "method": lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS, "params": None}
+)[: -len("null}")].encode()
+_TAIL = b"]}}"
+
+
+def publish_parts(uri: str, version: int | None, diagnostics: bytes) -> tuple[bytes, ...]:
+    """:func:`publish_message` in the pieces it is joined from (a publish is framed and
+    joined once, by :func:`send_encoded`: each copy of a 100 kB body costs)."""
+    params = f'{{"uri": {json.dumps(uri)}, "version": {json.dumps(version)}, "diagnostics": ['
+    return _HEAD, params.encode(), diagnostics, _TAIL
 
 
 def publish_message(uri: str, version: int | None, diagnostics: bytes) -> bytes:
@@ -81,11 +94,7 @@ def publish_message(uri: str, version: int | None, diagnostics: bytes) -> bytes:
     of :func:`json.dumps`, ASCII only), made by joining bytes: encoding the whole list
     again on every keystroke was most of a publish's cost.
     """
-    head = json.dumps(
-        {"jsonrpc": "2.0", "method": lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS, "params": None}
-    )[: -len("null}")]
-    params = f'{{"uri": {json.dumps(uri)}, "version": {json.dumps(version)}, "diagnostics": ['
-    return b"".join((head.encode(), params.encode(), diagnostics, b"]}}"))
+    return b"".join(publish_parts(uri, version, diagnostics))
 
 
 def push(ls: MemoryServer, uri: str, version: int | None, items: list[Any]) -> None:
