@@ -11,7 +11,6 @@ note or one store, so hover and the code lens only render.
 from __future__ import annotations
 
 import collections
-import operator
 from collections.abc import Sequence
 from itertools import count, repeat
 
@@ -283,18 +282,26 @@ def _fits_at(plan: RecallPlan, position: int, cost: int) -> bool:
 def _changed(old: tuple[str, ...], new: Sequence[str]) -> list[int]:
     """The first (at most two) indices where ``new`` differs from ``old`` (same length).
 
-    Compared in C, in one pass (``map`` of ``!=``, then ``index``): this runs on every
-    keystroke over every note of both stores, and a Python loop over them was its cost.
+    Compared in C, as tuples: a tuple compares its items by identity first, and the
+    notes that did not change are the very strings of the last plan, so each costs a
+    pointer comparison; a difference is then found by halving, comparing slices. This
+    runs on every keystroke over every note of both stores: a ``map`` of ``!=`` over
+    them (a call per note) was ~0.1-0.2 ms of a keystroke on 4,500 notes, this ~0.02.
     """
-    differs = list(map(operator.ne, old, new))
-    try:
-        first = differs.index(True)
-    except ValueError:
-        return []
-    try:
-        return [first, differs.index(True, first + 1)]
-    except ValueError:
-        return [first]
+    new = new if type(new) is tuple else tuple(new)
+    found: list[int] = []
+    low = 0
+    while len(found) < 2 and old[low:] != new[low:]:
+        high = len(old)  # old[low:high] != new[low:high]: the first difference is in it
+        while high - low > 1:
+            middle = (low + high) // 2
+            if old[low:middle] == new[low:middle]:
+                low = middle
+            else:
+                high = middle
+        found.append(low)
+        low += 1
+    return found
 
 
 @record

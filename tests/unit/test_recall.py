@@ -13,6 +13,7 @@ from memory_ls.core.recall import (
     NoteRecall,
     RecallPlan,
     ScopeRecall,
+    _changed,
     budget_before,
     incremental_plan,
     note_cost,
@@ -454,3 +455,19 @@ def test_scope_recall_says_why_a_whole_store_is_out() -> None:
     untrusted = recall_plan([], ["g"], 8192, inject=False)
     assert scope_recall(untrusted, "project", trusted=False) == ScopeRecall("untrusted", 0)
     assert scope_recall(untrusted, "global", trusted=False) == ScopeRecall("recall-off", 0)
+
+
+@given(st.lists(st.sampled_from(["a", "b", "é", "😀", ""]), max_size=40), st.data())
+@settings(max_examples=300, deadline=None)
+def test_the_changed_notes_are_found_as_a_loop_finds_them(
+    old: list[str], data: st.DataObject
+) -> None:
+    """The first two indices where the notes differ (halving over slices), as a plain
+    loop finds them: equal strings that are other objects count as unchanged."""
+    new = [n + "" if data.draw(st.booleans()) else "".join(list(n)) for n in old]
+    for i in data.draw(st.lists(st.integers(0, max(0, len(old) - 1)), max_size=4)):
+        if old:
+            new[i] = data.draw(st.sampled_from(["a", "b", "é", "😀", "", "c"]))
+    expected = [i for i, (a, b) in enumerate(zip(old, new, strict=True)) if a != b][:2]
+    assert _changed(tuple(old), new) == expected
+    assert _changed(tuple(old), tuple(new)) == expected
