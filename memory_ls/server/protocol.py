@@ -28,6 +28,7 @@ import cattrs.v
 from cattrs import Converter
 from lsprotocol import types as lsp
 from pygls.exceptions import (
+    FeatureNotificationError,
     JsonRpcException,
     JsonRpcInternalError,
     JsonRpcInvalidParams,
@@ -35,6 +36,7 @@ from pygls.exceptions import (
     JsonRpcParseError,
     JsonRpcServerNotInitialized,
 )
+from pygls.feature_manager import is_thread_function
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import (
     JsonRPCNotification,
@@ -534,8 +536,35 @@ class MemoryProtocol(LanguageServerProtocol):
         context = contextvars.copy_context()
         if hasattr(message, "id"):
             context.run(self._handle_request, message.id, method, message.params)
+        elif method in _FORWARDED and (handler := self._forwarded(method)) is not None:
+            context.run(self._notify, handler, message.params)
         else:
             context.run(self._handle_notification, method, message.params)
+
+    def _forwarded(self, method: str) -> Callable[[Any], object] | None:
+        """The server's own handler of a document notification whose built-in handler
+        (below) only passes it on, when it runs in the loop, there and then."""
+        handler = self.fm.features.get(method)
+        threaded = is_thread_function(handler)  # type: ignore[no-untyped-call]
+        if handler is None or inspect.iscoroutinefunction(handler) or threaded:
+            return None
+        return handler  # type: ignore[no-any-return]
+
+    def _notify(self, handler: Callable[[Any], object], params: Any) -> None:
+        """Run a document notification's handler, as pygls would, without pygls' round.
+
+        pygls runs the built-in generator below through two futures, a callback queued
+        on the loop, two ``uuid4`` and its ``isinstance`` checks, and keeps each
+        notification's future in ``_request_futures`` for good: one a keystroke, which
+        ``shutdown`` then walked (a day of typing, tens of thousands). The handler
+        (``document_sync``'s, which logs its own failures) is called directly; a
+        failure that escapes it is reported as pygls reports it.
+        """
+        try:
+            handler(params)
+        except Exception:
+            error = JsonRpcInternalError.of(sys.exc_info())  # type: ignore[no-untyped-call]
+            self._server._report_server_error(error, FeatureNotificationError)
 
     def _read(self, data: object) -> Any:
         """The typed message in ``data``, or ``None`` once a bad one is answered or logged."""
@@ -701,6 +730,11 @@ class MemoryProtocol(LanguageServerProtocol):
             yield handler, (params,), None
 
 
+_FORWARDED = frozenset(
+    {lsp.TEXT_DOCUMENT_DID_OPEN, lsp.TEXT_DOCUMENT_DID_CHANGE, lsp.TEXT_DOCUMENT_DID_CLOSE}
+)
+"""Notifications whose built-in handler (``lsp_text_document__did_*`` below) only calls
+the server's: :meth:`MemoryProtocol.handle_message` calls that directly."""
 _OPEN_KEYS = {"jsonrpc", "method", "params"}
 _ITEM_KEYS = {"uri", "languageId", "version", "text"}
 

@@ -23,7 +23,7 @@ from memory_ls.core.text import without_lone_surrogates
 from memory_ls.server.protocol import LONG_LIST, ListJson, _did_change, _did_open
 from memory_ls.server.server import create_server
 
-from .conftest import InProcess
+from .conftest import InProcess, uri_of
 
 CONVERTER = get_converter()
 PROTOCOL = create_server().protocol
@@ -398,3 +398,40 @@ def _plain_change(change: dict[str, Any]) -> bool:
         and 0 <= length < 2**31
         and all(type(v) is int and 0 <= v < 2**31 for v in values)
     )
+
+
+async def test_document_notifications_leave_no_future_behind(server: InProcess) -> None:
+    """Every keystroke is published with its version, and none leaves pygls' bookkeeping
+    of a future behind (it kept one a notification, for good: a day of typing's worth)."""
+    server.workspace.write("project", ["run pytest before every push", "keep the notes short"])
+    await server.initialize()
+    path = server.workspace.project_store
+    uri = uri_of(path)
+    text = path.read_text(encoding="utf-8")
+    futures = len(server.ls.protocol._request_futures)
+
+    def notify(method: str, params: dict[str, Any]) -> None:
+        message = {"jsonrpc": "2.0", "method": method, "params": params}
+        protocol = server.ls.protocol
+        protocol.handle_message(
+            json.loads(json.dumps(message), object_hook=protocol.structure_message)
+        )
+
+    item = {"uri": uri, "languageId": "markdown", "version": 1, "text": text}
+    notify(lsp.TEXT_DOCUMENT_DID_OPEN, {"textDocument": item})
+    for version in range(2, 12):
+        at = {"line": 0, "character": 2 + version}
+        change = {"range": {"start": at, "end": at}, "text": "x"}
+        notify(
+            lsp.TEXT_DOCUMENT_DID_CHANGE,
+            {"textDocument": {"uri": uri, "version": version}, "contentChanges": [change]},
+        )
+    versions = [
+        p["version"]
+        for p in server.client.notifications(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+        if p["uri"] == uri
+    ]
+    assert versions[-11:] == list(range(1, 12))
+    notify(lsp.TEXT_DOCUMENT_DID_CLOSE, {"textDocument": {"uri": uri}})
+    assert server.ls.document(uri) is None
+    assert len(server.ls.protocol._request_futures) == futures
