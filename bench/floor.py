@@ -10,12 +10,12 @@ it, typing where the benchmark types), then runs the benchmark's own session
 memory-ls and against ``bench/peers/floor_publish.py`` serving those bytes, in rotated
 rounds so that a shared machine's drift hits them alike:
 
-- ``floor-plain``: asyncio and ``json`` only, no pygls: what any Python server pays to
+- ``publish-floor``: asyncio and ``json`` only, no pygls: what any Python server pays to
   read the change and write this publish, and the client to read it;
 - ``floor-pygls``: a pygls ``LanguageServer`` as shipped (its stdio reader thread);
 - ``floor-pygls-loop``: the same, reading the pipe as memory-ls does (the event loop).
 
-memory-ls's p50 minus ``floor-plain``'s is what memory-ls itself adds to a keystroke.
+memory-ls's p50 minus ``publish-floor``'s is what memory-ls itself adds to a keystroke.
 ``--base CMD`` times another memory-ls (another checkout) in the same rounds.
 """
 
@@ -46,7 +46,7 @@ from bench.session import (
 
 FLOOR_STUB = servers.BENCH / "peers" / "floor_publish.py"
 VARIANTS = {
-    "floor-plain": [],
+    "publish-floor": [],
     "floor-pygls": ["--pygls"],
     "floor-pygls-loop": ["--pygls", "--loop-reader"],
 }
@@ -70,9 +70,21 @@ async def capture(store: str, typed: int = 25) -> bytes:
     """The body of the publish memory-ls writes for the ``typed``-th keystroke the
     benchmark types on ``store``, with the document's URI (wherever it appears) as
     ``@URI@`` and the version as ``@VERSION@``."""
+    ws = workload.make_store_workspace(store)
+    try:
+        return await capture_in(ws, store, typed)
+    finally:
+        workload.remove_workspace(ws)
+
+
+async def capture_in(
+    ws: workload.Workspace, store: str, typed: int = 25, settle: float = 3.0
+) -> bytes:
+    """:func:`capture` on the workspace ``ws`` holding ``store`` (a name the session's
+    initialize options depend on), ``settle`` seconds after the open (the ``similar``
+    pass and the project look end)."""
     from memory_ls.server.server import create_server
 
-    ws = workload.make_store_workspace(store)
     text = ws.store_path.read_text(encoding="utf-8")
     saved = dict(os.environ)
     os.environ.update(ws.env({}))
@@ -98,7 +110,7 @@ async def capture(store: str, typed: int = 25) -> bytes:
         await asyncio.sleep(0.1)
         item = {"uri": ws.store_uri, "languageId": "markdown", "version": 0, "text": text}
         send({"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {"textDocument": item}})
-        await asyncio.sleep(3)  # the `similar` pass and the project look finish
+        await asyncio.sleep(settle)
         line, column = _typing_target(text)
         for i in range(typed):
             at = {"line": line, "character": column + i}
@@ -119,7 +131,6 @@ async def capture(store: str, typed: int = 25) -> bytes:
     finally:
         os.environ.clear()
         os.environ.update(saved)
-        workload.remove_workspace(ws)
 
 
 def floor_specs(canned: Path, names: list[str] | None = None) -> list[ServerSpec]:
@@ -129,7 +140,9 @@ def floor_specs(canned: Path, names: list[str] | None = None) -> list[ServerSpec
         ServerSpec(
             name=name,
             argv=[python, str(FLOOR_STUB), str(canned), *flags],
-            note="memory-ls's publish bytes, no analysis (bench/peers/floor_publish.py)",
+            note="memory-ls's own publish of a keystroke on this store, served by a server "
+            "that does nothing else (" + ("pygls" if flags else "asyncio, no pygls") + "): "
+            "the floor of issue 11's edit target",
         )
         for name, flags in VARIANTS.items()
         if names is None or name in names
@@ -207,7 +220,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--store", default="4500", choices=list(workload.STORES))
     parser.add_argument("--sessions", type=int, default=5)
     parser.add_argument("--edits", type=int, default=50)
-    parser.add_argument("--servers", help="subset, e.g. memory-ls,floor-plain")
+    parser.add_argument("--servers", help="subset, e.g. memory-ls,publish-floor")
     parser.add_argument(
         "--base",
         metavar="CMD",

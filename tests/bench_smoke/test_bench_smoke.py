@@ -7,6 +7,7 @@ skipped.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterator
 
@@ -81,6 +82,30 @@ async def test_peer(make: object, tiny: workload.Workspace) -> None:
             pytest.fail(f"{spec.missing} (CI=true: run bench/setup.sh)")
         pytest.skip(spec.missing)
     await _one_session(spec, tiny)
+
+
+async def test_the_publish_floor_serves_memory_ls_own_publish(tiny: workload.Workspace) -> None:
+    """``bench.floor`` captures what memory-ls publishes for a keystroke; each way of the
+    stub serves it (the same diagnostics) through a whole session."""
+    from bench import floor
+
+    if servers.memory_ls().missing:
+        pytest.skip(servers.memory_ls().missing)
+    canned = await floor.capture_in(tiny, "tiny", typed=2, settle=0.3)
+    assert canned.count(b"@VERSION@") == 1 and b"@URI@" in canned
+    sample = canned.replace(b"@VERSION@", b"2").replace(b"@URI@", b'"file:///x"')
+    diagnostics = json.loads(sample)["params"]["diagnostics"]
+    assert diagnostics  # the tiny store has duplicates
+    path = tiny.root.parent / "publish.json"
+    path.write_bytes(canned)
+    specs = floor.floor_specs(path)
+    assert [s.name for s in specs] == list(floor.VARIANTS)
+    for spec in specs:
+        summary = await _one_session(spec, tiny)
+        assert summary.edit_diagnostics == len(diagnostics)
+        assert summary.sync == "push, incremental"
+    config, _, _ = run.parse_args(["--quick"])
+    assert config.floor and not run.parse_args(["--no-floor"])[0].floor
 
 
 async def test_memory_ls(tiny: workload.Workspace) -> None:
