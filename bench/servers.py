@@ -6,7 +6,9 @@
 - ``vscode-md``: vscode-markdown-languageserver (npm) behind ``bench/peers/vscode_md_proxy.mjs``,
   which answers its ``markdown/parse`` requests with markdown-it tokens;
 - ``pygls-min``: ``bench/peers/minimal_pygls.py``, the minimal pygls 2 server of BENCH-NOTES
-  (whole-file recheck per edit, duplicate warnings).
+  (whole-file recheck per edit, duplicate warnings);
+- ``publish-floor``: ``bench/peers/floor_publish.py`` serving memory-ls's own publish of a
+  keystroke on the store (:mod:`bench.floor` captures it; ``bench.run`` adds it per store).
 
 Peers are installed by ``bench/setup.sh``; a missing one is skipped with a reason.
 """
