@@ -205,7 +205,14 @@ _EMPHASIS_LABEL_RE = re.compile(
 # Every claim starts with one of these words (see _LEAD_RE): a note without any makes
 # none. Looked for first, because most notes make no claim and an editor opening a store
 # of thousands of notes reads every one.
-_ANY_MARK_RE = re.compile(rf"\b(?:{_NEGATORS}|{_POSITIVES})\b")
+_ANY_MARK_RE = re.compile(
+    r"\b(?:n(?:ever|o longer|o)|d(?:on't|ont|o not|oesn't|oes not)|m(?:ust not|ustn't)"
+    r"|s(?:hould not|houldn't|top)|c(?:annot|an't)|w(?:on't|ill not)|a(?:void|voids|lways)"
+    r"|u(?:se|ses)|p(?:refer|refers))\b"
+)
+"""``\\b(?:{_NEGATORS}|{_POSITIVES})\\b``, the words grouped by their first letter (in their
+order within it, so a match is the same): ``re`` tries each of the 24 words at every
+position of a store's joined keys otherwise (~2x slower; a test holds the two equal)."""
 
 
 def _unemphasised(key: str) -> str:
