@@ -21,16 +21,16 @@ import functools
 import itertools
 import re
 from collections.abc import Hashable, Iterable, Sequence
-from dataclasses import dataclass, field
 from typing import cast
 
 from memory_ls.core.checks import ConflictData, Finding, Related, Severity
 from memory_ls.core.models import Scope
 from memory_ls.core.notes import Bullet
+from memory_ls.core.records import field, record
 from memory_ls.core.text import escape_unseen, near_duplicate_key
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Claim:
     """One instruction a note gives: do (``True``) or don't (``False``) ``subject``,
     within ``context`` (empty: everywhere)."""
@@ -318,7 +318,7 @@ Every note of such a store is still flagged, each pointing at notes it disagrees
 _ClaimKey = tuple[str, bool, frozenset[str]]
 
 
-@dataclass(slots=True)
+@record(frozen=False)
 class ConflictIndex:
     """Notes by the claims they make: a changed note is compared only with the notes that
     make the opposite claim, found by one lookup per claim. Refs are whatever the caller

@@ -22,11 +22,11 @@ import itertools
 import json
 import re
 from collections.abc import Container, Iterable, Sequence
-from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 
 from memory_ls.core.checks import Finding, StalePathData, StaleScriptData
 from memory_ls.core.notes import Bullet
+from memory_ls.core.records import field, record
 from memory_ls.core.text import escape_unseen
 
 # -- what counts as a path mention --------------------------------------------------------
@@ -61,7 +61,7 @@ KEPT_HIDDEN_FOLDERS = frozenset({".github", ".pi"})
 """Hidden folders the search still enters."""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Mention:
     """A path or a script a note names, at ``[start, end)`` of the text it was read from."""
 
@@ -540,7 +540,7 @@ PACKAGE_FILES = ("package.json", "pnpm-workspace.yaml")
 """The files whose change means the package scripts must be read again."""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class MakeTargets:
     """The targets a Makefile defines. ``open`` when it may define others this reading
     cannot see (an ``include``, a target made of variables, a match-anything rule)."""
@@ -668,7 +668,7 @@ def just_recipes(text: str) -> MakeTargets:
     return MakeTargets(frozenset(names), (), is_open)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class PackageInfo:
     """What a ``package.json`` says that matters here."""
 
@@ -734,7 +734,7 @@ def pnpm_workspace_globs(text: str) -> tuple[str, ...]:
     return tuple(out)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ProjectSnapshot:
     """What is on disk, as the shell last saw it (refreshed from watched-file events).
 
@@ -755,13 +755,37 @@ class ProjectSnapshot:
     """``None``: no justfile at the root."""
     binaries: frozenset[str] = frozenset()
     """Names in ``node_modules/.bin`` the shell saw (a shorthand may run them)."""
-    _by_name: dict[str, tuple[str, ...]] = field(default_factory=dict, compare=False, repr=False)
+    _by_name: dict[str, tuple[str, ...]] = field(default_factory=dict, compare=False)
+    """The paths by their last component (made from ``paths``; not compared, not shown)."""
 
-    def __post_init__(self) -> None:
+    def __init__(
+        self,
+        root_entries: frozenset[str] = frozenset(),
+        paths: frozenset[str] = frozenset(),
+        packages: tuple[PackageInfo, ...] | None = None,
+        make: MakeTargets | None = None,
+        just: MakeTargets | None = None,
+        binaries: frozenset[str] = frozenset(),
+        _by_name: object = None,
+    ) -> None:
+        setter = object.__setattr__
+        setter(self, "root_entries", root_entries)
+        setter(self, "paths", paths)
+        setter(self, "packages", packages)
+        setter(self, "make", make)
+        setter(self, "just", just)
+        setter(self, "binaries", binaries)
         index: dict[str, list[str]] = {}
-        for p in self.paths:
+        for p in paths:
             index.setdefault(p.rsplit("/", 1)[-1], []).append(p)
-        object.__setattr__(self, "_by_name", {k: tuple(v) for k, v in index.items()})
+        setter(self, "_by_name", {k: tuple(v) for k, v in index.items()})
+
+    def __repr__(self) -> str:
+        return (
+            f"ProjectSnapshot(root_entries={self.root_entries!r}, paths={self.paths!r}, "
+            f"packages={self.packages!r}, make={self.make!r}, just={self.just!r}, "
+            f"binaries={self.binaries!r})"
+        )
 
     def ends_with(self, rel: str) -> bool:
         """Whether some path in the project ends with ``rel`` (whole components)."""
