@@ -17,12 +17,12 @@ types when the client asks for the code's quick fixes (:mod:`memory_ls.core.fixe
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any, Literal, NotRequired, TypedDict
 
 from memory_ls.core.models import Proposal, Scope, other_scope
 from memory_ls.core.notes import Bullet
 from memory_ls.core.recall import RecallPlan
+from memory_ls.core.records import field, record
 from memory_ls.core.text import (
     MAX_NOTE_UTF16,
     MAX_STORE_BYTES,
@@ -231,7 +231,7 @@ FindingData = (
 """The ``data`` of a finding: its code's own fields."""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Related:
     """Another place a finding points at."""
 
@@ -243,9 +243,10 @@ class Related:
     """``None`` for the same file."""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Finding:
-    """One problem at one range of a file."""
+    """One problem at one range of a file (a record: ``check`` imports no
+    :mod:`dataclasses`; :func:`memory_ls.core.records.replace` copies one with changes)."""
 
     code: str
     line: int
@@ -255,6 +256,29 @@ class Finding:
     message: str
     data: FindingData = field(default_factory=NoData)
     related: tuple[Related, ...] = ()
+
+    def __init__(
+        self,
+        code: str,
+        line: int,
+        start: int,
+        end_line: int,
+        end: int,
+        message: str,
+        data: FindingData | None = None,
+        related: tuple[Related, ...] = (),
+    ) -> None:
+        # Written out (a record's own __init__ loops over the fields): ``check`` builds
+        # thousands, the language server one per diagnostic of a changed line.
+        setter = object.__setattr__
+        setter(self, "code", code)
+        setter(self, "line", line)
+        setter(self, "start", start)
+        setter(self, "end_line", end_line)
+        setter(self, "end", end)
+        setter(self, "message", message)
+        setter(self, "data", NoData() if data is None else data)
+        setter(self, "related", related)
 
     @property
     def severity(self) -> Severity:
@@ -549,7 +573,7 @@ def not_injected_findings(
     return out
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class FileContext:
     """What is known about the file beyond its text."""
 

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
 from memory_ls.core.checks import Finding, InstructionDuplicateData, Related
 from memory_ls.core.notes import Bullet, parse_bullet
+from memory_ls.core.records import record
 from memory_ls.core.similar import DEFAULT_THRESHOLD, similar_to
 from memory_ls.core.text import (
     display_path,
@@ -51,7 +51,7 @@ _OTHER_MARKER_RE = re.compile(r"(\s*(?:\d{1,9}[.)]|\+)[ \t]+)(.+)")
 _QUOTE_RE = re.compile(r"\s{0,3}(?:>\s?)+")
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class InstructionLine:
     """One bullet or prose line of an instruction file."""
 
@@ -64,7 +64,7 @@ class InstructionLine:
     key: str
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class InstructionIndex:
     """Every instruction file's lines, and their keys: built once per change of a file."""
 

@@ -17,14 +17,16 @@ its line (``line[bullet.start:bullet.end]``) and :func:`stale_findings` adds
 from __future__ import annotations
 
 import bisect
+import functools
+import itertools
 import json
 import re
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Container, Iterable, Sequence
 from typing import Literal, NamedTuple
 
 from memory_ls.core.checks import Finding, StalePathData, StaleScriptData
 from memory_ls.core.notes import Bullet
+from memory_ls.core.records import field, record
 from memory_ls.core.text import escape_unseen
 
 # -- what counts as a path mention --------------------------------------------------------
@@ -59,7 +61,7 @@ KEPT_HIDDEN_FOLDERS = frozenset({".github", ".pi"})
 """Hidden folders the search still enters."""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Mention:
     """A path or a script a note names, at ``[start, end)`` of the text it was read from."""
 
@@ -538,7 +540,7 @@ PACKAGE_FILES = ("package.json", "pnpm-workspace.yaml")
 """The files whose change means the package scripts must be read again."""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class MakeTargets:
     """The targets a Makefile defines. ``open`` when it may define others this reading
     cannot see (an ``include``, a target made of variables, a match-anything rule)."""
@@ -666,7 +668,7 @@ def just_recipes(text: str) -> MakeTargets:
     return MakeTargets(frozenset(names), (), is_open)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class PackageInfo:
     """What a ``package.json`` says that matters here."""
 
@@ -732,7 +734,7 @@ def pnpm_workspace_globs(text: str) -> tuple[str, ...]:
     return tuple(out)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ProjectSnapshot:
     """What is on disk, as the shell last saw it (refreshed from watched-file events).
 
@@ -753,13 +755,37 @@ class ProjectSnapshot:
     """``None``: no justfile at the root."""
     binaries: frozenset[str] = frozenset()
     """Names in ``node_modules/.bin`` the shell saw (a shorthand may run them)."""
-    _by_name: dict[str, tuple[str, ...]] = field(default_factory=dict, compare=False, repr=False)
+    _by_name: dict[str, tuple[str, ...]] = field(default_factory=dict, compare=False)
+    """The paths by their last component (made from ``paths``; not compared, not shown)."""
 
-    def __post_init__(self) -> None:
+    def __init__(
+        self,
+        root_entries: frozenset[str] = frozenset(),
+        paths: frozenset[str] = frozenset(),
+        packages: tuple[PackageInfo, ...] | None = None,
+        make: MakeTargets | None = None,
+        just: MakeTargets | None = None,
+        binaries: frozenset[str] = frozenset(),
+        _by_name: object = None,
+    ) -> None:
+        setter = object.__setattr__
+        setter(self, "root_entries", root_entries)
+        setter(self, "paths", paths)
+        setter(self, "packages", packages)
+        setter(self, "make", make)
+        setter(self, "just", just)
+        setter(self, "binaries", binaries)
         index: dict[str, list[str]] = {}
-        for p in self.paths:
+        for p in paths:
             index.setdefault(p.rsplit("/", 1)[-1], []).append(p)
-        object.__setattr__(self, "_by_name", {k: tuple(v) for k, v in index.items()})
+        setter(self, "_by_name", {k: tuple(v) for k, v in index.items()})
+
+    def __repr__(self) -> str:
+        return (
+            f"ProjectSnapshot(root_entries={self.root_entries!r}, paths={self.paths!r}, "
+            f"packages={self.packages!r}, make={self.make!r}, just={self.just!r}, "
+            f"binaries={self.binaries!r})"
+        )
 
     def ends_with(self, rel: str) -> bool:
         """Whether some path in the project ends with ``rel`` (whole components)."""
@@ -878,14 +904,165 @@ def stale_findings(
     bullets: Sequence[Bullet], lines: Sequence[str], project: ProjectSnapshot
 ) -> list[Finding]:
     """``stale-path`` and ``stale-script`` findings of a project store's notes, each on
-    the stale mention itself."""
-    out: list[Finding] = []
-    for b in bullets:
-        if b.blank or b.line >= len(lines):
+    the stale mention itself: :func:`stale_note_findings` of :func:`stale_mentions` of
+    :func:`note_mentions`, note after note, in the order of ``bullets``.
+
+    Found for the whole store at once (``check`` runs it on thousands of notes, of which
+    a store in a fresh checkout may mention paths in a third, all stale): the words with a
+    slash and the notes with a tool's name by one search each over the notes joined by
+    newlines (no word spans one, and a newline is whitespace as a note's ends are), each
+    distinct word read and judged once, and only the notes that hold a stale path asked
+    whether they say it is gone. A note with a backtick (code spans) or a tool's name is
+    read by :func:`path_mentions` / :func:`script_mentions` themselves.
+    ``tests/unit/test_stale.py`` holds it to the note-by-note way.
+    """
+    notes = [b for b in bullets if not b.blank and b.line < len(lines)]
+    if not notes:
+        return []
+    texts = [lines[b.line][b.start : b.end] for b in notes]
+    joined = "\n".join(texts)
+    if joined.count("\n") != len(texts) - 1:  # a note of several lines (not a file's)
+        return _stale_findings_each(notes, texts, project)
+    starts = list(itertools.accumulate([len(t) + 1 for t in texts[:-1]], initial=0))
+    at = functools.partial(bisect.bisect_right, starts)
+    ticked = {at(m.start()) - 1 for m in _TICKED_NOTE_RE.finditer(joined)} if "`" in joined else ()
+    # Each note's path mentions (start, end, text) in text order: the words with a slash
+    # of the notes without a backtick, read here; a note with one is read by path_mentions.
+    paths: dict[int, list[tuple[int, int, str]]] = {}
+    bare: list[int] = []
+    for m in _SLASHED_NOTE_RE.finditer(joined):
+        i = at(m.start()) - 1
+        if i not in ticked:
+            bare.append(i)
             continue
-        text = lines[b.line][b.start : b.end]
+        found = [(x.start, x.end, x.text) for x in path_mentions(texts[i])]
+        if found:
+            paths[i] = found
+    # The notes with a slash, each after a newline: a word with a slash is a match of
+    # _SPACED_SLASH_WORD_RE (the whitespace before it, then it), found in one pass in C.
+    held = "".join(["\n" + texts[i] for i in bare])
+    held_starts = list(itertools.accumulate([len(texts[i]) + 1 for i in bare[:-1]], initial=0))
+    held_at = functools.partial(bisect.bisect_right, held_starts)
+    read: dict[str, tuple[int, str] | None] = {}  # a word as found -> (lead, mention)
+    for m in _SPACED_SLASH_WORD_RE.finditer(held):
+        raw = m.group(1)
+        got = read.get(raw, _UNREAD)
+        if got is _UNREAD:
+            lead = len(raw) - len(raw.lstrip("("))
+            word = raw[lead:].rstrip(_TRAILING)
+            got = read[raw] = (lead, word) if word and is_path_mention(word) else None
+        if got is None:
+            continue
+        k = held_at(m.start()) - 1  # (the whitespace before the first word is its note's newline)
+        begin = m.start(1) - held_starts[k] - 1 + got[0]
+        paths.setdefault(bare[k], []).append((begin, begin + len(got[1]), got[1]))
+    # The bare notes that may say a path is gone: only they are searched with _GONE_RE.
+    hinted = {bare[held_at(m.start()) - 1] for m in _GONE_HINT_RE.finditer(held)}
+    tooled = _tooled_notes(joined, texts, starts, ticked)
+    rules: dict[str, Literal["root", "anywhere"] | None] = {}
+    messages: dict[str, str] = {}
+    out: list[Finding] = []
+    for i in sorted(paths.keys() | tooled) if tooled else sorted(paths):
+        b, text = notes[i], texts[i]
+        gone = None
+        for start, end, word in paths.get(i, ()):
+            rule = (
+                rules[word]
+                if word in rules
+                else rules.setdefault(word, path_is_stale(word, project))
+            )
+            if rule is None:
+                continue
+            if gone is None:
+                gone = (i in ticked or i in hinted) and _GONE_RE.search(text) is not None
+            if gone:
+                break  # the note says so: none of its paths is stale
+            message = messages.get(word)
+            if message is None:
+                where = (
+                    "does not exist in the project"
+                    if rule == "root"
+                    else "matches no file in the project"
+                )
+                message = messages[word] = f"`{escape_unseen(word)}` {where}."
+            data = StalePathData(note=b.note, mention=word, rule=rule)
+            out.append(
+                Finding("stale-path", b.line, b.start + start, b.line, b.start + end, message, data)
+            )
+        if i in tooled:
+            for script in script_mentions(text):
+                if script_is_stale(script, project):
+                    stale = [(script, _script_message(script))]
+                    out.extend(stale_note_findings(b, stale, project))
+    return out
+
+
+_UNREAD = (-1, "")
+"""A word :func:`stale_findings` has not read yet."""
+_TICKED_NOTE_RE = re.compile(r"`[^\n]*")
+"""A note's text from its first backtick on, in the notes joined by newlines."""
+_SLASHED_NOTE_RE = re.compile(r"/[^\n]*")
+"""A note's text from its first slash on (a literal first: ``re`` looks for it in C)."""
+_SPACED_SLASH_WORD_RE = re.compile(r"\s([^\s/]*/\S*)")
+""":data:`_SLASH_WORD_RE` in text where each word has a whitespace before it: the
+whitespace, then the word (without the look-behind tried at every position: ~25%
+faster)."""
+_GONE_HINT_RE = re.compile(r"[dDmMnNrR](?i:emoved|eleted|enamed|oved|o longer|ot used)")
+"""What every match of :data:`_GONE_RE` holds (its first letter has no other case under
+``IGNORECASE``, so it is written out): a literal set first, which ``re`` looks for in C
+(~2.5x faster over the notes than :data:`_GONE_RE`, whose ``\\b`` and case-blind
+alternatives are tried at every position)."""
+_TOOL_RE = re.compile(r"(?:pnpm|npm|yarn|bun|make|just)(?![^\s`])")
+""":data:`_TOOL_WORD_RE` but for the look behind, which a caller makes (a look-behind
+first is tried at every position, and so is an optional first character: each ~4x
+slower over a whole store than these literals)."""
+
+
+def _tooled_notes(
+    joined: str, texts: Sequence[str], starts: Sequence[int], ticked: Container[int]
+) -> set[int]:
+    """The notes (indices in ``texts``, which ``joined`` holds joined by newlines and
+    start at ``starts``) that :func:`script_mentions` may find a script in.
+
+    Those with a tool's name as a word (:data:`_TOOL_WORD_RE`, lowercased), but, in a note
+    without a backtick (no code span): not a ``just`` (a command only in code), nor a
+    ``make`` whose word before it is no run word (SPEC §13's prose rule: "make sure"),
+    nor a package manager without a ``run`` word after it (a shorthand is a command only
+    in code)."""
+    low = joined.lower()
+    if len(low) != len(joined):  # (U+0130 lowercases to two characters: other offsets)
+        return {i for i, t in enumerate(texts) if _TOOL_WORD_RE.search(t.lower())}
+    out: set[int] = set()
+    for m in _TOOL_RE.finditer(low):
+        start = m.start()
+        if start and not (low[start - 1].isspace() or low[start - 1] == "`"):
+            continue  # inside a word ("bundle" holds "bun"; the newline between notes is a space)
+        i = bisect.bisect_right(starts, start) - 1
+        if i in out:
+            continue
+        tool = m.group()
+        if i not in ticked:
+            if tool == "just":
+                continue
+            end = starts[i + 1] - 1 if i + 1 < len(starts) else len(low)
+            if tool == "make":
+                before = low[starts[i] : start].split()
+                if not before or before[-1] not in _PROSE_RUN_WORDS:
+                    continue
+            elif _NPM_RUN_WORDS.isdisjoint(low[m.end() : end].split()):
+                continue
+        out.add(i)
+    return out
+
+
+def _stale_findings_each(
+    notes: Sequence[Bullet], texts: Sequence[str], project: ProjectSnapshot
+) -> list[Finding]:
+    """:func:`stale_findings` note by note (``texts``: each note's text on its line)."""
+    out: list[Finding] = []
+    for b, text in zip(notes, texts, strict=True):
         if "/" not in text and _ANY_TOOL.search(text.lower()) is None:
-            continue  # no path (no slash) and no script (no tool): most notes, without a call
+            continue  # no path (no slash) and no script (no tool)
         out.extend(
             stale_note_findings(b, stale_mentions(text, note_mentions(text), project), project)
         )

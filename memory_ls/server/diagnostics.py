@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 from operator import attrgetter
 from typing import Any, NamedTuple
 
+from memory_ls.core import records
 from memory_ls.core.checks import (
     FileContext,
     Finding,
@@ -658,7 +659,7 @@ class Analysis:
         first, last = doc.bullet_at(f.line), doc.bullet_at(f.end_line)
         if first is None or last is None or (first.start, last.end) == (f.start, f.end):
             return f
-        return dataclasses.replace(f, start=first.start, end=last.end)
+        return records.replace(f, start=first.start, end=last.end)
 
     def _similar_all(
         self, doc: MemoryDocument, state: DocState, pub: Published, dirty: set[int]

@@ -10,13 +10,13 @@ from __future__ import annotations
 import os
 import sys
 import threading
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from memory_ls.core.checks import FileContext, Finding, check_bullets, key_index, sort_findings
 from memory_ls.core.models import Scope, other_scope
 from memory_ls.core.notes import Bullet, ParsedFile, parse_bullets
 from memory_ls.core.recall import RecallPlan, recall_plan
+from memory_ls.core.records import field, record
 from memory_ls.core.text import decode_for_display, display_path, split_text
 from memory_ls.store.facts import FileFacts, memory_file_facts
 from memory_ls.store.paths import (
@@ -31,7 +31,7 @@ LINT_READ_LIMIT = 16 * 1024 * 1024
 """Files are read up to this size for checking (the store cap itself is far lower)."""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class FileReport:
     """The findings for one file, with its lines for rendering columns."""
 

@@ -19,6 +19,8 @@ from hypothesis import strategies as st
 from memory_ls.core.checks import Finding
 from memory_ls.core.conflicts import (
     _ANY_MARK_RE,
+    _NEGATORS,
+    _POSITIVES,
     MAX_CONFLICTS_PER_NOTE,
     Claim,
     ConflictIndex,
@@ -357,9 +359,46 @@ def test_the_one_search_for_marker_words_finds_the_conflicts_of_every_note(
     assert conflict_findings(bullets, scope, other, "g") == conflict_findings_the_long_way(
         bullets, scope, other, "g"
     )
-    keys = [b.key for b in bullets if b.note]
+    _assert_marked_between([b for b in bullets if b.note])
+
+
+def _assert_marked_between(bullets: list[Bullet]) -> None:
+    """``_marked`` finds every note that makes a claim, and only notes with a marker word."""
+    keys = [b.key for b in bullets]
     looked = [i for i, k in enumerate(keys) if _ANY_MARK_RE.search(_unemphasised(k))]
-    assert _marked([b for b in bullets if b.note]) == looked
+    claiming = [i for i, k in enumerate(keys) if read_claims(_unemphasised(k))]
+    found = _marked(bullets)
+    assert found == sorted(set(found))
+    assert set(claiming) <= set(found) <= set(looked)
+
+
+SEPARATORS = [" ", "  ", ", ", ",", ". ", ".", "! ", "? ", "; ", ";", ": ", " — ", " – ", " - "]
+SEPARATORS += ["-", "(", ")", "(was: ", "(previously ", ") ", "\u00a0", "\u3000", "*", "__"]
+LEADS = ["please", "important", "note", "rule", "also", "and", "but", "so", "then", "instead"]
+LEADS += ["here", "we", "you", "i", "the user", "the team", "this repo", "this codebase"]
+LEADS += ["should", "must", "will", "shall", "can", "do", "does", "or", "x", "ruse", "please,"]
+MARKERS = ["never", "don't", "do not", "no", "no longer", "stop", "avoid", "avoids", "use"]
+MARKERS += ["uses", "prefer", "prefers", "always", "cannot", "won't", "will not", "must not"]
+CLAUSE = st.tuples(
+    st.sampled_from(SEPARATORS),
+    st.lists(st.sampled_from(LEADS), max_size=3),
+    st.sampled_from(MARKERS),
+    st.sampled_from(["pnpm", "yarn", "ruff", "x", "**x**", "é", "😀", "it", ""]),
+    st.sampled_from(["", " for tests", " in ci", " over npm", " frontend: use x"]),
+).map(lambda c: c[0] + " ".join([*c[1], c[2], c[3]]) + c[4])
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.lists(CLAUSE, max_size=4).map("".join), max_size=12))
+def test_the_quick_look_for_where_a_claim_may_start_keeps_every_claim(notes: list[str]) -> None:
+    """``_marked`` passes over a marker word that no clause can start with (the look at the
+    word before it): never over one that makes a claim, on notes of separators, speakers,
+    modals, joins, labels, history parts and emphasis."""
+    bullets = [b for b in parse_lines([f"- {n}" for n in notes]).bullets if b.note]
+    _assert_marked_between(bullets)
+    assert conflict_findings(bullets, "project", bullets, "g") == conflict_findings_the_long_way(
+        bullets, "project", bullets, "g"
+    )
 
 
 def test_the_one_search_for_marker_words_takes_a_key_of_several_lines_on_its_own() -> None:
@@ -370,3 +409,22 @@ def test_the_one_search_for_marker_words_takes_a_key_of_several_lines_on_its_own
         for b, k in zip(parse_lines(["- a", "- b"]).bullets, ["x\nuse y", "z"], strict=True)
     ]
     assert _marked(bullets) == [0]
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.lists(st.sampled_from([*MARKERS, *SEPARATORS, *LEADS, "dont", "doesn't", "shouldn't"])).map(
+        "".join
+    )
+)
+def test_the_marker_search_grouped_by_first_letter_is_the_plain_alternation(text: str) -> None:
+    """``_ANY_MARK_RE`` groups the marker words by their first letter (faster in ``re``);
+    every match is the plain alternation's of ``_NEGATORS`` and ``_POSITIVES``."""
+    import re
+
+    plain = re.compile(rf"\b(?:{_NEGATORS}|{_POSITIVES})\b")
+    assert [m.span() for m in _ANY_MARK_RE.finditer(text)] == [
+        m.span() for m in plain.finditer(text)
+    ]
+    for word in f"{_NEGATORS}|{_POSITIVES}".split("|"):
+        assert _ANY_MARK_RE.fullmatch(word)

@@ -159,3 +159,6 @@ def test_check_imports_rapidfuzz_for_similar_but_never_numpy(
     # the bridges (and the actions and inbox they bring) are not loaded.
     skipped = ["memory_ls.core.actions", "memory_ls.core.bridges", "memory_ls.core.inbox"]
     assert loaded(names, [*skipped, "hashlib", "argparse"]) == []
+    # Its classes are records (memory_ls.core.records): dataclasses is not loaded (inspect
+    # still is: typing_extensions, which core.models' TypedDicts come from, imports it).
+    assert loaded(names, ["dataclasses"]) == []

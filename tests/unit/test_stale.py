@@ -414,3 +414,100 @@ def test_a_word_that_holds_a_tool_s_name_is_no_tool() -> None:
     assert scripts("the bundler and the makefile, just in case") == []
     assert scripts("`MA\u212aE build`") == []  # in code the tool is taken as written
     assert scripts("run MA\u212aE build") == [("make", "build")]  # in prose, lowercased
+
+
+def _note_by_note(lines: list[str], project: ProjectSnapshot) -> list[object]:
+    """SPEC §13's rule as written: each note's mentions, judged, one note after another."""
+    out: list[object] = []
+    for b in parse_lines(lines).bullets:
+        if b.blank:
+            continue
+        note = lines[b.line][b.start : b.end]
+        out += stale_note_findings(b, stale_mentions(note, note_mentions(note), project), project)
+    return out
+
+
+STORE_PIECES = [
+    *PIECES,
+    *("npm ", "NPM ", "pnpm ", "Yarn ", "bun ", "bundle ", "MAKE ", "ma\u212ae ", "just "),
+    *("run ", "run-script ", "rum ", "use ", "Run ", "make ", "make sure ", "\u0130 ", "\u017f"),
+    *("src/app.ts ", "(lib/x.py), ", "docs/gone.md. ", "a/b ", "/abs/x.md ", "`src/old.ts` "),
+    *("was removed ", "REMOVED ", "re\u017fmoved ", "no longer used ", "renamed ", "moved"),
+    *("\u00a0", "\u2028", "\u3000", " ", "  ", "\r", "😀/é.md ", "-w ", "&& ", "$ ", "build "),
+    *("npm run deploy ", "npm rum deploy ", "npm urn x ", "pnpm run x ", "yarn run x "),
+    *("`yarn x` ", "`pnpm x` "),
+    *("run make x ", "use MAKE x ", "Via make x ", "make x ", "`make x` ", "`just x` ", "just x "),
+    *("bun run x ", "npm -w a run x ", "npm RUN x ", "x\u017fmake x ", "makex ", "run\tmake x "),
+]
+STORE_LINE = st.one_of(
+    st.lists(st.sampled_from(STORE_PIECES), max_size=12).map("".join).map(lambda t: "- " + t),
+    st.lists(st.sampled_from(STORE_PIECES), max_size=8).map("".join).map(lambda t: "  * " + t),
+    st.sampled_from(["", "- ", "# Notes", "text src/x.ts not a bullet", "-\tsrc/tab.ts"]),
+    HOSTILE.map(lambda t: "- " + t),
+    TOOLISH.map(lambda t: "- " + t),
+)
+STALE_PROJECTS = [
+    NOTHING_EXISTS,
+    ProjectSnapshot(),
+    PROJECT,
+    SCRIPTS,
+    ProjectSnapshot(
+        root_entries=frozenset({"src", "lib", "package.json", "Makefile"}),
+        paths=frozenset({"src", "src/app.ts", "lib", "lib/x.py"}),
+        packages=(PackageInfo(frozenset({"build"}), (), frozenset()),),
+        make=MakeTargets(frozenset({"sure", "build"})),
+    ),
+]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(STORE_LINE, max_size=14), st.sampled_from(STALE_PROJECTS))
+def test_the_whole_store_pass_is_the_note_by_note_rule(
+    lines: list[str], project: ProjectSnapshot
+) -> None:
+    """``stale_findings`` reads the whole store at once (one search for the words with a
+    slash, one for the tools' names, one for the words that say a path is gone, each word
+    judged once): its findings, their order included, are the note-by-note rule's, on
+    stores of many notes, blank bullets and other lines, in any project."""
+    bullets = parse_lines(lines).bullets
+    assert stale_findings(bullets, lines, project) == _note_by_note(lines, project)
+
+
+def test_the_whole_store_pass_on_notes_that_repeat_words() -> None:
+    """Each distinct word is read and judged once: a word repeated in other notes, at other
+    columns, with other trimming, still gives each note its own finding."""
+    lines = [
+        "- see src/gone.ts",
+        "- (src/gone.ts) again, and src/gone.ts.",
+        "- src/gone.ts was removed",
+        "- `src/gone.ts` in code",
+        "- run make sure then npm run deploy src/gone.ts",
+        "- \u0130 src/gone.ts",
+    ]
+    project = ProjectSnapshot(
+        root_entries=frozenset({"src", "package.json", "Makefile"}),
+        packages=(PackageInfo(frozenset(), (), frozenset()),),
+        make=MakeTargets(frozenset()),
+    )
+    found = stale_findings(parse_lines(lines).bullets, lines, project)
+    assert found == _note_by_note(lines, project)
+    gone = [
+        f"- src/gone.ts {says} src/x.ts"
+        for says in (
+            *("removed", "Deleted", "RENAMED", "moved", "No Longer used", "no longer exist"),
+            *("no longer exists", "no longer there", "no longer needed", "not used anymore"),
+            *("NOT USED ANY MORE", "not u\u017fed any more"),  # (IGNORECASE: the long s is an s)
+        )
+    ]
+    assert stale_findings(parse_lines(gone).bullets, gone, project) == []
+    assert _note_by_note(gone, project) == []
+    assert [(f.line, lines[f.line][f.start : f.end]) for f in found] == [
+        (0, "src/gone.ts"),
+        (1, "src/gone.ts"),
+        (1, "src/gone.ts"),
+        (3, "src/gone.ts"),
+        (4, "src/gone.ts"),
+        (4, "sure"),
+        (4, "deploy"),
+        (5, "src/gone.ts"),
+    ]
