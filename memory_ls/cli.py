@@ -716,7 +716,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _runtime(args: argparse.Namespace) -> Any:
     from memory_ls.store.runtime import MemoryRuntime
 
-    start = Path(os.path.realpath(os.path.expanduser(args.project or os.getcwd())))
+    # SPEC §8's canonical form: project_root_for resolves the path (once; not here too).
+    start = Path(os.path.expanduser(args.project or os.getcwd()))
     return MemoryRuntime(start, agent_dir=args.agent_dir, trusted=getattr(args, "trusted", None))
 
 

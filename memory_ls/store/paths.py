@@ -241,12 +241,18 @@ def project_root_for(start: Path) -> Path:
     :func:`_main_worktree_for_gitdir`) cannot move the root elsewhere.
     """
     here = _start_folder(start)
-    return repository_root_for(here) or here
+    # Resolved once: each resolution lstat's every component of the path (it ran
+    # three times per CLI command, with the CLI's own and repository_root_for's).
+    return _repository_root_from(here) or here
 
 
 def repository_root_for(start: Path) -> Path | None:
     """:func:`project_root_for` when a repository holds ``start``; ``None`` outside any."""
-    here = _start_folder(start)
+    return _repository_root_from(_start_folder(start))
+
+
+def _repository_root_from(here: Path) -> Path | None:
+    """The repository root for the canonical folder ``here`` (:func:`_start_folder`)."""
     for folder in (here, *here.parents):
         root = _root_from_git_entry(folder)
         if root is not None:
