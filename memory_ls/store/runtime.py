@@ -276,7 +276,7 @@ class MemoryRuntime:
         refusal = memo["refusal"]
         return refusal if isinstance(refusal, str) else None
 
-    def shared_store_refusal(self, scope: Scope) -> str | None:
+    def shared_store_refusal(self, scope: Scope | None) -> str | None:
         """For the global store when it is also the project store's file (an agent dir
         set to the project's ``.pi``): why the project scope is refused. The global
         store itself works; its open document shows why project memory does not."""
