@@ -32,6 +32,8 @@ if TYPE_CHECKING:
     # argparse (with gettext, and shutil with bz2, lzma and zlib when a parser is built)
     # is imported when a verb's arguments need it: `inject --project DIR` does not.
     import argparse
+    from collections.abc import Callable
+    from types import FrameType
     from typing import Any
 
 
@@ -714,7 +716,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _runtime(args: argparse.Namespace) -> Any:
     from memory_ls.store.runtime import MemoryRuntime
 
-    start = Path(os.path.realpath(os.path.expanduser(args.project or os.getcwd())))
+    # SPEC §8's canonical form: project_root_for resolves the path (once; not here too).
+    start = Path(os.path.expanduser(args.project or os.getcwd()))
     return MemoryRuntime(start, agent_dir=args.agent_dir, trusted=getattr(args, "trusted", None))
 
 
@@ -962,22 +965,81 @@ def _check(args: argparse.Namespace) -> int:
         reports = lint_stores(_runtime(args))
     output, failing = render_reports(reports, "json" if args.json else args.format)
     if output:
-        say(output)
+        _say_findings(output)
     errors = [r.error for r in reports if r.error]
-    for error in errors:
-        say(f"Error: {error}", err=True)
     counts = {"error": len(errors), "warning": 0, "other": 0}
     for finding in (f for r in reports for f in r.findings):
         kind = finding.severity if finding.severity in ("error", "warning") else "other"
         counts[kind] += 1
-    # SPEC §8: one line on standard error, also when clean; a file that could
-    # not be read counts as an error.
-    say(
-        f"{len(reports)} files checked: {counts['error']} errors, "
-        f"{counts['warning']} warnings, {counts['other']} other",
-        err=True,
-    )
+    # A closed standard error (`2>&-` into a pipe that is gone) does not change the
+    # findings' exit status either.
+    with contextlib.suppress(BrokenPipeError):
+        for error in errors:
+            say(f"Error: {error}", err=True)
+        # SPEC §8: one line on standard error, also when clean; a file that could
+        # not be read counts as an error.
+        say(
+            f"{len(reports)} files checked: {counts['error']} errors, "
+            f"{counts['warning']} warnings, {counts['other']} other",
+            err=True,
+        )
     return EXIT_REFUSED if failing or errors else EXIT_OK
+
+
+def _say_findings(output: str) -> None:
+    """Write ``check``'s findings (one document) to standard output, whole or not at all.
+
+    A reader that leaves early (``memory-ls check | head``) is not a success: the
+    findings still decide the exit status (SPEC §8), so a closed pipe only stops the
+    writing here, and standard output is pointed at the null device, so that neither
+    ``main``'s flush nor the interpreter's last one meets the closed pipe again.
+
+    Ctrl-C while the document is being written takes effect once it is written: a
+    JSON or SARIF document cut in the middle is worse than none (a CI step that
+    parses it). Ctrl-C before the writing begins leaves nothing on standard output.
+    """
+
+    def write() -> None:
+        say(output)
+        sys.stdout.flush()  # the rest of the document leaves here, not at the exit
+
+    try:
+        _uninterrupted(write)
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, sys.stdout.fileno())
+        finally:
+            os.close(devnull)
+
+
+def _uninterrupted(write: Callable[[], object]) -> None:
+    """Run ``write`` with Ctrl-C (SIGINT) held back until it returns, then delivered.
+
+    Python checks for signals in the middle of a long write (between the chunks a
+    pipe takes), so without this a KeyboardInterrupt can stop a document half
+    written. Only the main thread can set a handler; elsewhere ``write`` just runs.
+    """
+    import signal
+
+    previous = signal.getsignal(signal.SIGINT)
+    held: list[FrameType | None] = []
+    try:
+        if previous is None:  # a handler set outside Python: left alone
+            raise ValueError
+        signal.signal(signal.SIGINT, lambda _signum, frame: held.append(frame))
+    except ValueError:  # or not the main thread
+        write()
+        return
+    try:
+        write()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        if held:  # the interrupt the person asked for, now
+            if callable(previous):
+                previous(signal.SIGINT, held[0])
+            elif previous == signal.SIG_DFL:
+                signal.raise_signal(signal.SIGINT)
 
 
 def _merge_file(args: argparse.Namespace) -> int:

@@ -28,6 +28,7 @@ from memory_ls.core.text import (
     BOM,
     HEADER,
     MAX_STORE_BYTES,
+    escape_unseen,
     key_of_normalised,
     normalise,
     split_text,
@@ -383,9 +384,9 @@ def import_summary(result: ImportResult) -> str:
     """The import's result as text: a count line, then each note under its verdict."""
     added, skipped, refused = result["added"], result["skipped"], result["refused"]
     lines = [f"Imported {len(added)}, skipped {len(skipped)}, refused {len(refused)}."]
-    lines += [f"+ {note}" for note in added]
-    lines += [f"= {note} (already stored)" for note in skipped]
-    lines += [f"! {item['text']} ({item['error']})" for item in refused]
+    lines += [f"+ {escape_unseen(note)}" for note in added]
+    lines += [f"= {escape_unseen(note)} (already stored)" for note in skipped]
+    lines += [f"! {escape_unseen(item['text'])} ({item['error']})" for item in refused]
     return "\n".join(lines)
 
 
@@ -396,12 +397,13 @@ def proposal_summary(
     proposed counted as such, then (when any was) how many proposals now wait."""
     added, skipped, refused = result["added"], result["skipped"], result["refused"]
     lines = [f"Proposed {len(added)} for review, skipped {len(skipped)}, refused {len(refused)}."]
-    lines += [f"+ {note}" for note in added]
+    lines += [f"+ {escape_unseen(note)}" for note in added]
     lines += [
-        f"= {note} (already proposed)" if note in already_proposed else f"= {note} (already stored)"
+        f"= {escape_unseen(note)} "
+        + ("(already proposed)" if note in already_proposed else "(already stored)")
         for note in skipped
     ]
-    lines += [f"! {item['text']} ({item['error']})" for item in refused]
+    lines += [f"! {escape_unseen(item['text'])} ({item['error']})" for item in refused]
     if added:
         lines.append(f"{waiting} waiting for review.")
     return "\n".join(lines)

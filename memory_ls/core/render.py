@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from memory_ls.core.text import escape_unseen
 from memory_ls.core.trust import trust_summary as trust_summary  # every report's one rendering
 
 TYPE_CHECKING = False  # not `typing`'s: the read verbs do without importing it (~3.5 ms)
@@ -17,15 +18,21 @@ def count_line(result: MemoryResult) -> str:
 def _list_lines(label: str, notes: list[str]) -> list[str]:
     if not notes:
         return [f"{label}: none"]
-    return [f"{label} ({len(notes)}):", *(f"- {n}" for n in notes)]
+    return [f"{label} ({len(notes)}):", *(f"- {escape_unseen(n)}" for n in notes)]
 
 
 def result_text(result: MemoryResult) -> str:
-    """The text for a result: ``Added to …``, ``Error: …``, the list, and so on."""
+    """The text for a result: ``Added to …``, ``Error: …``, the list, and so on.
+
+    A person reads it (a terminal, an agent's tool panel): each note is quoted with
+    :func:`~memory_ls.core.text.escape_unseen`, so a bidi override or a zero-width
+    character cannot reorder or hide what it says. The result's data keeps the notes
+    as they are (``--json``, MCP ``structuredContent``), and so does recall.
+    """
     if "error" in result:
         return f"Error: {result['error']}"
     scope, action = result["scope"], result["action"]
-    entry = result.get("entry", "")
+    entry = escape_unseen(result.get("entry", ""))
     if action == "list":
         p, g = len(result["project"]), len(result["global"])
         return "\n".join(
@@ -37,18 +44,21 @@ def result_text(result: MemoryResult) -> str:
         )
     if action == "add":
         if not result["changed"]:
-            return f"Already in {scope} memory: {result.get('existing', entry)}"
+            return f"Already in {scope} memory: {escape_unseen(result.get('existing', entry))}"
         return f"Added to {scope} memory: {entry}\n{count_line(result)}"
     if action == "update":
-        return f"Updated {scope} memory: {result.get('to', '')}\n{count_line(result)}"
+        return (
+            f"Updated {scope} memory: {escape_unseen(result.get('to', ''))}\n{count_line(result)}"
+        )
     if action == "forget":
         return f"Removed from {scope} memory: {entry}\n{count_line(result)}"
     if action == "merge":
-        return f"Merged into {scope} memory: {result.get('to', '')}\n{count_line(result)}"
+        return f"Merged into {scope} memory: {escape_unseen(result.get('to', ''))}\n{count_line(result)}"
     if action == "move":
         target = "global" if scope == "project" else "project"
         if "existing" in result:
-            head = f"Already in {target} memory: {result['existing']}; removed from {scope} memory."
+            shown = escape_unseen(result["existing"])
+            head = f"Already in {target} memory: {shown}; removed from {scope} memory."
         else:
             head = f"Moved from {scope} to {target} memory: {entry}"
         return f"{head}\n{count_line(result)}"
@@ -79,8 +89,8 @@ def sync_text(result: SyncResult) -> str:
     lines = [*result["setup"]]
     if "commit" in result:
         lines.append(f"Committed: {result['commit']}")
-    lines += [f"+ {n}" for n in result["arrived"]]
-    lines += [f"- {n}" for n in result["left"]]
+    lines += [f"+ {escape_unseen(n)}" for n in result["arrived"]]
+    lines += [f"- {escape_unseen(n)}" for n in result["left"]]
     if "error" in result:
         lines.append(f"Error: {result['error']}")
     else:

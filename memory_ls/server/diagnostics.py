@@ -551,7 +551,7 @@ class Analysis:
             trusted=trust.trusted,
             trust_reason=trust.summary,
             real_store=info.real_store,
-            outside_project=outside,
+            outside_project=outside or runtime.shared_store_refusal(scope),
         )
         found = file_findings(doc.lines, ctx)
         found.extend(

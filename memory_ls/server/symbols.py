@@ -8,6 +8,7 @@ from lsprotocol import types as lsp
 
 from memory_ls.core.models import SCOPES
 from memory_ls.core.notes import Bullet
+from memory_ls.core.text import escape_unseen
 from memory_ls.server.documents import MemoryDocument
 from memory_ls.server.edits import text_range
 from memory_ls.server.uris import uri_of_path
@@ -38,7 +39,7 @@ def document_symbol(
     if ls.capability("text_document.document_symbol.hierarchical_document_symbol_support"):
         return [
             lsp.DocumentSymbol(
-                name=b.note,
+                name=escape_unseen(b.note),  # a person reads it: nothing hidden
                 detail=scope,
                 kind=lsp.SymbolKind.String,
                 range=text_range(doc, b.line, 0, b.line, len(doc.lines[b.line]), enc),
@@ -51,7 +52,7 @@ def document_symbol(
 
 def _information(doc: MemoryDocument, b: Bullet, scope: str, enc: str) -> lsp.SymbolInformation:
     return lsp.SymbolInformation(
-        name=b.note,
+        name=escape_unseen(b.note),
         kind=lsp.SymbolKind.String,
         location=lsp.Location(
             uri=doc.uri, range=text_range(doc, b.line, b.start, b.line, b.end, enc)

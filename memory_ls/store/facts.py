@@ -163,20 +163,23 @@ class FileFacts:
     invalid_utf8_at: tuple[int, int, int] | None = None
     """``(byte offset, line, column)`` of the first byte that is not UTF-8."""
     outside_project: str | None = None
-    """Why the file is not read at all: it is a project store whose ``.pi`` leads out."""
+    """Why the file is not read at all: a project store whose ``.pi`` leads out, or that is
+    the global store's file."""
     error: str | None = None
     """Why it could not be read (missing, not a regular file, I/O error)."""
 
 
-def memory_file_facts(path: Path, limit: int, project_root: Path | None = None) -> FileFacts:
+def memory_file_facts(
+    path: Path, limit: int, project_root: Path | None = None, global_store: Path | None = None
+) -> FileFacts:
     """The facts about the memory file at ``path``, reading at most ``limit`` bytes.
 
-    ``project_root`` says the file is that project's store (the caller knows it);
-    without it, the path as written says whether it is a refused project store.
-    Never raises and never blocks.
+    ``project_root`` says the file is that project's store (the caller knows it),
+    refused also when it is the ``global_store``'s file; without it, the path as
+    written says whether it is a refused project store. Never raises and never blocks.
     """
     if project_root is not None:
-        refusal = project_folder_refusal(project_root)
+        refusal = project_folder_refusal(project_root, global_store=global_store)
     else:
         refused = refused_project_store(Path(os.path.abspath(path)))
         refusal = None if refused is None else refused[1]

@@ -340,7 +340,9 @@ def lint_stores(runtime: MemoryRuntime, *, thread: bool = True) -> list[FileRepo
     try:
         for scope in ("project", "global"):
             root = runtime.project_root if scope == "project" else None
-            facts = memory_file_facts(runtime.paths[scope], LINT_READ_LIMIT, root)
+            facts = memory_file_facts(
+                runtime.paths[scope], LINT_READ_LIMIT, root, runtime.paths["global"]
+            )
             if facts.exists or facts.outside_project is not None:
                 started.append(_start_report(facts, runtime, scope, None, run))
         return [s.finish() for s in started]

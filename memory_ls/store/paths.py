@@ -84,8 +84,25 @@ def no_project_message(path: Path | str) -> str:
     return f"No such project directory: {display_path(path)}"
 
 
-def project_folder_refusal(project_root: Path, real: str | None = None) -> str | None:
+def shared_store_message(project_root: Path, global_store: Path) -> str:
+    """Refusal for a project whose store is the global store's file (an agent dir in ``.pi``)."""
+    folder = display_path(project_folder(project_root))
+    return (
+        f"Refusing to use {folder}: its memory.md is the global memory file "
+        f"({display_path(global_store)}); project and global memory must be two files."
+    )
+
+
+def project_folder_refusal(
+    project_root: Path, real: str | None = None, global_store: Path | None = None
+) -> str | None:
     """Why the project store may not be used at all, or ``None`` when it may (SPEC §1).
+
+    Given the ``global_store``, a project store that is that very file (an agent dir
+    set to the project's ``.pi``, or to a link to it) is refused too, as one whose
+    ``.pi`` leads out of the project is: the scopes never become one file, so a note
+    is never written twice, "moved" into its own file, or recalled twice. The file
+    stays usable as the global store, which the agent dir names explicitly.
 
     A cloned repository can ship ``.pi`` as a symlink (git keeps symlinks). When
     the real path of ``<project-root>/.pi`` is not inside the real path of the
@@ -99,6 +116,18 @@ def project_folder_refusal(project_root: Path, real: str | None = None) -> str |
     write path does, for the folder it holds open and locked); by default it
     is resolved here. This is the one place the rule is decided.
     """
+    outside = _outside_refusal(project_root, real)
+    if outside is not None or global_store is None:
+        return outside
+    if real is None:
+        real = os.path.realpath(project_folder(project_root))
+    if os.path.join(real, STORE_FILE_NAME) == canonical_path(global_store):
+        return shared_store_message(project_root, global_store)
+    return None
+
+
+def _outside_refusal(project_root: Path, real: str | None) -> str | None:
+    """:func:`project_folder_refusal`'s first rule: the ``.pi`` folder leads out."""
     if real is None:
         folder = project_folder(project_root)
         try:
@@ -212,12 +241,18 @@ def project_root_for(start: Path) -> Path:
     :func:`_main_worktree_for_gitdir`) cannot move the root elsewhere.
     """
     here = _start_folder(start)
-    return repository_root_for(here) or here
+    # Resolved once: each resolution lstat's every component of the path (it ran
+    # three times per CLI command, with the CLI's own and repository_root_for's).
+    return _repository_root_from(here) or here
 
 
 def repository_root_for(start: Path) -> Path | None:
     """:func:`project_root_for` when a repository holds ``start``; ``None`` outside any."""
-    here = _start_folder(start)
+    return _repository_root_from(_start_folder(start))
+
+
+def _repository_root_from(here: Path) -> Path | None:
+    """The repository root for the canonical folder ``here`` (:func:`_start_folder`)."""
     for folder in (here, *here.parents):
         root = _root_from_git_entry(folder)
         if root is not None:

@@ -43,6 +43,7 @@ from memory_ls.store.paths import (
     project_folder_refusal,
     project_root_for,
     project_store_path,
+    shared_store_message,
 )
 from memory_ls.store.trust import decide_trust
 
@@ -254,21 +255,36 @@ class MemoryRuntime:
     # -- reading ------------------------------------------------------------
 
     def store_refusal(self, scope: Scope, real: str | None = None) -> str | None:
-        """Why ``scope``'s store may not be used at all: its folder leads out of the project.
+        """Why ``scope``'s store may not be used at all: its folder leads out of the
+        project, or it is the global store's file.
 
         Only the project store can be refused this way (SPEC §1); the agent dir
-        may be a symlink, as the user's own choice. ``real`` is the folder's real
-        path when the caller resolved it (the write path, under the lock).
+        may be a symlink, as the user's own choice, and the global store it names
+        stays usable when the project store is refused for being the same file.
+        ``real`` is the folder's real path when the caller resolved it (the write
+        path, under the lock).
         """
         if scope != "project":
             return None
         memo = self._memo() if real is None else None
         if memo is None:
-            return project_folder_refusal(self.project_root, real)
+            return project_folder_refusal(self.project_root, real, self.paths["global"])
         if "refusal" not in memo:
-            memo["refusal"] = project_folder_refusal(self.project_root)
+            memo["refusal"] = project_folder_refusal(
+                self.project_root, global_store=self.paths["global"]
+            )
         refusal = memo["refusal"]
         return refusal if isinstance(refusal, str) else None
+
+    def shared_store_refusal(self, scope: Scope | None) -> str | None:
+        """For the global store when it is also the project store's file (an agent dir
+        set to the project's ``.pi``): why the project scope is refused. The global
+        store itself works; its open document shows why project memory does not."""
+        if scope != "global" or self.canonical("project") != self.canonical("global"):
+            return None
+        refusal = self.store_refusal("project")
+        shared = shared_store_message(self.project_root, self.paths["global"])
+        return refusal if refusal == shared else None
 
     def view(self, scope: Scope) -> StoreView:
         """The store as it is on disk now, re-read only when its stamp changed.

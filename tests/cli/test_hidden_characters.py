@@ -33,3 +33,25 @@ def test_the_doctor_lists_notes_escaped_and_keeps_them_in_its_json(workspace: Wo
     assert f"in both scopes: {SHOWN}" in r.stdout
     report = json.loads(workspace.cli("doctor", "--trusted", "--json").stdout)
     assert report["project"]["hiddenUnicode"][0] == EVIL  # the data: the note as it is
+
+
+def test_import_and_list_show_notes_escaped_and_keep_them_as_they_are(
+    workspace: Workspace,
+) -> None:
+    source = workspace.root / "CLAUDE-memory.md"
+    source.write_text(f"- {EVIL}\n- plain note\n", encoding="utf-8")
+    r = workspace.cli("import", str(source), "--trusted")
+    assert r.returncode == 0, r.stderr
+    assert "\u202e" not in r.stdout, r.stdout
+    assert r.stdout.splitlines()[1:] == [f"+ {SHOWN}", "+ plain note"]
+    r = workspace.cli("import", str(source), "--trusted", "--scope", "global", "--propose")
+    assert f"+ {SHOWN}" in r.stdout.splitlines() and "\u202e" not in r.stdout
+    again = workspace.cli("import", str(source), "--trusted")
+    assert f"= {SHOWN} (already stored)" in again.stdout.splitlines()
+    assert "\u202e" not in again.stdout
+    listed = workspace.cli("list", "--trusted")
+    assert f"- {SHOWN}" in listed.stdout.splitlines() and "\u202e" not in listed.stdout
+    # What the model gets and what is stored keep the note as it is.
+    assert json.loads(workspace.cli("list", "--trusted", "--json").stdout)["project"][0] == EVIL
+    assert f"- {EVIL}\n" in workspace.cli("inject", "--trusted").stdout
+    assert f"- {EVIL}\n" in workspace.text("project")

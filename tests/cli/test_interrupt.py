@@ -172,3 +172,25 @@ def test_ctrl_c_that_a_library_turns_into_another_error_still_ends_quietly(
         [sys.executable, "-c", script], env=workspace.env(), capture_output=True, timeout=60
     )
     assert (done.returncode, done.stderr.decode()) == (130, QUIET)
+
+
+@pytest.mark.parametrize(
+    "fmt", [["--json"], ["--format", "sarif"], []], ids=["json", "sarif", "text"]
+)
+def test_ctrl_c_while_check_writes_its_findings_leaves_the_whole_document(
+    workspace: Workspace, fmt: list[str]
+) -> None:
+    """A JSON or SARIF document cut in the middle breaks whoever parses it: Ctrl-C that
+    comes while ``check`` writes takes effect once the document is out, whole."""
+    workspace.write("project", ["use pnpm"] * 4000)  # 0.5 MB or more of findings: pipefuls
+    expected = workspace.cli("check", *fmt).stdout
+    assert len(expected.encode()) > 4 * 65536
+    proc = start(workspace, [sys.executable, "-m", "memory_ls", "check", *fmt])
+    assert proc.stdout is not None
+    # The writing has begun (os.read: nothing kept back in a reader's buffer), and the
+    # pipe fills up behind it.
+    first = os.read(proc.stdout.fileno(), 1)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=WAIT)
+    assert (proc.returncode, err.decode()) == (130, QUIET)
+    assert (first + out).decode() == expected

@@ -61,3 +61,70 @@ def test_an_encoding_without_the_notes_characters_says_how_to_fix_it(
         "use a UTF-8 locale or set PYTHONIOENCODING=utf-8"
     ), err
     assert "Traceback" not in err
+
+
+def closed_pipe_run(
+    workspace: Workspace, *args: str, read_first_line: bool = False
+) -> tuple[int, str]:
+    """``memory-ls ARGS | head``: the exit status and stderr of a process whose reader left.
+
+    The reader leaves before the first write (its end closed at once, so every write
+    meets EPIPE), or, as ``head -n 1`` does, after reading one line.
+    """
+    if not read_first_line:
+        read_end, write_end = os.pipe()
+        os.close(read_end)
+        try:
+            return run(workspace, *args, stdout=write_end, env=workspace.env())
+        finally:
+            os.close(write_end)
+    with subprocess.Popen(
+        [sys.executable, "-m", "memory_ls", *args],
+        cwd=workspace.root,
+        env=workspace.env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    ) as proc:
+        assert proc.stdout is not None and proc.stderr is not None
+        proc.stdout.readline()
+        proc.stdout.close()  # the output is larger than a pipe holds: the writer meets EPIPE
+        err = proc.stderr.read().decode()
+        return proc.wait(timeout=CLI_TIMEOUT), err
+
+
+MANY_DUPLICATES = ["use pnpm"] * 4000
+"""A store whose check finds 3,999 `duplicate` warnings: ~0.5 MB of text output."""
+
+
+@pytest.mark.parametrize(
+    "fmt", [[], ["--json"], ["--format", "sarif"]], ids=["text", "json", "sarif"]
+)
+@pytest.mark.parametrize("read_first_line", [False, True], ids=["closed", "head"])
+def test_check_into_a_closed_pipe_keeps_its_findings_exit_status_and_summary(
+    workspace: Workspace, fmt: list[str], read_first_line: bool
+) -> None:
+    # SPEC §8: check exits 1 on an error or warning; a reader that leaves early
+    # (`memory-ls check | head`) does not turn findings into success.
+    workspace.write("project", MANY_DUPLICATES)
+    code, err = closed_pipe_run(workspace, "check", *fmt, read_first_line=read_first_line)
+    assert code == 1, err
+    assert err == workspace.cli("check").stderr  # the summary, as when all was read
+    assert err.startswith("1 files checked: 0 errors, 3999 warnings, ")
+
+
+def test_check_into_a_closed_pipe_exits_0_when_clean(workspace: Workspace) -> None:
+    workspace.write("project", ["use pnpm", "tests need DATABASE_URL"])
+    code, err = closed_pipe_run(workspace, "check", "--json")  # `[]` still meets EPIPE
+    assert (code, err) == (0, "1 files checked: 0 errors, 0 warnings, 0 other\n")
+
+
+@pytest.mark.parametrize("verb", [["list"], ["list", "--json"], ["inject"], ["path"]])
+@pytest.mark.parametrize("read_first_line", [False, True], ids=["closed", "head"])
+def test_a_read_verb_into_a_closed_pipe_ends_quietly_with_0(
+    workspace: Workspace, verb: list[str], read_first_line: bool
+) -> None:
+    # `memory-ls list | head`: the reader has what it wanted; not an error, and no
+    # traceback or "Exception ignored" from the interpreter's last flush.
+    workspace.write("project", [f"note number {i}" for i in range(8000)])
+    code, err = closed_pipe_run(workspace, *verb, read_first_line=read_first_line)
+    assert (code, err) == (0, "")

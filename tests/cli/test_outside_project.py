@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import Workspace
+from tests.conftest import Workspace, run_cli
 
 HEADER = "<!-- Pi memory: one note per bullet; written by the memory tool and /memory -->"
 
@@ -120,3 +120,85 @@ def test_check_reports_outside_project_without_reading_the_store(clone: Clone) -
         assert r.returncode == 1, args
         project_lines = [line for line in r.stdout.splitlines() if line.startswith(store)]
         assert project_lines == [f"{store}:1:1: outside-project {clone.message}"], args
+
+
+class SharedStore:
+    """An agent dir whose ``memory.md`` is the project store's file (SPEC §1: the two
+    scopes never become one file), named as ``how`` says."""
+
+    def __init__(self, workspace: Workspace, tmp_path: Path, how: str) -> None:
+        self.workspace = workspace
+        self.root = workspace.root
+        pi = self.root / ".pi"
+        self.env = workspace.env()
+        self.flags: list[str] = []
+        if how == "--agent-dir":
+            self.flags = ["--agent-dir", str(pi)]
+        elif how == "env":
+            self.env["PI_CODING_AGENT_DIR"] = str(pi)
+        elif how == "linked agent dir":  # the agent dir is a link to the project's .pi
+            (tmp_path / "agent-link").symlink_to(pi, target_is_directory=True)
+            self.env["PI_CODING_AGENT_DIR"] = str(tmp_path / "agent-link")
+        else:  # `.pi` links to the agent dir, which lies inside the project
+            (self.root / "agent").mkdir()
+            pi.symlink_to("agent")
+            self.env["PI_CODING_AGENT_DIR"] = str(self.root / "agent")
+        pi.mkdir(exist_ok=True)
+        self.text = f"{HEADER}\n\n- shared note\n"
+        self.store = self.root / ".pi" / "memory.md"
+        self.store.write_text(self.text)
+        agent = self.env["PI_CODING_AGENT_DIR"] if not self.flags else self.flags[1]
+        self.message = (
+            f"Refusing to use {self.root}/.pi: its memory.md is the global memory file "
+            f"({agent}/memory.md); project and global memory must be two files."
+        )
+
+    def run(self, *args: str) -> subprocess.CompletedProcess[str]:
+        return run_cli(*args, *self.flags, cwd=self.root, env=self.env)
+
+
+@pytest.fixture(params=["--agent-dir", "env", "linked agent dir", "pi links to it"])
+def shared(request: pytest.FixtureRequest, workspace: Workspace, tmp_path: Path) -> SharedStore:
+    return SharedStore(workspace, tmp_path, request.param)
+
+
+def test_an_agent_dir_in_the_projects_pi_refuses_the_project_scope(shared: SharedStore) -> None:
+    for args in (
+        ["add", "planted"],
+        ["forget", "shared note"],
+        ["update", "shared note", "--to", "changed"],
+        ["merge", "shared note", "x", "--to", "both"],
+        ["move", "shared note"],
+        ["move", "--scope", "global", "shared note"],
+        ["clear", "--yes"],
+        ["add", "--propose", "proposed"],
+    ):
+        r = shared.run(*args, "--trusted", "--json")
+        assert r.returncode == 1, args
+        data = json.loads(r.stdout)
+        assert data["error"] == shared.message, args
+        assert (data["project"], data["global"]) == ([], ["shared note"]), args
+    assert shared.store.read_text() == shared.text  # nothing written, nothing lost
+    assert sorted(p.name for p in shared.store.parent.iterdir()) == ["memory.md"]
+
+
+def test_an_agent_dir_in_the_projects_pi_keeps_the_file_as_global_memory(
+    shared: SharedStore,
+) -> None:
+    r = shared.run("add", "--scope", "global", "global note")
+    assert r.returncode == 0, r.stderr
+    assert shared.store.read_text() == f"{shared.text}- global note\n"  # written once
+    r = shared.run("list", "--trusted", "--json")
+    data = json.loads(r.stdout)
+    assert r.returncode == 1
+    assert (data["project"], data["global"]) == ([], ["shared note", "global note"])
+    assert data["error"] == shared.message
+    r = shared.run("inject", "--trusted")
+    assert f"Error: {shared.message}" in r.stderr
+    assert r.stdout.endswith("global:\n- shared note\n- global note\n")
+    assert "project:" not in r.stdout and r.stdout.count("- shared note") == 1  # recalled once
+    r = shared.run("doctor", "--trusted", "--json")
+    assert f"project: {shared.message}" in json.loads(r.stdout)["problems"]
+    r = shared.run("check", "--trusted")
+    assert r.returncode == 1
+    assert f"{shared.root}/.pi/memory.md:1:1: outside-project {shared.message}" in r.stdout

@@ -7,7 +7,8 @@ from typing import Any
 
 from tests import hidden_notes
 from tests.conftest import Workspace
-from tests.hidden_notes import SHOWN
+from tests.hidden_notes import EVIL, SHOWN
+from tests.mcp.conftest import text_of
 
 
 async def test_the_doctor_resource_quotes_notes_escaped(workspace: Workspace, memory: Any) -> None:
@@ -18,3 +19,24 @@ async def test_the_doctor_resource_quotes_notes_escaped(workspace: Workspace, me
     assert f"    - {SHOWN}" in doctor
     assert f"  line 4: Duplicate of the note on line 3: {SHOWN}" in doctor
     assert f"in both scopes: {SHOWN}" in doctor
+
+
+async def test_tool_texts_quote_notes_escaped_and_results_keep_them(
+    workspace: Workspace, memory: Any
+) -> None:
+    async with memory("--trusted") as m:
+        added = await m.call({"action": "add", "text": EVIL})
+        assert text_of(added) == f"Added to project memory: {SHOWN}\nNow 1 project, 0 global."
+        again = await m.call({"action": "add", "text": EVIL})
+        assert text_of(again) == f"Already in project memory: {SHOWN}"
+        listed = await m.call({"action": "list"})
+        assert text_of(listed).splitlines()[1:] == ["project (1):", f"- {SHOWN}", "global: none"]
+        assert listed.structured_content is not None
+        assert listed.structured_content["project"] == [EVIL]  # the data: the note as it is
+        updated = await m.call({"action": "update", "text": EVIL, "to": f"{EVIL}!"})
+        assert text_of(updated).startswith(f"Updated project memory: {SHOWN}!\n")
+        removed = await m.call({"action": "forget", "text": f"{EVIL}!"})
+        assert text_of(removed).startswith(f"Removed from project memory: {SHOWN}!\n")
+        await m.call({"action": "add", "text": EVIL})
+        assert f"- {EVIL}" in (await m.read("memory://recall")).text  # recall: unchanged
+    assert f"- {EVIL}\n" in workspace.text("project")

@@ -50,3 +50,41 @@ async def test_a_pi_symlinked_to_the_agent_dir_is_refused(
         assert f"project: {message}" in (await m.read("memory://doctor")).text
     assert workspace.global_store.read_text(encoding="utf-8") == GLOBAL_TEXT
     assert sorted(p.name for p in workspace.agent_dir.iterdir()) == ["memory.md"]
+
+
+async def test_an_agent_dir_in_the_projects_pi_refuses_the_project_scope(
+    memory: Any, workspace: Workspace
+) -> None:
+    """SPEC §1: the scopes never become one file, also when ``--agent-dir`` names the
+    project's ``.pi``: the project scope is refused, the file stays global memory."""
+    pi = workspace.root / ".pi"
+    store = workspace.write("project", ["shared note"])
+    before = store.read_text(encoding="utf-8")
+    message = (
+        f"Refusing to use {pi}: its memory.md is the global memory file ({store}); "
+        "project and global memory must be two files."
+    )
+    async with memory("--agent-dir", str(pi), "--trusted") as m:
+        for arguments in (
+            {"action": "add", "text": "planted"},
+            {"action": "forget", "text": "shared note"},
+            {"action": "update", "text": "shared note", "to": "changed"},
+        ):
+            result = await m.call(arguments)
+            assert result.is_error, arguments
+            assert text_of(result) == f"Error: {message}"
+            content = result.structured_content
+            assert content is not None
+            assert (content["project"], content["global"]) == ([], ["shared note"])
+        assert store.read_text(encoding="utf-8") == before
+        added = await m.call({"action": "add", "text": "global note", "scope": "global"})
+        assert not added.is_error
+        assert text_of(added) == "Added to global memory: global note\nNow 0 project, 2 global."
+        listed = await m.call({"action": "list"})
+        assert listed.structured_content is not None
+        assert listed.structured_content["error"] == message
+        assert (await m.read("memory://project")).text == ""
+        recall = (await m.read("memory://recall")).text
+        assert "project:" not in recall and recall.count("- shared note") == 1
+        assert f"project: {message}" in (await m.read("memory://doctor")).text
+    assert store.read_text(encoding="utf-8") == f"{before}- global note\n"

@@ -31,6 +31,7 @@ from memory_ls.core.bridges import (
 from memory_ls.core.checks import wire_data
 from memory_ls.core.fixes import apply_edits, quick_fixes
 from memory_ls.core.inbox import MAX_PROPOSALS, full_message, parse_inbox, serialise
+from memory_ls.core.models import ImportResult
 from memory_ls.core.recall import INTRO, recall_plan
 from memory_ls.core.text import HEADER, MAX_STORE_BYTES, normalise, split_text
 
@@ -293,6 +294,18 @@ def test_import_summary() -> None:
         "= b (already stored)",
         "! c (why)",
     ]
+
+
+def test_import_and_proposal_summaries_show_hidden_characters_escaped() -> None:
+    # A person reads the summary: a zero-width space or a tag character is shown.
+    result: ImportResult = {
+        "added": ["use\u200bpnpm"],
+        "skipped": ["a\U000e0041"],
+        "refused": [{"text": "b\u202ec", "error": "why"}],
+    }
+    expected = ["+ use\\u200bpnpm", "= a\\U000e0041 (already stored)", "! b\\u202ec (why)"]
+    assert import_summary(result).splitlines()[1:] == expected
+    assert proposal_summary(result).splitlines()[1:-1] == expected  # then the count waiting
 
 
 @given(st.text(max_size=300))

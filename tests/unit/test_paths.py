@@ -224,6 +224,36 @@ def test_symlinked_start_is_resolved(tmp_path: Path) -> None:
     assert project_root_for(link) == root
 
 
+def test_a_cli_command_resolves_its_starting_folder_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each resolution lstat's every component of the path: the CLI's, project_root_for's
+    and repository_root_for's made it three per command. The root is the same."""
+    from types import SimpleNamespace
+
+    from memory_ls.cli import _runtime
+
+    root = make_repo(tmp_path / "repo")
+    (root / "a" / "b").mkdir(parents=True)
+    link = tmp_path / "link"
+    link.symlink_to(root / "a" / "b")
+    resolved: list[str] = []
+    real = os.path.realpath
+
+    def counting(path: str | os.PathLike[str], **kwargs: bool) -> str:
+        if os.fspath(path) in (str(link), str(root / "a" / "b")):
+            resolved.append(os.fspath(path))
+        return real(path, **kwargs)
+
+    monkeypatch.setattr(os.path, "realpath", counting)
+    assert project_root_for(link) == root
+    assert resolved == [str(link)]
+    resolved.clear()
+    runtime = _runtime(SimpleNamespace(project=str(link), agent_dir=None, trusted=None))
+    assert runtime.project_root == root  # SPEC §8: symlinks followed
+    assert resolved == [str(link)]
+
+
 @pytest.mark.parametrize(
     "content",
     [b"", b"garbage\n", b"gitdir:\n", b"gitdir:   \n", b"\xff\xfe\x00bad", b"GITDIR: /x\n"],

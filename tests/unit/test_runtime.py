@@ -11,10 +11,13 @@ from typing import Any
 import pytest
 
 from memory_ls.core.actions import UNTRUSTED_MESSAGE
+from memory_ls.core.models import Scope
 from memory_ls.core.notes import parse_lines
+from memory_ls.core.recall import INTRO, MARKER
 from memory_ls.core.text import BOM, HEADER, split_text
 from memory_ls.store import runtime as runtime_module
 from memory_ls.store.files import LockedFolder, write_store
+from memory_ls.store.paths import shared_store_message
 from memory_ls.store.runtime import MemoryRuntime
 from memory_ls.store.trust import decide_trust
 from tests.conftest import Workspace
@@ -245,19 +248,36 @@ def test_move_when_source_write_fails_leaves_note_in_both(workspace: Workspace) 
     assert b"- p" in workspace.read("project")
 
 
-def test_move_when_both_scopes_are_one_file_keeps_the_note(workspace: Workspace) -> None:
-    """SPEC §3 move: "the note is in both scopes, never in none"."""
+@pytest.mark.parametrize("scope", ["project", "global"])
+def test_move_when_both_scopes_are_one_file_keeps_the_note(
+    workspace: Workspace, scope: Scope
+) -> None:
+    """SPEC §3 move: "the note is in both scopes, never in none"; SPEC §1: the two
+    scopes are never one file, so the project scope is refused whichever way."""
     agent = workspace.root / ".pi"
     rt = MemoryRuntime(workspace.root, agent_dir=str(agent), trusted=True)
-    rt.add("keep me")
+    assert rt.add("keep me", "global")["changed"] is True
     before = workspace.read("project")
-    result = rt.move("keep me", "project")
+    result = rt.move("keep me", scope)
     assert result["changed"] is False
-    assert result["error"] == (
-        "The project and global memory are the same file, so a note cannot move: "
-        f"{workspace.project_store}"
-    )
+    assert result["error"] == shared_store_message(workspace.root, agent / "memory.md")
     assert workspace.read("project") == before == f"{HEADER}\n\n- keep me\n".encode()
+
+
+def test_a_project_store_that_is_the_global_store_is_refused_and_recalled_once(
+    workspace: Workspace,
+) -> None:
+    agent = workspace.root / ".pi"
+    rt = MemoryRuntime(workspace.root, agent_dir=str(agent), trusted=True)
+    message = shared_store_message(workspace.root, agent / "memory.md")
+    assert rt.store_refusal("project") == message and rt.store_refusal("global") is None
+    assert rt.add("one", "project")["error"] == message  # even with no .pi yet
+    assert not agent.exists()
+    assert rt.add("one", "global")["changed"] is True
+    assert rt.notes("project") == [] and rt.notes("global") == ["one"]
+    assert rt.body() == f"{MARKER}\n{INTRO}\nglobal:\n- one"
+    with rt.steady():  # the memo answers as the disk does
+        assert rt.store_refusal("project") == message
 
 
 def test_clear(workspace: Workspace) -> None:
