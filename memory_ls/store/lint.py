@@ -7,9 +7,11 @@ any other file with the file-only checks.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -28,6 +30,8 @@ from memory_ls.store.paths import (
 from memory_ls.store.runtime import MemoryRuntime
 
 if TYPE_CHECKING:  # types only: `check` does without core.models (typing_extensions: ~10 ms)
+    from typing import NoReturn
+
     from memory_ls.core.models import Scope
 
 LINT_READ_LIMIT = 16 * 1024 * 1024
@@ -139,13 +143,20 @@ class _SimilarBeside:
         self._error: BaseException | None = None
         self._thread: threading.Thread | None = None
         self._holds_switches = False
-        if thread and len(self._scored) > 1:  # one block (a small store): scored when asked
-            self._thread = threading.Thread(
-                target=self._run, name="memory-ls check: similar", daemon=True
-            )
-            _short_switches(True)
-            self._holds_switches = True
-            self._thread.start()
+        if thread:
+            self.start_thread()
+
+    def start_thread(self) -> None:
+        """Score blocks on a second thread too (unless one block is all: a small store's,
+        scored when asked)."""
+        if self._thread is not None or len(self._scored) <= 1:
+            return
+        self._thread = threading.Thread(
+            target=self._run, name="memory-ls check: similar", daemon=True
+        )
+        _short_switches(True)
+        self._holds_switches = True
+        self._thread.start()
 
     def _take(self) -> int | None:
         """The next block to score: the last first. Its keys are the longest, the dearest
@@ -157,11 +168,13 @@ class _SimilarBeside:
             self._next += 1
             return len(self._scored) - self._next
 
-    def _score(self) -> None:
+    def _score(self, between: Callable[[], object] | None = None) -> None:
         from memory_ls.core.similar import score_block
 
         while (index := self._take()) is not None:
             self._scored[index] = score_block(self._pass, index)
+            if between is not None:
+                between()
 
     def _run(self) -> None:
         try:
@@ -178,19 +191,141 @@ class _SimilarBeside:
         if release:
             _short_switches(False)
 
-    def findings(self) -> list[Finding]:
-        """The ``similar`` hints, once every block is scored (this thread scores the rest)."""
-        from memory_ls.core.similar import pass_findings
+    def pairs(self, between: Callable[[], object] | None = None) -> list[tuple[int, int, float]]:
+        """Every close pair (:func:`~memory_ls.core.similar.pass_pairs`), once every block is
+        scored: this thread scores the rest, calling ``between`` after each block."""
+        from memory_ls.core.similar import pass_pairs
 
         try:
-            self._score()
+            self._score(between)
         finally:
             self.stop()
             if self._thread is not None:
                 self._thread.join()
         if self._error is not None:
             raise self._error
-        return pass_findings(self._pass, self._scored)
+        return pass_pairs(self._pass, self._scored)
+
+    def findings(self) -> list[Finding]:
+        """The ``similar`` hints, once every block is scored (this thread scores the rest)."""
+        from memory_ls.core.similar import pairs_findings
+
+        pairs = self.pairs()
+        return pairs_findings(self._pass.notes, pairs)
+
+
+FORK_FROM = 2
+"""From this many notes on (a pass to score), where a child process is cheap (Linux, one
+thread), ``check`` scores a store's ``similar`` pass in a child process
+(:class:`_SimilarApart`) rather than on a second thread: the child has an interpreter
+lock of its own, so neither side's Python waits for the other's (beside the thread, the
+checks' Python ran ~1.5x slower), and rapidfuzz (~14 ms to import) is imported there.
+A fork costs this process ~1 ms (4500 notes)."""
+
+
+def _can_fork() -> bool:
+    """Whether a child process may be forked here: Linux (forking without ``exec`` is not
+    safe with macOS' system libraries), and no other thread whose locks the child would
+    inherit held."""
+    return sys.platform == "linux" and hasattr(os, "fork") and threading.active_count() == 1
+
+
+class _SimilarApart:
+    """One store's ``similar`` pass scored in a forked child process while this one runs
+    the other checks; the child sends the pairs back (``marshal``: exact floats) and this
+    process turns them into the hints, with its own notes.
+
+    The child scores on one thread while this process works, and on two (both cores,
+    :class:`_SimilarBeside`) once this one is done with its checks: it closes the pipe
+    the child watches between blocks. Any failure of the child (an error, a signal, no
+    answer) is not this process's: the pass is then scored here, on this thread, and
+    gives the same hints. :meth:`stop` kills the child (an error or Ctrl-C here).
+    """
+
+    def __init__(self, bullets: list[Bullet]) -> None:
+        self._bullets = bullets
+        self._results, results_w = os.pipe()
+        done_r, self._done = os.pipe()
+        self._pid: int | None = os.fork()
+        if self._pid == 0:  # the child: never returns
+            os.close(self._results)
+            os.close(self._done)
+            _child_pass(bullets, done_r, results_w)
+        os.close(results_w)
+        os.close(done_r)
+
+    def findings(self) -> list[Finding]:
+        """The ``similar`` hints: the child's, or scored here if the child gave none."""
+        import marshal
+
+        from memory_ls.core.similar import compared_notes, pairs_findings
+
+        os.close(self._done)  # this process is done with its checks: the child takes both cores
+        self._done = -1
+        chunks = []
+        while chunk := os.read(self._results, 1 << 16):
+            chunks.append(chunk)
+        self._reap(kill=False)
+        data = b"".join(chunks)
+        pairs = None
+        if data.startswith(_CHILD_OK):
+            try:
+                pairs = marshal.loads(data[len(_CHILD_OK) :])
+            except (EOFError, ValueError, TypeError):
+                pairs = None
+        if pairs is None:
+            return _SimilarBeside(self._bullets, thread=False).findings()
+        return pairs_findings(compared_notes(self._bullets), pairs)
+
+    def _reap(self, kill: bool) -> None:
+        pid, self._pid = self._pid, None
+        for fd in (self._results, self._done):
+            if fd >= 0:
+                os.close(fd)
+        self._results = self._done = -1
+        if pid is None:
+            return
+        if kill:
+            import signal
+
+            with contextlib.suppress(OSError):  # it has ended already
+                os.kill(pid, signal.SIGKILL)
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, 0)
+
+    def stop(self) -> None:
+        """End the child, if it still runs (the report will not be asked for)."""
+        self._reap(kill=True)
+
+
+_CHILD_OK = b"memory-ls similar pairs\n"
+
+
+def _child_pass(bullets: list[Bullet], done: int, results: int) -> NoReturn:
+    """The child of :class:`_SimilarApart`: score the pass, write ``_CHILD_OK`` and the
+    pairs to ``results``, end at once (no ``atexit``, no buffered output written twice)."""
+    code = 1
+    try:
+        import marshal
+
+        os.set_blocking(done, False)
+        beside = _SimilarBeside(bullets, thread=False)
+
+        def parent_done() -> None:
+            try:
+                if os.read(done, 1) == b"":
+                    beside.start_thread()  # the pipe's end: the parent waits, use both cores
+            except BlockingIOError:
+                pass
+
+        data = _CHILD_OK + marshal.dumps(beside.pairs(parent_done))
+        view = memoryview(data)
+        while view:
+            view = view[os.write(results, view) :]
+        code = 0
+    except BaseException:  # the parent scores the pass itself
+        pass
+    os._exit(code)
 
 
 class _Started:
@@ -201,7 +336,7 @@ class _Started:
         path: str,
         lines: list[str],
         found: list[Finding] | None = None,
-        similar: _SimilarBeside | None = None,
+        similar: _SimilarBeside | _SimilarApart | None = None,
         after: list[Finding] | None = None,
         error: str | None = None,
     ) -> None:
@@ -246,7 +381,11 @@ def _start_report(
     parsed = ParsedFile(lines, [b for b in parse_bullets(lines) if b is not None], None, None)
     run.bullets[text] = parsed.bullets
     # First, so that it runs beside everything else.
-    similar = _SimilarBeside(parsed.bullets, run.thread)
+    similar: _SimilarBeside | _SimilarApart
+    if run.thread and len(parsed.bullets) >= FORK_FROM and _can_fork():
+        similar = _SimilarApart(parsed.bullets)
+    else:
+        similar = _SimilarBeside(parsed.bullets, run.thread)
     try:
         found, after = _other_findings(runtime, scope, real_store, parsed, run, facts)
     except BaseException:
