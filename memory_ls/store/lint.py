@@ -215,7 +215,7 @@ class _SimilarBeside:
 
 
 FORK_FROM = 2
-"""From this many notes on (a pass to score), where a child process is cheap (Linux, one
+"""From this many lines on (a pass with notes to score), where a child process is cheap (Linux, one
 thread), ``check`` scores a store's ``similar`` pass in a child process
 (:class:`_SimilarApart`) rather than on a second thread: the child has an interpreter
 lock of its own, so neither side's Python waits for the other's (beside the thread, the
@@ -242,15 +242,16 @@ class _SimilarApart:
     gives the same hints. :meth:`stop` kills the child (an error or Ctrl-C here).
     """
 
-    def __init__(self, bullets: list[Bullet]) -> None:
-        self._bullets = bullets
+    def __init__(self, lines: list[str]) -> None:
+        self.bullets: list[Bullet] = []
+        """The bullets of ``lines``, as this process parsed them (set by the caller)."""
         self._results, results_w = os.pipe()
         done_r, self._done = os.pipe()
         self._pid: int | None = os.fork()
         if self._pid == 0:  # the child: never returns
             os.close(self._results)
             os.close(self._done)
-            _child_pass(bullets, done_r, results_w)
+            _child_pass(lines, done_r, results_w)
         os.close(results_w)
         os.close(done_r)
 
@@ -274,8 +275,8 @@ class _SimilarApart:
             except (EOFError, ValueError, TypeError):
                 pairs = None
         if pairs is None:
-            return _SimilarBeside(self._bullets, thread=False).findings()
-        return pairs_findings(compared_notes(self._bullets), pairs)
+            return _SimilarBeside(self.bullets, thread=False).findings()
+        return pairs_findings(compared_notes(self.bullets), pairs)
 
     def _reap(self, kill: bool) -> None:
         pid, self._pid = self._pid, None
@@ -301,14 +302,16 @@ class _SimilarApart:
 _CHILD_OK = b"memory-ls similar pairs\n"
 
 
-def _child_pass(bullets: list[Bullet], done: int, results: int) -> NoReturn:
-    """The child of :class:`_SimilarApart`: score the pass, write ``_CHILD_OK`` and the
-    pairs to ``results``, end at once (no ``atexit``, no buffered output written twice)."""
+def _child_pass(lines: list[str], done: int, results: int) -> NoReturn:
+    """The child of :class:`_SimilarApart`: parse ``lines`` (as the parent does, beside it),
+    score the pass, write ``_CHILD_OK`` and the pairs to ``results``, and end at once (no
+    ``atexit``, no buffered output written twice)."""
     code = 1
     try:
         import marshal
 
         os.set_blocking(done, False)
+        bullets = [b for b in parse_bullets(lines) if b is not None]
         beside = _SimilarBeside(bullets, thread=False)
 
         def parent_done() -> None:
@@ -377,15 +380,23 @@ def _start_report(
         return _Started(str(path), [], error=facts.error)
     text = decode_for_display(facts.data)
     lines = split_text(text).lines
-    # Every bullet is read (the checks): the one-loop cold parse, not one cached call a line.
-    parsed = ParsedFile(lines, [b for b in parse_bullets(lines) if b is not None], None, None)
-    run.bullets[text] = parsed.bullets
-    # First, so that it runs beside everything else.
+    # First, so that it runs beside everything else: the child parses the lines itself.
+    apart = _SimilarApart(lines) if run.thread and len(lines) >= FORK_FROM and _can_fork() else None
+    try:
+        # Every bullet is read (the checks): the one-loop cold parse, not one cached call a line.
+        bullets = [b for b in parse_bullets(lines) if b is not None]
+    except BaseException:
+        if apart is not None:
+            apart.stop()
+        raise
+    parsed = ParsedFile(lines, bullets, None, None)
+    run.bullets[text] = bullets
     similar: _SimilarBeside | _SimilarApart
-    if run.thread and len(parsed.bullets) >= FORK_FROM and _can_fork():
-        similar = _SimilarApart(parsed.bullets)
+    if apart is not None:
+        similar = apart
+        apart.bullets = bullets
     else:
-        similar = _SimilarBeside(parsed.bullets, run.thread)
+        similar = _SimilarBeside(bullets, run.thread)
     try:
         found, after = _other_findings(runtime, scope, real_store, parsed, run, facts)
     except BaseException:
