@@ -308,8 +308,12 @@ def _child_pass(lines: list[str], done: int, results: int) -> NoReturn:
     ``atexit``, no buffered output written twice)."""
     code = 1
     try:
+        import gc
         import marshal
 
+        # A collection would visit (and so copy, page by page) every object inherited from
+        # the parent; a child this short frees its memory by ending.
+        gc.disable()
         os.set_blocking(done, False)
         bullets = [b for b in parse_bullets(lines) if b is not None]
         beside = _SimilarBeside(bullets, thread=False)
