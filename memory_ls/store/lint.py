@@ -224,10 +224,16 @@ A fork costs this process ~1 ms (4500 notes)."""
 
 
 def _can_fork() -> bool:
-    """Whether a child process may be forked here: Linux (forking without ``exec`` is not
-    safe with macOS' system libraries), and no other thread whose locks the child would
+    """Whether a child process is worth forking here: Linux (forking without ``exec`` is not
+    safe with macOS' system libraries), two CPUs or more for this process (on one, the
+    child would only add its cost), and no other thread whose locks the child would
     inherit held."""
-    return sys.platform == "linux" and hasattr(os, "fork") and threading.active_count() == 1
+    return (
+        sys.platform == "linux"
+        and hasattr(os, "fork")
+        and len(os.sched_getaffinity(0)) >= 2
+        and threading.active_count() == 1
+    )
 
 
 class _SimilarApart:

@@ -141,7 +141,10 @@ def children_made(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return made
 
 
-on_linux = pytest.mark.skipif(sys.platform != "linux", reason="the child is forked on Linux only")
+on_linux = pytest.mark.skipif(
+    sys.platform != "linux" or len(os.sched_getaffinity(0)) < 2,
+    reason="the child is forked on Linux only, with two CPUs or more",
+)
 
 
 @on_linux
