@@ -63,7 +63,13 @@ def _report(
     facts: FileFacts, runtime: MemoryRuntime | None, scope: Scope | None, real_store: str | None
 ) -> FileReport:
     """The findings for a file the store layer has looked at."""
-    return _start_report(facts, runtime, scope, real_store, _Run()).finish()
+    run = _Run()
+    run.fork([facts])
+    started = _start_report(facts, runtime, scope, real_store, run)
+    try:
+        return started.finish()
+    finally:
+        started.stop()
 
 
 class _Run:
@@ -76,6 +82,25 @@ class _Run:
         """The bullets of each text checked so far (the project store's, for the global
         store's cross-scope check)."""
         self._plan: tuple[list[str], list[str], int, bool, RecallPlan] | None = None
+        self.decoded: dict[int, tuple[str, list[str], _ApartShare]] = {}
+        """The text and lines of each file (by ``id`` of its facts) whose ``similar`` pass
+        the child of :meth:`fork` scores, and its share of that child."""
+
+    def fork(self, files: list[FileFacts]) -> None:
+        """Read the files to check and, where a child is worth it, fork one to score their
+        ``similar`` passes (:class:`_SimilarApart`) before any other check runs."""
+        if not self.thread or not _can_fork():
+            return
+        readable = [
+            f for f in files if f.outside_project is None and not f.symlink and f.error is None
+        ]
+        texts = [decode_for_display(f.data) for f in readable]
+        lines = [split_text(text).lines for text in texts]
+        if not any(len(each) >= FORK_FROM for each in lines):
+            return
+        apart = _SimilarApart(lines)
+        for k, f in enumerate(readable):
+            self.decoded[id(f)] = (texts[k], lines[k], _ApartShare(apart, k))
 
     def recall_plan(
         self, project: list[str], global_: list[str], max_bytes: int, inject: bool
@@ -237,35 +262,50 @@ def _can_fork() -> bool:
 
 
 class _SimilarApart:
-    """One store's ``similar`` pass scored in a forked child process while this one runs
-    the other checks; the child sends the pairs back (``marshal``: exact floats) and this
-    process turns them into the hints, with its own notes.
+    """The ``similar`` passes of one ``check``'s stores, scored in one forked child process
+    while this one runs the other checks; the child sends the pairs back (``marshal``:
+    exact floats) and this process turns them into the hints, with its own notes.
 
-    The child scores on one thread while this process works, and on two (both cores,
-    :class:`_SimilarBeside`) once this one is done with its checks: it closes the pipe
-    the child watches between blocks. Any failure of the child (an error, a signal, no
-    answer) is not this process's: the pass is then scored here, on this thread, and
-    gives the same hints. :meth:`stop` kills the child (an error or Ctrl-C here).
+    One child for every store: each would import rapidfuzz (~14 ms) for itself. It scores
+    on one thread while this process works, and on two (both cores,
+    :class:`_SimilarBeside`) once this one is done with its checks: it closes the pipe the
+    child watches between blocks. Any failure of the child (an error, a signal, no
+    answer) is not this process's: the passes are then scored here, on this thread, and
+    give the same hints. :meth:`stop` kills the child (an error or Ctrl-C here).
     """
 
-    def __init__(self, lines: list[str]) -> None:
-        self.bullets: list[Bullet] = []
-        """The bullets of ``lines``, as this process parsed them (set by the caller)."""
+    def __init__(self, texts: list[list[str]]) -> None:
+        self.bullets: list[list[Bullet] | None] = [None] * len(texts)
+        """The bullets of each text, as this process parsed them (set by the caller)."""
+        self._pairs: list[list[tuple[int, int, float]]] | None = None
+        self._asked = False
         self._results, results_w = os.pipe()
         done_r, self._done = os.pipe()
         self._pid: int | None = os.fork()
         if self._pid == 0:  # the child: never returns
             os.close(self._results)
             os.close(self._done)
-            _child_pass(lines, done_r, results_w)
+            _child_pass(texts, done_r, results_w)
         os.close(results_w)
         os.close(done_r)
 
-    def findings(self) -> list[Finding]:
-        """The ``similar`` hints: the child's, or scored here if the child gave none."""
-        import marshal
-
+    def findings(self, index: int) -> list[Finding]:
+        """The ``similar`` hints of text ``index``: the child's, or scored here if the child
+        gave none."""
         from memory_ls.core.similar import compared_notes, pairs_findings
+
+        if not self._asked:
+            self._asked = True
+            self._pairs = self._answer()
+        bullets = self.bullets[index]
+        assert bullets is not None  # parsed before the hints are asked for
+        if self._pairs is None:
+            return _SimilarBeside(bullets, thread=False).findings()
+        return pairs_findings(compared_notes(bullets), self._pairs[index])
+
+    def _answer(self) -> list[list[tuple[int, int, float]]] | None:
+        """The child's pairs for every text, or ``None`` if it gave no answer."""
+        import marshal
 
         os.close(self._done)  # this process is done with its checks: the child takes both cores
         self._done = -1
@@ -274,15 +314,15 @@ class _SimilarApart:
             chunks.append(chunk)
         self._reap(kill=False)
         data = b"".join(chunks)
-        pairs = None
-        if data.startswith(_CHILD_OK):
-            try:
-                pairs = marshal.loads(data[len(_CHILD_OK) :])
-            except (EOFError, ValueError, TypeError):
-                pairs = None
-        if pairs is None:
-            return _SimilarBeside(self.bullets, thread=False).findings()
-        return pairs_findings(compared_notes(self.bullets), pairs)
+        if not data.startswith(_CHILD_OK):
+            return None
+        try:
+            pairs = marshal.loads(data[len(_CHILD_OK) :])
+        except (EOFError, ValueError, TypeError):
+            return None
+        if not isinstance(pairs, list) or len(pairs) != len(self.bullets):
+            return None
+        return pairs
 
     def _reap(self, kill: bool) -> None:
         pid, self._pid = self._pid, None
@@ -301,17 +341,32 @@ class _SimilarApart:
             os.waitpid(pid, 0)
 
     def stop(self) -> None:
-        """End the child, if it still runs (the report will not be asked for)."""
+        """End the child, if it still runs (no report will be asked for)."""
         self._reap(kill=True)
+
+
+class _ApartShare:
+    """One store's share of a :class:`_SimilarApart`: the ``similar`` half of its report."""
+
+    def __init__(self, apart: _SimilarApart, index: int) -> None:
+        self.apart, self.index = apart, index
+
+    def findings(self) -> list[Finding]:
+        """The store's ``similar`` hints (this waits for the child)."""
+        return self.apart.findings(self.index)
+
+    def stop(self) -> None:
+        """End the child: the report will not be asked for."""
+        self.apart.stop()
 
 
 _CHILD_OK = b"memory-ls similar pairs\n"
 
 
-def _child_pass(lines: list[str], done: int, results: int) -> NoReturn:
-    """The child of :class:`_SimilarApart`: parse ``lines`` (as the parent does, beside it),
-    score the pass, write ``_CHILD_OK`` and the pairs to ``results``, and end at once (no
-    ``atexit``, no buffered output written twice)."""
+def _child_pass(texts: list[list[str]], done: int, results: int) -> NoReturn:
+    """The child of :class:`_SimilarApart`: parse each text's lines (as the parent does,
+    beside it), score its pass, write ``_CHILD_OK`` and the pairs of every text to
+    ``results``, and end at once (no ``atexit``, no buffered output written twice)."""
     code = 1
     try:
         import gc
@@ -321,22 +376,30 @@ def _child_pass(lines: list[str], done: int, results: int) -> NoReturn:
         # the parent; a child this short frees its memory by ending.
         gc.disable()
         os.set_blocking(done, False)
-        bullets = [b for b in parse_bullets(lines) if b is not None]
-        beside = _SimilarBeside(bullets, thread=False)
+        parent_busy = True
+        out = []
+        for lines in texts:
+            bullets = [b for b in parse_bullets(lines) if b is not None]
+            beside = _SimilarBeside(bullets, thread=not parent_busy)
 
-        def parent_done() -> None:
-            try:
-                if os.read(done, 1) == b"":
-                    beside.start_thread()  # the pipe's end: the parent waits, use both cores
-            except BlockingIOError:
-                pass
+            def parent_done(beside: _SimilarBeside = beside) -> None:
+                nonlocal parent_busy
+                if not parent_busy:
+                    return
+                try:
+                    if os.read(done, 1) == b"":
+                        parent_busy = False
+                        beside.start_thread()  # the parent waits: use both cores
+                except BlockingIOError:
+                    pass
 
-        data = _CHILD_OK + marshal.dumps(beside.pairs(parent_done))
+            out.append(beside.pairs(parent_done))
+        data = _CHILD_OK + marshal.dumps(out)
         view = memoryview(data)
         while view:
             view = view[os.write(results, view) :]
         code = 0
-    except BaseException:  # the parent scores the pass itself
+    except BaseException:  # the parent scores the passes itself
         pass
     os._exit(code)
 
@@ -349,7 +412,7 @@ class _Started:
         path: str,
         lines: list[str],
         found: list[Finding] | None = None,
-        similar: _SimilarBeside | _SimilarApart | None = None,
+        similar: _SimilarBeside | _ApartShare | None = None,
         after: list[Finding] | None = None,
         error: str | None = None,
     ) -> None:
@@ -388,24 +451,22 @@ def _start_report(
         return _Started(str(path), [""], check_bullets([""], [], ctx))
     if facts.error is not None:
         return _Started(str(path), [], error=facts.error)
-    text = decode_for_display(facts.data)
-    lines = split_text(text).lines
-    # First, so that it runs beside everything else: the child parses the lines itself.
-    apart = _SimilarApart(lines) if run.thread and len(lines) >= FORK_FROM and _can_fork() else None
-    try:
-        # Every bullet is read (the checks): the one-loop cold parse, not one cached call a line.
-        bullets = [b for b in parse_bullets(lines) if b is not None]
-    except BaseException:
-        if apart is not None:
-            apart.stop()
-        raise
+    held = run.decoded.get(id(facts))
+    if held is not None:  # a child scores its pass (and parsed the lines itself)
+        text, lines, share = held
+    else:
+        text = decode_for_display(facts.data)
+        lines = split_text(text).lines
+    # Every bullet is read (the checks): the one-loop cold parse, not one cached call a line.
+    bullets = [b for b in parse_bullets(lines) if b is not None]
     parsed = ParsedFile(lines, bullets, None, None)
     run.bullets[text] = bullets
-    similar: _SimilarBeside | _SimilarApart
-    if apart is not None:
-        similar = apart
-        apart.bullets = bullets
+    similar: _SimilarBeside | _ApartShare
+    if held is not None:
+        similar = share
+        share.apart.bullets[share.index] = bullets
     else:
+        # First, so that it runs beside everything else.
         similar = _SimilarBeside(bullets, run.thread)
     try:
         found, after = _other_findings(runtime, scope, real_store, parsed, run, facts)
@@ -500,16 +561,22 @@ def lint_stores(runtime: MemoryRuntime, *, thread: bool = True) -> list[FileRepo
     """
     started: list[_Started] = []
     run = _Run(thread)
+    files: list[tuple[Scope, FileFacts]] = []
+    for scope in ("project", "global"):
+        root = runtime.project_root if scope == "project" else None
+        facts = memory_file_facts(runtime.paths[scope], LINT_READ_LIMIT, root)
+        if facts.exists or facts.outside_project is not None:
+            files.append((scope, facts))
     try:
-        for scope in ("project", "global"):
-            root = runtime.project_root if scope == "project" else None
-            facts = memory_file_facts(runtime.paths[scope], LINT_READ_LIMIT, root)
-            if facts.exists or facts.outside_project is not None:
-                started.append(_start_report(facts, runtime, scope, None, run))
+        run.fork([facts for _, facts in files])  # one child for both stores' passes
+        for scope, facts in files:
+            started.append(_start_report(facts, runtime, scope, None, run))
         return [s.finish() for s in started]
     finally:
         for s in started:
             s.stop()
+        for _, _, share in run.decoded.values():
+            share.stop()
 
 
 def _severity_level(severity: str) -> str:
