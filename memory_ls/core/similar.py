@@ -284,7 +284,12 @@ class SimilarPass:
     )
 
     def __init__(self, bullets: Sequence[Bullet], threshold: float) -> None:
-        notes = compared_notes(bullets)
+        seen: set[str] = set()
+        notes = []
+        for b in bullets:  # a later note with a seen key is a `duplicate`, not a paraphrase
+            if not b.blank and b.key not in seen:
+                seen.add(b.key)
+                notes.append(b)
         self.notes: list[Bullet] = notes
         """The notes compared: the first of each key, in file order."""
         n = len(notes)
@@ -306,18 +311,6 @@ class SimilarPass:
         """``(start, end, stop)``: rows ``start`` to ``end`` against keys up to ``stop``."""
         self.short = _without_dropped(self.ranked) if self.matrix else []
         """The keys without :data:`DROPPED`'s characters, which the filter scores."""
-
-
-def compared_notes(bullets: Sequence[Bullet]) -> list[Bullet]:
-    """The notes a ``similar`` pass compares: the first of each key, in file order (a
-    later note with a seen key is a ``duplicate``, not a paraphrase)."""
-    seen: set[str] = set()
-    notes = []
-    for b in bullets:
-        if not b.blank and b.key not in seen:
-            seen.add(b.key)
-            notes.append(b)
-    return notes
 
 
 def score_block(p: SimilarPass, index: int) -> list[tuple[int, int, float]]:
@@ -440,15 +433,7 @@ def similar_findings(bullets: Sequence[Bullet], threshold: float) -> list[Findin
     return pass_findings(p, [score_block(p, k) for k in range(len(p.blocks))])
 
 
-def pairs_findings(
-    notes: Sequence[Bullet], pairs: Sequence[tuple[int, int, float]]
-) -> list[Finding]:
-    """The ``similar`` hints from :func:`pass_pairs`' pairs (indices in ``notes``, the
-    :func:`compared_notes` of the bullets), wherever they were scored."""
-    return _findings(notes, pairs)
-
-
-def _findings(notes: Sequence[Bullet], pairs: Sequence[tuple[int, int, float]]) -> list[Finding]:
+def _findings(notes: list[Bullet], pairs: list[tuple[int, int, float]]) -> list[Finding]:
     """One hint per note, pointing at its closest earlier note: a cluster of
     paraphrases must not flood the Problems panel."""
     best: dict[int, tuple[int, float]] = {}

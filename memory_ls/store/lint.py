@@ -7,11 +7,9 @@ any other file with the file-only checks.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import sys
 import threading
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -30,8 +28,6 @@ from memory_ls.store.paths import (
 from memory_ls.store.runtime import MemoryRuntime
 
 if TYPE_CHECKING:  # types only: `check` does without core.models (typing_extensions: ~10 ms)
-    from typing import NoReturn
-
     from memory_ls.core.models import Scope
 
 LINT_READ_LIMIT = 16 * 1024 * 1024
@@ -63,13 +59,7 @@ def _report(
     facts: FileFacts, runtime: MemoryRuntime | None, scope: Scope | None, real_store: str | None
 ) -> FileReport:
     """The findings for a file the store layer has looked at."""
-    run = _Run()
-    run.fork([facts])
-    started = _start_report(facts, runtime, scope, real_store, run)
-    try:
-        return started.finish()
-    finally:
-        started.stop()
+    return _start_report(facts, runtime, scope, real_store, _Run()).finish()
 
 
 class _Run:
@@ -82,25 +72,6 @@ class _Run:
         """The bullets of each text checked so far (the project store's, for the global
         store's cross-scope check)."""
         self._plan: tuple[list[str], list[str], int, bool, RecallPlan] | None = None
-        self.decoded: dict[int, tuple[str, list[str], _ApartShare]] = {}
-        """The text and lines of each file (by ``id`` of its facts) whose ``similar`` pass
-        the child of :meth:`fork` scores, and its share of that child."""
-
-    def fork(self, files: list[FileFacts]) -> None:
-        """Read the files to check and, where a child is worth it, fork one to score their
-        ``similar`` passes (:class:`_SimilarApart`) before any other check runs."""
-        if not self.thread or not _can_fork():
-            return
-        readable = [
-            f for f in files if f.outside_project is None and not f.symlink and f.error is None
-        ]
-        texts = [decode_for_display(f.data) for f in readable]
-        lines = [split_text(text).lines for text in texts]
-        if not any(len(each) >= FORK_FROM for each in lines):
-            return
-        apart = _SimilarApart(lines)
-        for k, f in enumerate(readable):
-            self.decoded[id(f)] = (texts[k], lines[k], _ApartShare(apart, k))
 
     def recall_plan(
         self, project: list[str], global_: list[str], max_bytes: int, inject: bool
@@ -168,20 +139,13 @@ class _SimilarBeside:
         self._error: BaseException | None = None
         self._thread: threading.Thread | None = None
         self._holds_switches = False
-        if thread:
-            self.start_thread()
-
-    def start_thread(self) -> None:
-        """Score blocks on a second thread too (unless one block is all: a small store's,
-        scored when asked)."""
-        if self._thread is not None or len(self._scored) <= 1:
-            return
-        self._thread = threading.Thread(
-            target=self._run, name="memory-ls check: similar", daemon=True
-        )
-        _short_switches(True)
-        self._holds_switches = True
-        self._thread.start()
+        if thread and len(self._scored) > 1:  # one block (a small store): scored when asked
+            self._thread = threading.Thread(
+                target=self._run, name="memory-ls check: similar", daemon=True
+            )
+            _short_switches(True)
+            self._holds_switches = True
+            self._thread.start()
 
     def _take(self) -> int | None:
         """The next block to score: the last first. Its keys are the longest, the dearest
@@ -193,13 +157,11 @@ class _SimilarBeside:
             self._next += 1
             return len(self._scored) - self._next
 
-    def _score(self, between: Callable[[], object] | None = None) -> None:
+    def _score(self) -> None:
         from memory_ls.core.similar import score_block
 
         while (index := self._take()) is not None:
             self._scored[index] = score_block(self._pass, index)
-            if between is not None:
-                between()
 
     def _run(self) -> None:
         try:
@@ -216,192 +178,19 @@ class _SimilarBeside:
         if release:
             _short_switches(False)
 
-    def pairs(self, between: Callable[[], object] | None = None) -> list[tuple[int, int, float]]:
-        """Every close pair (:func:`~memory_ls.core.similar.pass_pairs`), once every block is
-        scored: this thread scores the rest, calling ``between`` after each block."""
-        from memory_ls.core.similar import pass_pairs
+    def findings(self) -> list[Finding]:
+        """The ``similar`` hints, once every block is scored (this thread scores the rest)."""
+        from memory_ls.core.similar import pass_findings
 
         try:
-            self._score(between)
+            self._score()
         finally:
             self.stop()
             if self._thread is not None:
                 self._thread.join()
         if self._error is not None:
             raise self._error
-        return pass_pairs(self._pass, self._scored)
-
-    def findings(self) -> list[Finding]:
-        """The ``similar`` hints, once every block is scored (this thread scores the rest)."""
-        from memory_ls.core.similar import pairs_findings
-
-        pairs = self.pairs()
-        return pairs_findings(self._pass.notes, pairs)
-
-
-FORK_FROM = 2
-"""From this many lines on (a pass with notes to score), where a child process is cheap (Linux, one
-thread), ``check`` scores a store's ``similar`` pass in a child process
-(:class:`_SimilarApart`) rather than on a second thread: the child has an interpreter
-lock of its own, so neither side's Python waits for the other's (beside the thread, the
-checks' Python ran ~1.5x slower), and rapidfuzz (~14 ms to import) is imported there.
-A fork costs this process ~1 ms (4500 notes)."""
-
-
-def _can_fork() -> bool:
-    """Whether a child process is worth forking here: Linux (forking without ``exec`` is not
-    safe with macOS' system libraries), two CPUs or more for this process (on one, the
-    child would only add its cost), and no other thread whose locks the child would
-    inherit held."""
-    return (
-        sys.platform == "linux"
-        and hasattr(os, "fork")
-        and len(os.sched_getaffinity(0)) >= 2
-        and threading.active_count() == 1
-    )
-
-
-class _SimilarApart:
-    """The ``similar`` passes of one ``check``'s stores, scored in one forked child process
-    while this one runs the other checks; the child sends the pairs back (``marshal``:
-    exact floats) and this process turns them into the hints, with its own notes.
-
-    One child for every store: each would import rapidfuzz (~14 ms) for itself. It scores
-    on one thread while this process works, and on two (both cores,
-    :class:`_SimilarBeside`) once this one is done with its checks: it closes the pipe the
-    child watches between blocks. Any failure of the child (an error, a signal, no
-    answer) is not this process's: the passes are then scored here, on this thread, and
-    give the same hints. :meth:`stop` kills the child (an error or Ctrl-C here).
-    """
-
-    def __init__(self, texts: list[list[str]]) -> None:
-        self.bullets: list[list[Bullet] | None] = [None] * len(texts)
-        """The bullets of each text, as this process parsed them (set by the caller)."""
-        self._pairs: list[list[tuple[int, int, float]]] | None = None
-        self._asked = False
-        self._results, results_w = os.pipe()
-        done_r, self._done = os.pipe()
-        self._pid: int | None = os.fork()
-        if self._pid == 0:  # the child: never returns
-            os.close(self._results)
-            os.close(self._done)
-            _child_pass(texts, done_r, results_w)
-        os.close(results_w)
-        os.close(done_r)
-
-    def findings(self, index: int) -> list[Finding]:
-        """The ``similar`` hints of text ``index``: the child's, or scored here if the child
-        gave none."""
-        from memory_ls.core.similar import compared_notes, pairs_findings
-
-        if not self._asked:
-            self._asked = True
-            self._pairs = self._answer()
-        bullets = self.bullets[index]
-        assert bullets is not None  # parsed before the hints are asked for
-        if self._pairs is None:
-            return _SimilarBeside(bullets, thread=False).findings()
-        return pairs_findings(compared_notes(bullets), self._pairs[index])
-
-    def _answer(self) -> list[list[tuple[int, int, float]]] | None:
-        """The child's pairs for every text, or ``None`` if it gave no answer."""
-        import marshal
-
-        os.close(self._done)  # this process is done with its checks: the child takes both cores
-        self._done = -1
-        chunks = []
-        while chunk := os.read(self._results, 1 << 16):
-            chunks.append(chunk)
-        self._reap(kill=False)
-        data = b"".join(chunks)
-        if not data.startswith(_CHILD_OK):
-            return None
-        try:
-            pairs = marshal.loads(data[len(_CHILD_OK) :])
-        except (EOFError, ValueError, TypeError):
-            return None
-        if not isinstance(pairs, list) or len(pairs) != len(self.bullets):
-            return None
-        return pairs
-
-    def _reap(self, kill: bool) -> None:
-        pid, self._pid = self._pid, None
-        for fd in (self._results, self._done):
-            if fd >= 0:
-                os.close(fd)
-        self._results = self._done = -1
-        if pid is None:
-            return
-        if kill:
-            import signal
-
-            with contextlib.suppress(OSError):  # it has ended already
-                os.kill(pid, signal.SIGKILL)
-        with contextlib.suppress(ChildProcessError):
-            os.waitpid(pid, 0)
-
-    def stop(self) -> None:
-        """End the child, if it still runs (no report will be asked for)."""
-        self._reap(kill=True)
-
-
-class _ApartShare:
-    """One store's share of a :class:`_SimilarApart`: the ``similar`` half of its report."""
-
-    def __init__(self, apart: _SimilarApart, index: int) -> None:
-        self.apart, self.index = apart, index
-
-    def findings(self) -> list[Finding]:
-        """The store's ``similar`` hints (this waits for the child)."""
-        return self.apart.findings(self.index)
-
-    def stop(self) -> None:
-        """End the child: the report will not be asked for."""
-        self.apart.stop()
-
-
-_CHILD_OK = b"memory-ls similar pairs\n"
-
-
-def _child_pass(texts: list[list[str]], done: int, results: int) -> NoReturn:
-    """The child of :class:`_SimilarApart`: parse each text's lines (as the parent does,
-    beside it), score its pass, write ``_CHILD_OK`` and the pairs of every text to
-    ``results``, and end at once (no ``atexit``, no buffered output written twice)."""
-    code = 1
-    try:
-        import gc
-        import marshal
-
-        # A collection would visit (and so copy, page by page) every object inherited from
-        # the parent; a child this short frees its memory by ending.
-        gc.disable()
-        os.set_blocking(done, False)
-        parent_busy = True
-        out = []
-        for lines in texts:
-            bullets = [b for b in parse_bullets(lines) if b is not None]
-            beside = _SimilarBeside(bullets, thread=not parent_busy)
-
-            def parent_done(beside: _SimilarBeside = beside) -> None:
-                nonlocal parent_busy
-                if not parent_busy:
-                    return
-                try:
-                    if os.read(done, 1) == b"":
-                        parent_busy = False
-                        beside.start_thread()  # the parent waits: use both cores
-                except BlockingIOError:
-                    pass
-
-            out.append(beside.pairs(parent_done))
-        data = _CHILD_OK + marshal.dumps(out)
-        view = memoryview(data)
-        while view:
-            view = view[os.write(results, view) :]
-        code = 0
-    except BaseException:  # the parent scores the passes itself
-        pass
-    os._exit(code)
+        return pass_findings(self._pass, self._scored)
 
 
 class _Started:
@@ -412,7 +201,7 @@ class _Started:
         path: str,
         lines: list[str],
         found: list[Finding] | None = None,
-        similar: _SimilarBeside | _ApartShare | None = None,
+        similar: _SimilarBeside | None = None,
         after: list[Finding] | None = None,
         error: str | None = None,
     ) -> None:
@@ -451,23 +240,13 @@ def _start_report(
         return _Started(str(path), [""], check_bullets([""], [], ctx))
     if facts.error is not None:
         return _Started(str(path), [], error=facts.error)
-    held = run.decoded.get(id(facts))
-    if held is not None:  # a child scores its pass (and parsed the lines itself)
-        text, lines, share = held
-    else:
-        text = decode_for_display(facts.data)
-        lines = split_text(text).lines
+    text = decode_for_display(facts.data)
+    lines = split_text(text).lines
     # Every bullet is read (the checks): the one-loop cold parse, not one cached call a line.
-    bullets = [b for b in parse_bullets(lines) if b is not None]
-    parsed = ParsedFile(lines, bullets, None, None)
-    run.bullets[text] = bullets
-    similar: _SimilarBeside | _ApartShare
-    if held is not None:
-        similar = share
-        share.apart.bullets[share.index] = bullets
-    else:
-        # First, so that it runs beside everything else.
-        similar = _SimilarBeside(bullets, run.thread)
+    parsed = ParsedFile(lines, [b for b in parse_bullets(lines) if b is not None], None, None)
+    run.bullets[text] = parsed.bullets
+    # First, so that it runs beside everything else.
+    similar = _SimilarBeside(parsed.bullets, run.thread)
     try:
         found, after = _other_findings(runtime, scope, real_store, parsed, run, facts)
     except BaseException:
@@ -561,22 +340,16 @@ def lint_stores(runtime: MemoryRuntime, *, thread: bool = True) -> list[FileRepo
     """
     started: list[_Started] = []
     run = _Run(thread)
-    files: list[tuple[Scope, FileFacts]] = []
-    for scope in ("project", "global"):
-        root = runtime.project_root if scope == "project" else None
-        facts = memory_file_facts(runtime.paths[scope], LINT_READ_LIMIT, root)
-        if facts.exists or facts.outside_project is not None:
-            files.append((scope, facts))
     try:
-        run.fork([facts for _, facts in files])  # one child for both stores' passes
-        for scope, facts in files:
-            started.append(_start_report(facts, runtime, scope, None, run))
+        for scope in ("project", "global"):
+            root = runtime.project_root if scope == "project" else None
+            facts = memory_file_facts(runtime.paths[scope], LINT_READ_LIMIT, root)
+            if facts.exists or facts.outside_project is not None:
+                started.append(_start_report(facts, runtime, scope, None, run))
         return [s.finish() for s in started]
     finally:
         for s in started:
             s.stop()
-        for _, _, share in run.decoded.values():
-            share.stop()
 
 
 def _severity_level(severity: str) -> str:

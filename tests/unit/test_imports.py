@@ -8,7 +8,6 @@ the work is done (a lazy import counts too).
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import textwrap
@@ -158,9 +157,7 @@ def test_check_imports_rapidfuzz_for_similar_but_never_numpy(
     # 400 distinct notes take the matrix pass (MATRIX_FROM), read as bytes without numpy.
     notes = ["run the tests before push", *(f"note {i} about module m{i * 7}" for i in range(size))]
     workspace.write("project", notes[:size])
-    # The pass on this process's second thread (where no child process is forked).
-    code = "import memory_ls.store.lint as l\nl._can_fork = lambda: False\n"
-    names = modules_after(workspace, code + "from memory_ls.cli import main\nmain(['check'])")
+    names = modules_after(workspace, "from memory_ls.cli import main\nmain(['check'])")
     assert "rapidfuzz" in names
     assert loaded(names, [w for w in NEVER_IN_READ_VERBS if w != "rapidfuzz"]) == []
     # Plain arguments are read without argparse; without an instruction file to judge,
@@ -171,16 +168,3 @@ def test_check_imports_rapidfuzz_for_similar_but_never_numpy(
     # are the boundary shapes: core.models' TypedDicts come from typing_extensions, which
     # imports inspect, ast and dis (~10 ms); the checks name its types for mypy only.
     assert loaded(names, [*CHECK_SKIP, "dataclasses"]) == []
-
-
-@pytest.mark.skipif(
-    sys.platform != "linux" or len(os.sched_getaffinity(0)) < 2,
-    reason="the child is forked on Linux only, with two CPUs or more",
-)
-def test_check_leaves_rapidfuzz_to_its_similar_child(workspace: Workspace) -> None:
-    workspace.write("project", [f"note {i} about module m{i * 7}" for i in range(400)])
-    workspace.write("global", ["run the tests before push", "run the tests before a push"])
-    names = modules_after(workspace, "from memory_ls.cli import main\nmain(['check'])")
-    assert "memory_ls.core.similar" in names  # the hints were made here, from the child's pairs
-    # Both stores' passes (with rapidfuzz, ~14 ms to import) ran in the child.
-    assert loaded(names, ["rapidfuzz", *CHECK_SKIP]) == []

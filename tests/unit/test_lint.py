@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 import json
-import os
 import random
-import signal
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -43,10 +40,7 @@ def big_workspace(workspace: Workspace) -> Workspace:
     return workspace
 
 
-def test_check_with_its_similar_thread_is_check_without(
-    workspace: Workspace, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(lint, "_can_fork", lambda: False)  # the thread, not the child
+def test_check_with_its_similar_thread_is_check_without(workspace: Workspace) -> None:
     runtime = big_workspace(workspace).runtime()
     interval = sys.getswitchinterval()
     threaded = lint_stores(runtime)
@@ -65,7 +59,6 @@ def test_check_with_its_similar_thread_is_check_without(
 def test_an_error_in_the_similar_thread_is_raised_by_check(
     workspace: Workspace, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(lint, "_can_fork", lambda: False)  # the thread, not the child
     runtime = big_workspace(workspace).runtime()
     score_block = similar.score_block
     failed = threading.Event()
@@ -87,7 +80,6 @@ def test_an_error_in_the_similar_thread_is_raised_by_check(
 def test_ctrl_c_beside_the_similar_thread_stops_it(
     workspace: Workspace, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(lint, "_can_fork", lambda: False)  # the thread, not the child
     runtime = big_workspace(workspace).runtime()
     interval = sys.getswitchinterval()
     scored: list[int] = []
@@ -115,109 +107,3 @@ def test_ctrl_c_beside_the_similar_thread_stops_it(
             thread.join(timeout=30)
     assert threading.active_count() == 1
     assert len(scored) == 1  # the block it was scoring, and no other after Ctrl-C
-
-
-def no_child_left() -> bool:
-    """Whether this process has no child process, running or unreaped."""
-    try:
-        os.waitpid(-1, os.WNOHANG)
-    except ChildProcessError:
-        return True
-    return False
-
-
-def children_made(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """The pids of the ``similar`` children ``check`` forks from now on."""
-    made: list[int] = []
-    fork = os.fork
-
-    def counted() -> int:
-        pid = fork()
-        if pid:
-            made.append(pid)
-        return pid
-
-    monkeypatch.setattr(lint.os, "fork", counted)
-    return made
-
-
-on_linux = pytest.mark.skipif(
-    sys.platform != "linux" or len(os.sched_getaffinity(0)) < 2,
-    reason="the child is forked on Linux only, with two CPUs or more",
-)
-
-
-@on_linux
-def test_check_with_its_similar_child_is_check_without(
-    workspace: Workspace, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    runtime = big_workspace(workspace).runtime()
-    parent = os.getpid()
-    here: list[int] = []
-    score_block = similar.score_block
-
-    def noted(p: similar.SimilarPass, index: int) -> list[tuple[int, int, float]]:
-        if os.getpid() == parent:
-            here.append(index)
-        return score_block(p, index)
-
-    monkeypatch.setattr(similar, "score_block", noted)
-    made = children_made(monkeypatch)
-    apart = lint_stores(runtime)
-    assert len(made) == 1  # both stores' passes were scored in one child
-    assert here == []  # and none of their blocks here: the child's pairs were used
-    assert no_child_left()
-    assert apart == lint_stores(runtime, thread=False)
-    hints = [f for f in apart[0].findings if f.code == "similar"]
-    assert len(hints) > 2 * SERVER_BLOCK
-
-
-@on_linux
-@pytest.mark.parametrize("how", ["error", "killed"])
-def test_a_failing_similar_child_leaves_the_pass_to_check(
-    workspace: Workspace, monkeypatch: pytest.MonkeyPatch, how: str
-) -> None:
-    runtime = big_workspace(workspace).runtime()
-    expected = lint_stores(runtime, thread=False)
-    parent = os.getpid()
-    score_block = similar.score_block
-
-    def fails_in_the_child(p: similar.SimilarPass, index: int) -> list[tuple[int, int, float]]:
-        if os.getpid() != parent:
-            if how == "killed":
-                os.kill(os.getpid(), signal.SIGKILL)
-            raise MemoryError("the child's own failure")
-        return score_block(p, index)
-
-    monkeypatch.setattr(similar, "score_block", fails_in_the_child)
-    made = children_made(monkeypatch)
-    assert lint_stores(runtime) == expected  # scored here instead, the same hints
-    assert len(made) == 1
-    assert no_child_left()
-
-
-@on_linux
-def test_ctrl_c_beside_the_similar_child_ends_it(
-    workspace: Workspace, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    runtime = big_workspace(workspace).runtime()
-    parent = os.getpid()
-    score_block = similar.score_block
-
-    def slow_in_the_child(p: similar.SimilarPass, index: int) -> list[tuple[int, int, float]]:
-        if os.getpid() != parent:
-            time.sleep(60)
-        return score_block(p, index)
-
-    def interrupted(*args: object) -> object:
-        raise KeyboardInterrupt
-
-    monkeypatch.setattr(similar, "score_block", slow_in_the_child)
-    monkeypatch.setattr(lint, "_other_findings", interrupted)
-    made = children_made(monkeypatch)
-    started = time.monotonic()
-    with pytest.raises(KeyboardInterrupt):
-        lint_stores(runtime)
-    assert time.monotonic() - started < 30  # the child was ended, not waited for
-    assert len(made) == 1
-    assert no_child_left()
