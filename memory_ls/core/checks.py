@@ -17,9 +17,8 @@ types when the client asks for the code's quick fixes (:mod:`memory_ls.core.fixe
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Literal, NotRequired, TypedDict
+from typing import TYPE_CHECKING, Any, Literal, NotRequired, TypedDict
 
-from memory_ls.core.models import Proposal, Scope, other_scope
 from memory_ls.core.notes import Bullet
 from memory_ls.core.recall import RecallPlan
 from memory_ls.core.records import field, record
@@ -32,6 +31,9 @@ from memory_ls.core.text import (
     hidden_characters,
     utf16_length,
 )
+
+if TYPE_CHECKING:  # types only: `check` does without core.models (typing_extensions: ~10 ms)
+    from memory_ls.core.models import Proposal, Scope
 
 Severity = Literal["error", "warning", "information", "hint"]
 
@@ -482,7 +484,7 @@ def cross_scope_findings(
     bullets: Sequence[Bullet], scope: Scope, other_keys: Mapping[str, str], other_path: str
 ) -> list[Finding]:
     """Notes whose key the other scope's store also holds."""
-    other = other_scope(scope)
+    other: Scope = "global" if scope == "project" else "project"  # (core.models.other_scope)
     return [
         _at(
             b,

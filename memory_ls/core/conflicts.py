@@ -21,13 +21,15 @@ import functools
 import itertools
 import re
 from collections.abc import Hashable, Iterable, Sequence
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 from memory_ls.core.checks import ConflictData, Finding, Related, Severity
-from memory_ls.core.models import Scope
 from memory_ls.core.notes import Bullet
 from memory_ls.core.records import field, record
 from memory_ls.core.text import escape_unseen, near_duplicate_key
+
+if TYPE_CHECKING:  # types only: `check` does without core.models (typing_extensions: ~10 ms)
+    from memory_ls.core.models import Scope
 
 
 @record
@@ -517,7 +519,7 @@ def conflict_findings(
             continue  # no claim: no conflict
         b = mine[i]
         for other_ref, subject in index.conflicts_of((scope, i)):
-            where, k = cast(tuple[Scope, int], other_ref)
+            where, k = cast("tuple[Scope, int]", other_ref)
             same = where == scope
             other = (mine if same else theirs)[k]
             out.append(

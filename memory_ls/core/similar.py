@@ -332,12 +332,18 @@ of a SIMD vector, one of 17-32 an eighth) and the filter stays exact: see
 ~3x less CPU for the pass on 4500 and paraphrase (10000's short keys: ~1.4x)."""
 
 
+_DROPPED_BYTES = DROPPED.encode("ascii")
+
+
 def _without_dropped(keys: list[str]) -> list[str]:
-    """``keys`` without :data:`DROPPED`'s characters (all at once: a few C passes)."""
-    joined = "\n".join(keys)
-    for char in DROPPED:
-        joined = joined.replace(char, "")
-    short = joined.split("\n")
+    """``keys`` without :data:`DROPPED`'s characters (all at once: a few C passes).
+
+    Deleted as bytes from the keys' UTF-8 (one pass, ~4x faster than a ``str.replace``
+    per character on 4500 notes): DROPPED is ASCII, and an ASCII byte is never part of
+    another character's bytes (``surrogatepass``: a lone surrogate makes the round trip).
+    """
+    joined = "\n".join(keys).encode("utf-8", "surrogatepass")
+    short = joined.translate(None, _DROPPED_BYTES).decode("utf-8", "surrogatepass").split("\n")
     if len(short) == len(keys):
         return short
     # A key with a line break (not from a file's lines): one at a time.

@@ -16,6 +16,7 @@ import os
 import re
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from memory_ls.core.checks import Finding, sort_findings
 from memory_ls.core.conflicts import conflict_findings
@@ -25,7 +26,6 @@ from memory_ls.core.instruction_duplicates import (
     instruction_duplicate_findings,
     instruction_index,
 )
-from memory_ls.core.models import Scope
 from memory_ls.core.notes import ParsedFile
 from memory_ls.core.stale import (
     JUSTFILE_NAMES,
@@ -41,6 +41,9 @@ from memory_ls.core.stale import (
     stale_findings,
 )
 from memory_ls.store.facts import read_disk_bytes
+
+if TYPE_CHECKING:  # types only: `check` does without core.models (typing_extensions: ~10 ms)
+    from memory_ls.core.models import Scope
 
 MAX_WALK_ENTRIES = 200_000
 """The walk stops after this many entries: a larger tree is judged on what was seen."""

@@ -145,6 +145,11 @@ def test_the_read_verbs_run_as_the_program_import_neither_json_signal_nor_thread
     assert loaded(imported, QUICK_SKIP) == ["enum"]
 
 
+CHECK_SKIP = ["memory_ls.core.models", "typing_extensions", "inspect", "ast", "dis"]
+"""What ``check`` does without when no instruction file is there to judge (issue 11,
+h/check150b): the boundary shapes of ``core.models`` and what typing_extensions brings."""
+
+
 @pytest.mark.parametrize("size", [2, 400])
 def test_check_imports_rapidfuzz_for_similar_but_never_numpy(
     workspace: Workspace, size: int
@@ -159,6 +164,7 @@ def test_check_imports_rapidfuzz_for_similar_but_never_numpy(
     # the bridges (and the actions and inbox they bring) are not loaded.
     skipped = ["memory_ls.core.actions", "memory_ls.core.bridges", "memory_ls.core.inbox"]
     assert loaded(names, [*skipped, "hashlib", "argparse"]) == []
-    # Its classes are records (memory_ls.core.records): dataclasses is not loaded (inspect
-    # still is: typing_extensions, which core.models' TypedDicts come from, imports it).
-    assert loaded(names, ["dataclasses"]) == []
+    # Its classes are records (memory_ls.core.records): dataclasses is not loaded. Nor
+    # are the boundary shapes: core.models' TypedDicts come from typing_extensions, which
+    # imports inspect, ast and dis (~10 ms); the checks name its types for mypy only.
+    assert loaded(names, [*CHECK_SKIP, "dataclasses"]) == []

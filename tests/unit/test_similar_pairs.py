@@ -15,6 +15,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from rapidfuzz import fuzz
 
+from memory_ls.core import similar
 from memory_ls.core.notes import Bullet, parse_lines
 from memory_ls.core.similar import (
     BLOCK,
@@ -268,3 +269,24 @@ def test_check_s_filter_scores_long_keys_as_the_ratio_matrix() -> None:
     keys += [f"short note {i}" for i in range(40)]
     assert pass_pairs_of(keys, 85.0) == naive(keys, 85.0)
     assert len(naive(keys, 85.0)) > 100
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.text(
+            st.one_of(st.sampled_from(" etaETA\n\r\t\x00éà€😀\udc80\ud800"), st.characters()),
+            max_size=30,
+        ),
+        max_size=12,
+    )
+)
+def test_keys_without_dropped_are_those_of_the_rule(keys: list[str]) -> None:
+    # Each of DROPPED's characters taken out of each key, one key at a time: the byte
+    # deletion over the joined UTF-8 (lone surrogates, line breaks and all) is the same.
+    expected = []
+    for key in keys:
+        for char in similar.DROPPED:
+            key = key.replace(char, "")
+        expected.append(key)
+    assert similar._without_dropped(keys) == expected
