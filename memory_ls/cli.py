@@ -549,6 +549,10 @@ def say(text: str = "", *, err: bool = False, end: str = "\n") -> None:
     from memory_ls.core.text import without_lone_surrogates
 
     stream = sys.stderr if err else sys.stdout
+    if stream is None:  # its descriptor was closed before the start (`2>&-`, `>&-`)
+        if err:
+            return  # nowhere to say it: the exit status still tells, unchanged
+        raise _output_error(OSError(errno.EBADF, os.strerror(errno.EBADF)), err)
     buffer = _utf8_buffer(stream) if len(text) > LONG_TEXT else None
     try:
         if buffer is None:
@@ -697,7 +701,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         code = _run(verb.name, args)
         try:
-            sys.stdout.flush()  # a full disk says so here, not in the interpreter's exit
+            if sys.stdout is not None:  # (None: closed before the start, said by say)
+                sys.stdout.flush()  # a full disk says so here, not in the interpreter's exit
         except BrokenPipeError:
             raise
         except OSError as exc:
@@ -939,7 +944,7 @@ CLEAR_NEEDS_YES = "clear needs --yes when not run on a terminal."
 
 def _confirm_clear(runtime: Any, scope: str, as_json: bool = False) -> bool:
     """Ask on a terminal; anywhere else, refuse without ``--yes``."""
-    if not (sys.stdin.isatty() and sys.stderr.isatty()):
+    if not (sys.stdin and sys.stdin.isatty() and sys.stderr and sys.stderr.isatty()):
         if as_json:
             _print_json(runtime.result("clear", scope, error=CLEAR_NEEDS_YES))
         else:
