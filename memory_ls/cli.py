@@ -755,7 +755,7 @@ def _run(verb: str, args: argparse.Namespace) -> int:
         return _sync(runtime, args)
     if verb == "import":
         if args.by is not None and not args.propose:
-            print(f"{PROG} {verb}: error: --by needs --propose", file=sys.stderr)
+            say(f"{PROG} {verb}: error: --by needs --propose", err=True)
             return EXIT_USAGE
         return _import(runtime, args)
     if verb == "export":
@@ -792,7 +792,7 @@ def _run(verb: str, args: argparse.Namespace) -> int:
     if getattr(args, "propose", False):
         return _propose(verb, runtime, args)
     if getattr(args, "by", None) is not None:
-        print(f"{PROG} {verb}: error: --by needs --propose", file=sys.stderr)
+        say(f"{PROG} {verb}: error: --by needs --propose", err=True)
         return EXIT_USAGE
     if verb == "list":
         _say_if_untrusted(runtime)
@@ -838,10 +838,10 @@ def _import(runtime: Any, args: argparse.Namespace) -> int:
         # Nothing is imported from a set of files that cannot all be read.
         if args.json:
             _print_json({"added": [], "skipped": [], "refused": [], "error": files.error})
-        print(f"Error: {files.error}", file=sys.stderr)
+        say(f"Error: {files.error}", err=True)
         return EXIT_REFUSED
     for path in files.empty:
-        print(f"No notes found in {path} (format {args.format}).", file=sys.stderr)
+        say(f"No notes found in {path} (format {args.format}).", err=True)
     if args.propose:
         from memory_ls.core.bridges import proposal_summary
         from memory_ls.core.inbox import clean_by
@@ -858,7 +858,7 @@ def _import(runtime: Any, args: argparse.Namespace) -> int:
     if args.json:
         _print_json(result)
     else:
-        print(summary)
+        say(summary)
     return EXIT_REFUSED if result["refused"] else EXIT_OK
 
 
@@ -876,10 +876,9 @@ def _export(runtime: Any, args: argparse.Namespace) -> int:
     if args.json:
         _print_json(result)
     elif "error" in result:
-        print(f"Error: {result['error']}", file=sys.stderr)
+        say(f"Error: {result['error']}", err=True)
     else:
-        stream = sys.stderr if args.check and result["changed"] else sys.stdout
-        print(result["message"], file=stream)
+        say(result["message"], err=bool(args.check and result["changed"]))
     if "error" in result:
         return EXIT_REFUSED
     return EXIT_REFUSED if args.check and result["changed"] else EXIT_OK
@@ -902,7 +901,7 @@ def _propose(verb: str, runtime: Any, args: argparse.Namespace) -> int:
     if args.json:
         _print_json(result)
     else:
-        print(text, file=sys.stderr if "error" in result else sys.stdout)
+        say(text, err="error" in result)
     return EXIT_REFUSED if "error" in result else EXIT_OK
 
 
@@ -919,13 +918,13 @@ def _review(verb: str, runtime: Any, args: argparse.Namespace) -> int:
         else:
             from memory_ls.core.inbox import listing_text
 
-            print(listing_text(listing))
+            say(listing_text(listing))
         for warning in warnings:
-            print(f"Warning: {warning}", file=sys.stderr)
+            say(f"Warning: {warning}", err=True)
         return EXIT_OK
     ids: list[str] = args.id
     if bool(ids) == bool(args.all):
-        print(f"{PROG} {verb}: error: give proposal IDs or --all (not both)", file=sys.stderr)
+        say(f"{PROG} {verb}: error: give proposal IDs or --all (not both)", err=True)
         return EXIT_USAGE
     selected = None if args.all else ids
     if verb == "accept":
@@ -935,7 +934,7 @@ def _review(verb: str, runtime: Any, args: argparse.Namespace) -> int:
     if args.json:
         _print_json(out)
     else:
-        print(out["text"], file=sys.stderr if "error" in out else sys.stdout)
+        say(out["text"], err="error" in out)
     return EXIT_REFUSED if "error" in out else EXIT_OK
 
 

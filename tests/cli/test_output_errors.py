@@ -167,3 +167,15 @@ def test_stdout_closed_is_one_line_and_never_a_traceback(workspace: Workspace) -
     code, _, err = closed_fd_run(workspace, 1, "add", "run the linter")
     assert code == 1 and "Traceback" not in err, err
     assert "- run the linter" in (workspace.root / ".pi" / "memory.md").read_text()  # not lost
+
+
+@pytest.mark.parametrize(
+    "verb", [["import", "/nonexistent/notes.md"], ["accept", "nope"], ["accept"], ["reject", "x"]]
+)
+def test_an_error_with_stderr_closed_never_lands_on_stdout(
+    workspace: Workspace, verb: list[str]
+) -> None:
+    # print(..., file=None) writes to stdout: an error meant for stderr became output.
+    code, out, _ = closed_fd_run(workspace, 2, *verb)
+    assert code != 0
+    assert out == ""
