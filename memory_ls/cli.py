@@ -549,6 +549,10 @@ def say(text: str = "", *, err: bool = False, end: str = "\n") -> None:
     from memory_ls.core.text import without_lone_surrogates
 
     stream = sys.stderr if err else sys.stdout
+    if stream is None:  # its descriptor was closed before the start (`2>&-`, `>&-`)
+        if err:
+            return  # nowhere to say it: the exit status still tells, unchanged
+        raise _output_error(OSError(errno.EBADF, os.strerror(errno.EBADF)), err)
     buffer = _utf8_buffer(stream) if len(text) > LONG_TEXT else None
     try:
         if buffer is None:
@@ -697,7 +701,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         code = _run(verb.name, args)
         try:
-            sys.stdout.flush()  # a full disk says so here, not in the interpreter's exit
+            if sys.stdout is not None:  # (None: closed before the start, said by say)
+                sys.stdout.flush()  # a full disk says so here, not in the interpreter's exit
         except BrokenPipeError:
             raise
         except OSError as exc:
@@ -750,7 +755,7 @@ def _run(verb: str, args: argparse.Namespace) -> int:
         return _sync(runtime, args)
     if verb == "import":
         if args.by is not None and not args.propose:
-            print(f"{PROG} {verb}: error: --by needs --propose", file=sys.stderr)
+            say(f"{PROG} {verb}: error: --by needs --propose", err=True)
             return EXIT_USAGE
         return _import(runtime, args)
     if verb == "export":
@@ -787,7 +792,7 @@ def _run(verb: str, args: argparse.Namespace) -> int:
     if getattr(args, "propose", False):
         return _propose(verb, runtime, args)
     if getattr(args, "by", None) is not None:
-        print(f"{PROG} {verb}: error: --by needs --propose", file=sys.stderr)
+        say(f"{PROG} {verb}: error: --by needs --propose", err=True)
         return EXIT_USAGE
     if verb == "list":
         _say_if_untrusted(runtime)
@@ -833,10 +838,10 @@ def _import(runtime: Any, args: argparse.Namespace) -> int:
         # Nothing is imported from a set of files that cannot all be read.
         if args.json:
             _print_json({"added": [], "skipped": [], "refused": [], "error": files.error})
-        print(f"Error: {files.error}", file=sys.stderr)
+        say(f"Error: {files.error}", err=True)
         return EXIT_REFUSED
     for path in files.empty:
-        print(f"No notes found in {path} (format {args.format}).", file=sys.stderr)
+        say(f"No notes found in {path} (format {args.format}).", err=True)
     if args.propose:
         from memory_ls.core.bridges import proposal_summary
         from memory_ls.core.inbox import clean_by
@@ -853,7 +858,7 @@ def _import(runtime: Any, args: argparse.Namespace) -> int:
     if args.json:
         _print_json(result)
     else:
-        print(summary)
+        say(summary)
     return EXIT_REFUSED if result["refused"] else EXIT_OK
 
 
@@ -871,10 +876,9 @@ def _export(runtime: Any, args: argparse.Namespace) -> int:
     if args.json:
         _print_json(result)
     elif "error" in result:
-        print(f"Error: {result['error']}", file=sys.stderr)
+        say(f"Error: {result['error']}", err=True)
     else:
-        stream = sys.stderr if args.check and result["changed"] else sys.stdout
-        print(result["message"], file=stream)
+        say(result["message"], err=bool(args.check and result["changed"]))
     if "error" in result:
         return EXIT_REFUSED
     return EXIT_REFUSED if args.check and result["changed"] else EXIT_OK
@@ -897,7 +901,7 @@ def _propose(verb: str, runtime: Any, args: argparse.Namespace) -> int:
     if args.json:
         _print_json(result)
     else:
-        print(text, file=sys.stderr if "error" in result else sys.stdout)
+        say(text, err="error" in result)
     return EXIT_REFUSED if "error" in result else EXIT_OK
 
 
@@ -914,13 +918,13 @@ def _review(verb: str, runtime: Any, args: argparse.Namespace) -> int:
         else:
             from memory_ls.core.inbox import listing_text
 
-            print(listing_text(listing))
+            say(listing_text(listing))
         for warning in warnings:
-            print(f"Warning: {warning}", file=sys.stderr)
+            say(f"Warning: {warning}", err=True)
         return EXIT_OK
     ids: list[str] = args.id
     if bool(ids) == bool(args.all):
-        print(f"{PROG} {verb}: error: give proposal IDs or --all (not both)", file=sys.stderr)
+        say(f"{PROG} {verb}: error: give proposal IDs or --all (not both)", err=True)
         return EXIT_USAGE
     selected = None if args.all else ids
     if verb == "accept":
@@ -930,7 +934,7 @@ def _review(verb: str, runtime: Any, args: argparse.Namespace) -> int:
     if args.json:
         _print_json(out)
     else:
-        print(out["text"], file=sys.stderr if "error" in out else sys.stdout)
+        say(out["text"], err="error" in out)
     return EXIT_REFUSED if "error" in out else EXIT_OK
 
 
@@ -939,7 +943,7 @@ CLEAR_NEEDS_YES = "clear needs --yes when not run on a terminal."
 
 def _confirm_clear(runtime: Any, scope: str, as_json: bool = False) -> bool:
     """Ask on a terminal; anywhere else, refuse without ``--yes``."""
-    if not (sys.stdin.isatty() and sys.stderr.isatty()):
+    if not (sys.stdin and sys.stdin.isatty() and sys.stderr and sys.stderr.isatty()):
         if as_json:
             _print_json(runtime.result("clear", scope, error=CLEAR_NEEDS_YES))
         else:

@@ -24,6 +24,7 @@ from memory_ls.core.text import (
     HEADER,
     MAX_NOTE_UTF16,
     SplitText,
+    escape_unseen,
     near_duplicate_key,
     normalise,
     split_text,
@@ -51,8 +52,9 @@ class Change:
 
 
 def no_match(scope: Scope, text: str) -> str:
-    """The refusal for a note that is not in ``scope``."""
-    return f"No {scope} memory note matches: {text}"
+    """The refusal for a note that is not in ``scope`` (quoted escaped: a person reads it,
+    and a U+202E in the text asked for must not reorder the line)."""
+    return f"No {scope} memory note matches: {escape_unseen(text)}"
 
 
 def check_action(value: object) -> str | None:

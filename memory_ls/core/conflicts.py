@@ -447,10 +447,11 @@ def _may_lead(before: str) -> bool:
     :data:`_LEAD_RE` cannot take it: "... keep use large npm ..."), a ``True`` is checked by
     reading the claims. Most marker words of a store are mid-sentence."""
     before = before.rstrip()
-    if not before or before[-1] in _LEAD_DELIMITERS:
-        return True
-    if before[-1] == ",":  # "please, never ..."
+    if before[-1:] == ",":  # "please, never ...", "please (was: x), never ..."
         before = before[:-1].rstrip()
+    if not before or before[-1] in _LEAD_DELIMITERS:
+        # (a history part before the comma is a space once dropped: "please  , never")
+        return True
     return _LAST_LETTERS_RE.search(before).group() in _LEAD_WORDS  # type: ignore[union-attr]
 
 

@@ -121,9 +121,22 @@ def project_folder_refusal(
         return outside
     if real is None:
         real = os.path.realpath(project_folder(project_root))
-    if os.path.join(real, STORE_FILE_NAME) == canonical_path(global_store):
+    if os.path.join(real, STORE_FILE_NAME) == canonical_path(global_store) or _same_folder(
+        real, global_store.parent
+    ):
         return shared_store_message(project_root, global_store)
     return None
+
+
+def _same_folder(real: str, other: Path) -> bool:
+    """Whether ``real`` and ``other`` are one directory under two paths that no symlink
+    explains: a bind mount of the project's ``.pi`` as the agent dir, or ``.PI`` on a
+    case-insensitive disk (macOS). Its ``memory.md`` is then one file for both scopes.
+    Two ``stat`` calls; a folder that does not exist (yet) is no other's."""
+    try:
+        return os.path.samefile(real, other)
+    except (OSError, ValueError):
+        return False
 
 
 def _outside_refusal(project_root: Path, real: str | None) -> str | None:

@@ -280,9 +280,13 @@ class MemoryRuntime:
         """For the global store when it is also the project store's file (an agent dir
         set to the project's ``.pi``): why the project scope is refused. The global
         store itself works; its open document shows why project memory does not."""
-        if scope != "global" or self.canonical("project") != self.canonical("global"):
+        if scope != "global":
             return None
+        # Not by comparing the two paths: one folder can have two (a bind mount, a
+        # case-insensitive disk), which project_folder_refusal's decision sees.
         refusal = self.store_refusal("project")
+        if refusal is None:
+            return None
         shared = shared_store_message(self.project_root, self.paths["global"])
         return refusal if refusal == shared else None
 

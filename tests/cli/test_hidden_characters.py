@@ -55,3 +55,13 @@ def test_import_and_list_show_notes_escaped_and_keep_them_as_they_are(
     assert json.loads(workspace.cli("list", "--trusted", "--json").stdout)["project"][0] == EVIL
     assert f"- {EVIL}\n" in workspace.cli("inject", "--trusted").stdout
     assert f"- {EVIL}\n" in workspace.text("project")
+
+
+def test_a_note_that_is_not_there_is_quoted_escaped(workspace: Workspace) -> None:
+    # "No project memory note matches: ..." quotes what was asked for: a person reads it.
+    workspace.write("project", ["use pnpm"])
+    for verb in (["forget", EVIL], ["update", EVIL, "--to", "x"], ["move", EVIL]):
+        r = workspace.cli(*verb, "--scope", "project", "--trusted")
+        assert r.returncode == 1, r.stderr
+        assert f"No project memory note matches: {SHOWN}" in r.stderr + r.stdout, r.stderr
+        assert "\u202e" not in r.stderr + r.stdout

@@ -128,3 +128,54 @@ def test_a_read_verb_into_a_closed_pipe_ends_quietly_with_0(
     workspace.write("project", [f"note number {i}" for i in range(8000)])
     code, err = closed_pipe_run(workspace, *verb, read_first_line=read_first_line)
     assert (code, err) == (0, "")
+
+
+def closed_fd_run(workspace: Workspace, fd: int, *args: str) -> tuple[int, str, str]:
+    """``memory-ls ARGS`` started with descriptor ``fd`` closed (``>&-`` or ``2>&-``):
+    Python then has no ``sys.stdout`` / ``sys.stderr`` at all."""
+    done = subprocess.run(
+        ["sh", "-c", f'exec "$0" "$@" {fd}>&-', sys.executable, "-m", "memory_ls", *args],
+        cwd=workspace.root,
+        env=workspace.env(),
+        capture_output=True,
+        text=True,
+        timeout=CLI_TIMEOUT,
+        check=False,
+    )
+    return done.returncode, done.stdout, done.stderr
+
+
+@pytest.mark.parametrize("fmt", [[], ["--format", "sarif"]], ids=["text", "sarif"])
+def test_check_with_stderr_closed_keeps_the_findings_exit_status(
+    workspace: Workspace, fmt: list[str]
+) -> None:
+    # `memory-ls check 2>&-`: the summary has nowhere to go, and that is no finding.
+    workspace.write("project", ["use pnpm", "tests need DATABASE_URL"])
+    code, out, _ = closed_fd_run(workspace, 2, "check", *fmt)
+    assert code == 0, out
+    workspace.write("project", ["use pnpm", "use pnpm"])
+    code, out, _ = closed_fd_run(workspace, 2, "check", *fmt)
+    assert code == 1 and "duplicate" in out
+
+
+def test_stdout_closed_is_one_line_and_never_a_traceback(workspace: Workspace) -> None:
+    workspace.write("project", ["use pnpm"])
+    code, _, err = closed_fd_run(workspace, 1, "check")
+    assert (code, err) == (0, "1 files checked: 0 errors, 0 warnings, 0 other\n")
+    code, _, err = closed_fd_run(workspace, 1, "list")
+    assert (code, err) == (1, "memory-ls: cannot write to standard output: Bad file descriptor\n")
+    code, _, err = closed_fd_run(workspace, 1, "add", "run the linter")
+    assert code == 1 and "Traceback" not in err, err
+    assert "- run the linter" in (workspace.root / ".pi" / "memory.md").read_text()  # not lost
+
+
+@pytest.mark.parametrize(
+    "verb", [["import", "/nonexistent/notes.md"], ["accept", "nope"], ["accept"], ["reject", "x"]]
+)
+def test_an_error_with_stderr_closed_never_lands_on_stdout(
+    workspace: Workspace, verb: list[str]
+) -> None:
+    # print(..., file=None) writes to stdout: an error meant for stderr became output.
+    code, out, _ = closed_fd_run(workspace, 2, *verb)
+    assert code != 0
+    assert out == ""

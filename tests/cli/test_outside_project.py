@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from memory_ls.store.runtime import MemoryRuntime
 from tests.conftest import Workspace, run_cli
 
 HEADER = "<!-- Pi memory: one note per bullet; written by the memory tool and /memory -->"
@@ -202,3 +204,45 @@ def test_an_agent_dir_in_the_projects_pi_keeps_the_file_as_global_memory(
     r = shared.run("check", "--trusted")
     assert r.returncode == 1
     assert f"{shared.root}/.pi/memory.md:1:1: outside-project {shared.message}" in r.stdout
+
+
+@pytest.fixture
+def bind_mounted_agent_dir(workspace: Workspace, tmp_path: Path) -> Iterator[Path]:
+    """The project's ``.pi`` bind-mounted as the agent dir: one folder under two paths
+    that no symlink explains (as ``.PI`` is ``.pi`` on a case-insensitive disk)."""
+    pi = workspace.root / ".pi"
+    pi.mkdir(exist_ok=True)
+    agent = tmp_path / "agent-mount"
+    agent.mkdir()
+    done = subprocess.run(
+        ["mount", "--bind", str(pi), str(agent)], capture_output=True, text=True, check=False
+    )
+    if done.returncode != 0:
+        pytest.skip(f"cannot bind-mount here (needs privileges): {done.stderr.strip()}")
+    try:
+        yield agent
+    finally:
+        subprocess.run(["umount", str(agent)], check=True)
+
+
+def test_an_agent_dir_that_is_the_projects_pi_by_a_bind_mount_refuses_the_project_scope(
+    workspace: Workspace, bind_mounted_agent_dir: Path
+) -> None:
+    store = workspace.root / ".pi" / "memory.md"
+    text = f"{HEADER}\n\n- shared note\n"
+    store.write_text(text)
+    env = {**workspace.env(), "PI_CODING_AGENT_DIR": str(bind_mounted_agent_dir)}
+    message = (
+        f"Refusing to use {workspace.root}/.pi: its memory.md is the global memory file "
+        f"({bind_mounted_agent_dir}/memory.md); project and global memory must be two files."
+    )
+    for args in (["forget", "shared note"], ["add", "planted"], ["move", "shared note"]):
+        r = run_cli(*args, "--trusted", "--json", cwd=workspace.root, env=env)
+        assert r.returncode == 1, args
+        assert json.loads(r.stdout)["error"] == message, args
+    assert store.read_text() == text  # a project forget did not empty global memory
+    r = run_cli("list", "--trusted", "--json", cwd=workspace.root, env=env)
+    assert json.loads(r.stdout)["global"] == ["shared note"]  # listed once, as global
+    # The editor's global document says why project memory is refused.
+    runtime = MemoryRuntime(workspace.root, agent_dir=str(bind_mounted_agent_dir))
+    assert runtime.shared_store_refusal("global") == message

@@ -428,3 +428,20 @@ def test_the_marker_search_grouped_by_first_letter_is_the_plain_alternation(text
     ]
     for word in f"{_NEGATORS}|{_POSITIVES}".split("|"):
         assert _ANY_MARK_RE.fullmatch(word)
+
+
+@pytest.mark.parametrize(
+    "note",
+    [
+        "please (was: x), never use npm",
+        "note (was: yarn), use npm",
+        "please (previously pnpm) , never use npm",
+        "then (was: a) (was: b), avoid npm",
+    ],
+)
+def test_a_history_part_before_a_speaker_s_comma_keeps_the_claim(note: str) -> None:
+    # The history part is a space once dropped ("please  , never use npm"), which the
+    # speaker's comma allows: the word before the marker is the part's ")", not a speaker.
+    bullets = parse_lines([f"- {note}"]).bullets
+    assert read_claims(_unemphasised(bullets[0].key))
+    _assert_marked_between(bullets)

@@ -30,6 +30,7 @@ from memory_ls.core.text import (
     BOM,
     HEADER,
     MAX_STORE_BYTES,
+    escape_unseen,
     near_duplicate_key,
     normalise,
     split_text,
@@ -210,7 +211,7 @@ def test_update(content: str, data: st.DataObject) -> None:
     to = data.draw(note_texts())
     change = apply_update(content, text, to, "project")
     if text not in notes:
-        assert change.error == f"No project memory note matches: {text}"
+        assert change.error == f"No project memory note matches: {escape_unseen(text)}"
         assert change.content == content
         return
     assert change.error is None
@@ -246,7 +247,7 @@ def test_forget(content: str, data: st.DataObject) -> None:
     text = data.draw(st.sampled_from(notes) if notes else note_texts())
     change = apply_forget(content, text, "global")
     if text not in notes:
-        assert change.error == f"No global memory note matches: {text}"
+        assert change.error == f"No global memory note matches: {escape_unseen(text)}"
         assert change.content == content
         return
     new = change.content
