@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Literal, NotRequired, TypedDict
 from memory_ls.core.notes import Bullet
 from memory_ls.core.recall import RecallPlan
 from memory_ls.core.records import field, record
+from memory_ls.core.scopes import Scope, other_scope
 from memory_ls.core.text import (
     MAX_NOTE_UTF16,
     MAX_STORE_BYTES,
@@ -33,7 +34,7 @@ from memory_ls.core.text import (
 )
 
 if TYPE_CHECKING:  # types only: `check` does without core.models (typing_extensions: ~10 ms)
-    from memory_ls.core.models import Proposal, Scope
+    from memory_ls.core.models import Proposal
 
 Severity = Literal["error", "warning", "information", "hint"]
 
@@ -484,7 +485,7 @@ def cross_scope_findings(
     bullets: Sequence[Bullet], scope: Scope, other_keys: Mapping[str, str], other_path: str
 ) -> list[Finding]:
     """Notes whose key the other scope's store also holds."""
-    other: Scope = "global" if scope == "project" else "project"  # (core.models.other_scope)
+    other = other_scope(scope)
     return [
         _at(
             b,

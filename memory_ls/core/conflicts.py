@@ -28,8 +28,8 @@ from memory_ls.core.notes import Bullet
 from memory_ls.core.records import field, record
 from memory_ls.core.text import escape_unseen, near_duplicate_key
 
-if TYPE_CHECKING:  # types only: `check` does without core.models (typing_extensions: ~10 ms)
-    from memory_ls.core.models import Scope
+if TYPE_CHECKING:
+    from memory_ls.core.scopes import Scope
 
 
 @record

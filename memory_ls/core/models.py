@@ -15,18 +15,15 @@ from typing import Any, Literal, NotRequired
 
 from typing_extensions import TypedDict
 
-Scope = Literal["project", "global"]
+from memory_ls.core.scopes import SCOPES as SCOPES
+from memory_ls.core.scopes import Scope as Scope
+from memory_ls.core.scopes import other_scope as other_scope
+
 SourceStatus = Literal["used", "missing", "ignored", "skipped-untrusted"]
 """What became of one configuration file (``core/config.py``)."""
 TrustRule = Literal["explicit", "trust.json", "resources"]
 """The rule that decided trust (``core/trust.py``). These two live here, not where they
 are decided, so that the read verbs, which load those modules, need not import `typing`."""
-SCOPES: tuple[Scope, Scope] = ("project", "global")
-
-
-def other_scope(scope: Scope) -> Scope:
-    """The scope that is not ``scope``."""
-    return "global" if scope == "project" else "project"
 
 
 class Proposal(TypedDict):

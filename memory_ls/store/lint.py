@@ -17,6 +17,7 @@ from memory_ls.core.checks import FileContext, Finding, check_bullets, key_index
 from memory_ls.core.notes import Bullet, ParsedFile, parse_bullets
 from memory_ls.core.recall import RecallPlan, recall_plan
 from memory_ls.core.records import field, record
+from memory_ls.core.scopes import other_scope
 from memory_ls.core.text import decode_for_display, display_path, split_text
 from memory_ls.store.facts import FileFacts, memory_file_facts
 from memory_ls.store.paths import (
@@ -27,8 +28,8 @@ from memory_ls.store.paths import (
 )
 from memory_ls.store.runtime import MemoryRuntime
 
-if TYPE_CHECKING:  # types only: `check` does without core.models (typing_extensions: ~10 ms)
-    from memory_ls.core.models import Scope
+if TYPE_CHECKING:
+    from memory_ls.core.scopes import Scope
 
 LINT_READ_LIMIT = 16 * 1024 * 1024
 """Files are read up to this size for checking (the store cap itself is far lower)."""
@@ -278,7 +279,7 @@ def _other_findings(
         trust = runtime.trust()
         config = runtime.config()
         ctx_args.update(inject=config.inject, trusted=trust.trusted, trust_reason=trust.summary)
-        other: Scope = "global" if scope == "project" else "project"  # (other_scope)
+        other = other_scope(scope)
         other_view = runtime.view(other)
         other_path = str(runtime.paths[other])
         one_file = canonical_path(runtime.paths[other]) == canonical_path(runtime.paths[scope])

@@ -42,8 +42,8 @@ from memory_ls.core.stale import (
 )
 from memory_ls.store.facts import read_disk_bytes
 
-if TYPE_CHECKING:  # types only: `check` does without core.models (typing_extensions: ~10 ms)
-    from memory_ls.core.models import Scope
+if TYPE_CHECKING:
+    from memory_ls.core.scopes import Scope
 
 MAX_WALK_ENTRIES = 200_000
 """The walk stops after this many entries: a larger tree is judged on what was seen."""

@@ -69,3 +69,18 @@ def test_fix_all_is_safe_and_idempotent():
 def test_fix_all_removes_runs_at_the_end():
     lines = ["- a", "- a", "-  "]
     assert apply(lines, fixes.fix_all(lines)) == "- a"
+
+
+def test_every_data_shape_is_read_from_the_names_its_module_holds() -> None:
+    """A client's diagnostic comes back with its ``data``, read by each shape's type
+    hints at run time: a hint whose name its module imports for mypy only (``Scope``
+    behind ``TYPE_CHECKING``) made every quick fix of that code an internal error."""
+    from typing import get_args
+
+    from memory_ls.core.checks import FindingData
+    from memory_ls.core.fixes import _readers
+
+    shapes = get_args(FindingData)
+    assert len(shapes) > 10
+    for shape in shapes:
+        assert {name for name, _ in _readers(shape)} == set(shape.__annotations__), shape
