@@ -20,6 +20,23 @@ def message_for(workspace: Workspace) -> str:
     )
 
 
+async def refuses_project_writes(m: Any, message: str, global_note: str) -> None:
+    """An add, a forget and an update of the project scope are each refused with
+    ``message``, and the answer shows the one global note and no project notes."""
+    for arguments in (
+        {"action": "add", "text": "planted"},
+        {"action": "forget", "text": global_note},
+        {"action": "update", "text": global_note, "to": "changed"},
+    ):
+        result = await m.call(arguments)
+        assert result.is_error, arguments
+        assert text_of(result) == f"Error: {message}"
+        content = result.structured_content
+        assert content is not None
+        assert content["error"] == message
+        assert (content["project"], content["global"]) == ([], [global_note])
+
+
 @pytest.mark.parametrize("trust", [[], ["--trusted"]])
 async def test_a_pi_symlinked_to_the_agent_dir_is_refused(
     memory: Any, workspace: Workspace, trust: list[str]
@@ -28,18 +45,7 @@ async def test_a_pi_symlinked_to_the_agent_dir_is_refused(
     (workspace.root / ".pi").symlink_to(workspace.agent_dir)
     message = message_for(workspace)
     async with memory(*trust) as m:
-        for arguments in (
-            {"action": "add", "text": "planted"},
-            {"action": "forget", "text": "global note"},
-            {"action": "update", "text": "global note", "to": "changed"},
-        ):
-            result = await m.call(arguments)
-            assert result.is_error, arguments
-            assert text_of(result) == f"Error: {message}"
-            content = result.structured_content
-            assert content is not None
-            assert content["error"] == message
-            assert (content["project"], content["global"]) == ([], ["global note"])
+        await refuses_project_writes(m, message, "global note")
         listed = await m.call({"action": "list"})
         assert listed.structured_content is not None
         assert listed.structured_content["error"] == message
@@ -65,17 +71,7 @@ async def test_an_agent_dir_in_the_projects_pi_refuses_the_project_scope(
         "project and global memory must be two files."
     )
     async with memory("--agent-dir", str(pi), "--trusted") as m:
-        for arguments in (
-            {"action": "add", "text": "planted"},
-            {"action": "forget", "text": "shared note"},
-            {"action": "update", "text": "shared note", "to": "changed"},
-        ):
-            result = await m.call(arguments)
-            assert result.is_error, arguments
-            assert text_of(result) == f"Error: {message}"
-            content = result.structured_content
-            assert content is not None
-            assert (content["project"], content["global"]) == ([], ["shared note"])
+        await refuses_project_writes(m, message, "shared note")
         assert store.read_text(encoding="utf-8") == before
         added = await m.call({"action": "add", "text": "global note", "scope": "global"})
         assert not added.is_error

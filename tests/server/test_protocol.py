@@ -246,6 +246,19 @@ def _changed(item: dict[str, object], drop: str | None, extra: str | None) -> di
     return changed
 
 
+def _read_as_cattrs_reads(fast: object, message: dict[str, object], kind: type) -> bool:
+    """Assert the fast reader's ``fast`` is what cattrs reads from ``message`` (or that
+    it left to cattrs a message cattrs refuses); whether cattrs could read it."""
+    try:
+        expected = PROTOCOL._converter.structure(without_lone_surrogates(message), kind)
+    except Exception:
+        assert fast is None  # cattrs says what is wrong
+        return False
+    if fast is not None:
+        assert fast == expected
+    return True
+
+
 @given(
     DOCUMENT_ITEMS,
     st.none() | st.sampled_from(["uri", "languageId", "version", "text"]),
@@ -272,15 +285,9 @@ def test_a_did_open_is_read_as_cattrs_reads_it(
     if where == "message":
         message = _changed(message, None, extra)
     fast = _did_open(message)
-    try:
-        expected = PROTOCOL._converter.structure(
-            without_lone_surrogates(message), lsp.DidOpenTextDocumentNotification
-        )
-    except Exception:
-        assert fast is None  # cattrs says what is wrong
+    if not _read_as_cattrs_reads(fast, message, lsp.DidOpenTextDocumentNotification):
         return
     if fast is not None:
-        assert fast == expected
         assert type(fast.params.text_document.language_id) is str
     ordinary = extra is None and (where != "item" or drop is None)
     if ordinary and type(item["version"]) is int and abs(item["version"]) < 2**31:
@@ -367,15 +374,9 @@ def test_a_did_change_is_read_as_cattrs_reads_it(
     if where == "message":
         message = _changed(message, None, extra)
     fast = _did_change(message)
-    try:
-        expected = PROTOCOL._converter.structure(
-            without_lone_surrogates(message), lsp.DidChangeTextDocumentNotification
-        )
-    except Exception:
-        assert fast is None  # cattrs says what is wrong
+    if not _read_as_cattrs_reads(fast, message, lsp.DidChangeTextDocumentNotification):
         return
     if fast is not None:
-        assert fast == expected
         assert type(fast.params.content_changes) is tuple
     ordinary = (drop is None and extra is None) or where in ("params", "message")
     ordinary = ordinary and extra is None
