@@ -9,7 +9,6 @@ so read-only CLI verbs that never ask for hints do not pay for it.
 from __future__ import annotations
 
 import bisect
-import functools
 import re
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -38,6 +37,9 @@ YIELD_EVERY = 8
 MATRIX_FROM = 64
 """From this many distinct keys on, the matrix pass is the default (below it one call per key
 costs as little, and the row pass offers the GIL between keys)."""
+
+_NOT_BLANK = re.compile(b"[^\\x00]")
+"""A cell of a uint8 matrix that holds a pair (:func:`_hit_rows` makes every blank 0)."""
 
 
 def similar_pairs(
@@ -139,6 +141,15 @@ def _cdist() -> tuple[Callable[..., Any], int] | None:
     return cdist, UINT8
 
 
+def load_scorer() -> None:
+    """Import what the passes score with (rapidfuzz), ahead of the first pass: ``check``'s
+    worker does it while ``check`` reads the stores."""
+    from rapidfuzz import fuzz  # noqa: F401
+    from rapidfuzz.distance import Indel  # noqa: F401
+
+    _cdist()
+
+
 def similar_matrix_available() -> bool:
     """True when the matrix pass can run (rapidfuzz's compiled ``cdist`` is installed)."""
     return _cdist() is not None
@@ -197,7 +208,7 @@ def _hit_rows(
 
     ratio = fuzz.ratio
     blank = bytes((empty,))
-    other_than = _other_than(empty)
+    swap = bytes.maketrans(bytes((0, empty)), bytes((empty, 0))) if empty else None
     for r in range(end - start):
         # Only the cells right of the diagonal: the lower triangle repeats them.
         lo, hi = r * width + r + 1, (r + 1) * width
@@ -207,8 +218,11 @@ def _hit_rows(
             continue
         key = ranked[start + r]
         row: list[tuple[int, int, float]] = []
-        for hit in other_than.finditer(matrix, lo, hi):
-            c = start + hit.start() - r * width
+        # A blank cell made 0 (a C pass over the row), so that one pattern finds the hits
+        # whatever the blank (a pattern per bound was ~40 compiles a pass: ~7 ms).
+        cells = matrix[lo:hi] if swap is None else matrix[lo:hi].translate(swap)
+        for hit in _NOT_BLANK.finditer(cells):
+            c = start + r + 1 + hit.start()
             other = ranked[c]
             if other == key:
                 continue
@@ -262,13 +276,13 @@ def similar_to(key: str, keys: Sequence[str], threshold: float) -> list[tuple[in
 
 
 class SimilarPass:
-    """``check``'s ``similar`` pass over one store, cut into blocks of work.
+    """``check``'s ``similar`` pass over one store's keys, cut into blocks of work.
 
     Each block (:func:`score_block`) is scored on its own, in any order and on any
-    thread (``cdist`` releases the GIL while it scores), and :func:`pass_findings`
-    puts the blocks' pairs back together: the same findings as
-    :func:`similar_findings`, which runs the blocks one after the other. Plain data:
-    whoever runs the blocks (the shell: ``memory_ls.store.lint``) owns the threads.
+    thread (``cdist`` releases the GIL while it scores), and :func:`pass_pairs` puts the
+    blocks' pairs back together: the same pairs as :func:`key_pairs`, which runs the
+    blocks one after the other. Plain data: whoever runs the blocks (the shell:
+    ``memory_ls.store.similar_pass``) owns the threads or the process they run in.
     """
 
     __slots__ = (
@@ -276,27 +290,19 @@ class SimilarPass:
         "cutoff",
         "lengths",
         "matrix",
-        "notes",
         "order",
         "ranked",
         "short",
         "threshold",
     )
 
-    def __init__(self, bullets: Sequence[Bullet], threshold: float) -> None:
-        seen: set[str] = set()
-        notes = []
-        for b in bullets:  # a later note with a seen key is a `duplicate`, not a paraphrase
-            if not b.blank and b.key not in seen:
-                seen.add(b.key)
-                notes.append(b)
-        self.notes: list[Bullet] = notes
-        """The notes compared: the first of each key, in file order."""
-        n = len(notes)
+    def __init__(self, keys: Sequence[str], threshold: float) -> None:
+        """``keys``: the keys compared, each once (:func:`compared_keys`)."""
+        n = len(keys)
         self.threshold = threshold
         self.cutoff = max(0, min(100, int(threshold)))
-        self.order = sorted(range(n), key=lambda i: len(notes[i].key))
-        self.ranked = [notes[i].key for i in self.order]
+        self.order = sorted(range(n), key=lambda i: len(keys[i]))
+        self.ranked = [keys[i] for i in self.order]
         """The keys, shortest first: a row is scored only against the keys after it."""
         self.lengths = [len(k) for k in self.ranked]
         self.matrix = n >= MATRIX_FROM and self.cutoff > 0 and similar_matrix_available()
@@ -311,6 +317,34 @@ class SimilarPass:
         """``(start, end, stop)``: rows ``start`` to ``end`` against keys up to ``stop``."""
         self.short = _without_dropped(self.ranked) if self.matrix else []
         """The keys without :data:`DROPPED`'s characters, which the filter scores."""
+
+
+def compared_notes(bullets: Sequence[Bullet]) -> list[Bullet]:
+    """The notes the ``similar`` pass compares: the first of each key, in file order (a
+    later note with a seen key is a ``duplicate``, not a paraphrase)."""
+    seen: set[str] = set()
+    notes = []
+    for b in bullets:
+        if not b.blank and b.key not in seen:
+            seen.add(b.key)
+            notes.append(b)
+    return notes
+
+
+def compared_keys(notes: Sequence[Bullet]) -> list[str]:
+    """The keys of :func:`compared_notes`, which :class:`SimilarPass` scores."""
+    return [b.key for b in notes]
+
+
+def pass_cells(keys: Sequence[str], threshold: float) -> int:
+    """The cells the :class:`SimilarPass` over ``keys`` scores in its matrix pass (its
+    blocks' rows times their windows): a measure of its cost, known without the scorer."""
+    cutoff = max(0, min(100, int(threshold)))
+    lengths = sorted(len(k) for k in keys)
+    return sum(
+        (end - start) * (stop - start)
+        for start, end, stop in _blocks(lengths, cutoff, SERVER_BLOCK)
+    )
 
 
 def score_block(p: SimilarPass, index: int) -> list[tuple[int, int, float]]:
@@ -397,23 +431,20 @@ def _distance_block(queries: list[str], choices: list[str], bound: int) -> bytes
     return memoryview(scores).tobytes()
 
 
-@functools.lru_cache(maxsize=256)
-def _other_than(empty: int) -> re.Pattern[bytes]:
-    """A cell of a uint8 matrix that does not hold ``empty`` (``re`` caches the pattern)."""
-    return re.compile(b"[^" + re.escape(bytes((empty,))) + b"]")
-
-
 def pass_findings(
-    p: SimilarPass, scored: Sequence[Sequence[tuple[int, int, float]] | None]
+    notes: list[Bullet],
+    p: SimilarPass,
+    scored: Sequence[Sequence[tuple[int, int, float]] | None],
 ) -> list[Finding]:
-    """The ``similar`` hints from every block's pairs (``scored[k]``: block ``k``'s)."""
-    return _findings(p.notes, pass_pairs(p, scored))
+    """The ``similar`` hints from every block's pairs (``scored[k]``: block ``k``'s) of the
+    pass over ``notes`` (:func:`compared_notes`)."""
+    return pair_findings(notes, pass_pairs(p, scored))
 
 
 def pass_pairs(
     p: SimilarPass, scored: Sequence[Sequence[tuple[int, int, float]] | None]
 ) -> list[tuple[int, int, float]]:
-    """Every close pair ``(i, j, score)``, ``i < j`` indices in ``p.notes``, as
+    """Every close pair ``(i, j, score)``, ``i < j`` indices in the keys of ``p``, as
     :func:`similar_pairs` gives them, from every block's pairs."""
     if len(scored) != len(p.blocks) or any(pairs is None for pairs in scored):
         raise ValueError("every block of the similar pass must be scored")
@@ -429,11 +460,19 @@ def pass_pairs(
 def similar_findings(bullets: Sequence[Bullet], threshold: float) -> list[Finding]:
     """A ``similar`` hint on the later note of each close pair (every block of
     :class:`SimilarPass` in turn, on this thread)."""
-    p = SimilarPass(bullets, threshold)
-    return pass_findings(p, [score_block(p, k) for k in range(len(p.blocks))])
+    notes = compared_notes(bullets)
+    return pair_findings(notes, key_pairs(compared_keys(notes), threshold))
 
 
-def _findings(notes: list[Bullet], pairs: list[tuple[int, int, float]]) -> list[Finding]:
+def key_pairs(keys: Sequence[str], threshold: float) -> list[tuple[int, int, float]]:
+    """The close pairs ``(i, j, score)``, ``i < j`` indices in ``keys`` (each key once),
+    sorted: :func:`pass_pairs` of every block of the :class:`SimilarPass` over ``keys``,
+    scored in turn on this thread."""
+    p = SimilarPass(keys, threshold)
+    return pass_pairs(p, [score_block(p, k) for k in range(len(p.blocks))])
+
+
+def pair_findings(notes: list[Bullet], pairs: list[tuple[int, int, float]]) -> list[Finding]:
     """One hint per note, pointing at its closest earlier note: a cluster of
     paraphrases must not flood the Problems panel."""
     best: dict[int, tuple[int, float]] = {}

@@ -8,8 +8,6 @@ any other file with the file-only checks.
 from __future__ import annotations
 
 import os
-import sys
-import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -29,7 +27,10 @@ from memory_ls.store.paths import (
 from memory_ls.store.runtime import MemoryRuntime
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from memory_ls.core.scopes import Scope
+    from memory_ls.store.similar_pass import SimilarWorker
 
 LINT_READ_LIMIT = 16 * 1024 * 1024
 """Files are read up to this size for checking (the store cap itself is far lower)."""
@@ -60,15 +61,23 @@ def _report(
     facts: FileFacts, runtime: MemoryRuntime | None, scope: Scope | None, real_store: str | None
 ) -> FileReport:
     """The findings for a file the store layer has looked at."""
-    return _start_report(facts, runtime, scope, real_store, _Run()).finish()
+    run = _Run()
+    try:
+        return _start_report(facts, runtime, scope, real_store, run).finish()
+    finally:
+        run.close()
 
 
 class _Run:
     """One ``check`` of one or more files: whether the ``similar`` passes get a thread, and
     what one file's checks worked out that the next may take instead of doing again."""
 
-    def __init__(self, thread: bool = True) -> None:
+    def __init__(self, thread: bool = True, fork: bool = True) -> None:
         self.thread = thread
+        self.worker = _start_worker() if thread and fork else None
+        """The child that scores the ``similar`` passes, forked now (where it may be) so
+        that it loads its scorer while this process reads the stores; else the passes
+        are scored on a thread (or, without ``thread``, on this one)."""
         self.bullets: dict[str, list[Bullet]] = {}
         """The bullets of each text checked so far (the project store's, for the global
         store's cross-scope check)."""
@@ -86,112 +95,69 @@ class _Run:
         self._plan = (project, global_, max_bytes, inject, plan)
         return plan
 
-
-SWITCH_INTERVAL = 0.0002
-"""The interpreter's switch interval (seconds) while a ``similar`` thread runs beside the
-checks. On one worker, ``cdist`` takes the GIL back between its steps of 4-32 rows (to
-look for Ctrl-C); at the default 5 ms each step waits that long for the Python checks
-to let go, so the pass would crawl beside them (4500 notes: ~110 ms of Python beside it
-took it from ~130 to ~280 ms, docs/performance.md)."""
-
-_switches_lock = threading.Lock()
-_switches_held = 0
-_switches_saved = 0.0
+    def close(self) -> None:
+        """End the worker, if any (after the reports, or when they will not be asked for)."""
+        if self.worker is not None:
+            self.worker.close()
 
 
-def _short_switches(hold: bool) -> None:
-    """Shorten the switch interval while any ``similar`` thread runs (``hold``), and put
-    the one found back when the last ends."""
-    global _switches_held, _switches_saved
-    with _switches_lock:
-        if hold:
-            if _switches_held == 0:
-                _switches_saved = sys.getswitchinterval()
-                sys.setswitchinterval(min(_switches_saved, SWITCH_INTERVAL))
-            _switches_held += 1
-        else:
-            _switches_held -= 1
-            if _switches_held == 0:
-                sys.setswitchinterval(_switches_saved)
+def _start_worker() -> SimilarWorker | None:
+    """A forked worker for the ``similar`` passes, if this process may fork and can."""
+    from memory_ls.core.similar import DEFAULT_THRESHOLD
+    from memory_ls.store.similar_pass import SimilarWorker, may_fork
+
+    if not may_fork():
+        return None
+    try:
+        return SimilarWorker(DEFAULT_THRESHOLD)
+    except OSError:  # no process to be had (a limit): a thread does the same
+        return None
 
 
-class _SimilarBeside:
-    """One store's ``similar`` pass (:class:`~memory_ls.core.similar.SimilarPass`), scored on
-    a second thread while this one runs the other checks; this thread joins in when it is
-    done with them, so both cores score what is left (``cdist`` releases the GIL while it
-    scores).
+class _Hints:
+    """One store's ``similar`` hints, being scored beside its other checks: in the run's
+    worker or on a thread (:mod:`~memory_ls.store.similar_pass`). If the worker failed,
+    the pass is scored here: the findings never depend on how it ran."""
 
-    The blocks are taken one at a time from a shared count, so neither thread waits for
-    the other's share, and they are put back together in their order: the findings are
-    those of :func:`~memory_ls.core.similar.similar_findings`, whichever thread scored
-    which block. An error in the thread is raised again by :meth:`findings`; :meth:`stop`
-    (after an error or Ctrl-C on this thread) lets the thread end after its block. It is
-    a daemon: an interrupted ``check`` never waits for it.
-    """
-
-    def __init__(self, bullets: list[Bullet], thread: bool = True) -> None:
-        from memory_ls.core.similar import DEFAULT_THRESHOLD, SimilarPass
-
-        self._pass = SimilarPass(bullets, DEFAULT_THRESHOLD)
-        self._scored: list[list[tuple[int, int, float]] | None] = [None] * len(self._pass.blocks)
-        self._next = 0
-        self._lock = threading.Lock()
-        self._stopped = False
-        self._error: BaseException | None = None
-        self._thread: threading.Thread | None = None
-        self._holds_switches = False
-        if thread and len(self._scored) > 1:  # one block (a small store): scored when asked
-            self._thread = threading.Thread(
-                target=self._run, name="memory-ls check: similar", daemon=True
-            )
-            _short_switches(True)
-            self._holds_switches = True
-            self._thread.start()
-
-    def _take(self) -> int | None:
-        """The next block to score: the last first. Its keys are the longest, the dearest
-        cells (~200 ns against ~10-35 ns for keys of 64 characters or less), so the blocks
-        left for the end, when one thread may wait for the other, are the cheap ones."""
-        with self._lock:
-            if self._stopped or self._next >= len(self._scored):
-                return None
-            self._next += 1
-            return len(self._scored) - self._next
-
-    def _score(self) -> None:
-        from memory_ls.core.similar import score_block
-
-        while (index := self._take()) is not None:
-            self._scored[index] = score_block(self._pass, index)
-
-    def _run(self) -> None:
-        try:
-            self._score()
-        except BaseException as exc:  # raised again on the main thread, by findings()
-            self._error = exc
-            self.stop()
-
-    def stop(self) -> None:
-        """Take no more blocks (the one being scored finishes)."""
-        with self._lock:
-            self._stopped = True
-            release, self._holds_switches = self._holds_switches, False
-        if release:
-            _short_switches(False)
+    def __init__(
+        self,
+        notes: list[Bullet],
+        pairs: Callable[[], list[tuple[int, int, float]] | None],
+        stop: Callable[[], None],
+    ) -> None:
+        self._notes, self._pairs, self.stop = notes, pairs, stop
 
     def findings(self) -> list[Finding]:
-        """The ``similar`` hints, once every block is scored (this thread scores the rest)."""
-        from memory_ls.core.similar import pass_findings
+        """The hints, once the pass is scored (this waits for it)."""
+        from memory_ls.core.similar import (
+            DEFAULT_THRESHOLD,
+            compared_keys,
+            key_pairs,
+            pair_findings,
+        )
 
-        try:
-            self._score()
-        finally:
-            self.stop()
-            if self._thread is not None:
-                self._thread.join()
-        if self._error is not None:
-            raise self._error
-        return pass_findings(self._pass, self._scored)
+        pairs = self._pairs()
+        if pairs is None:
+            pairs = key_pairs(compared_keys(self._notes), DEFAULT_THRESHOLD)
+        return pair_findings(self._notes, pairs)
+
+
+def _similar_beside(bullets: list[Bullet], run: _Run) -> _Hints:
+    """A store's ``similar`` pass, started beside the rest of its checks: sent to the run's
+    worker if it has one, else on a thread (or, without ``run.thread``, when asked)."""
+    from memory_ls.core.similar import compared_keys, compared_notes
+
+    notes = compared_notes(bullets)
+    keys = compared_keys(notes)
+    worker = run.worker
+    if worker is not None and len(keys) >= 2:  # (one key: no pair, nothing to send)
+        ticket = worker.submit(keys)
+        if ticket is not None:
+            return _Hints(notes, lambda: worker.pairs(ticket), lambda: None)
+    from memory_ls.store.similar_pass import ThreadedPass
+
+    threaded = ThreadedPass(keys, run.thread)
+    return _Hints(notes, threaded.pairs, threaded.stop)
 
 
 class _Started:
@@ -202,7 +168,7 @@ class _Started:
         path: str,
         lines: list[str],
         found: list[Finding] | None = None,
-        similar: _SimilarBeside | None = None,
+        similar: _Hints | None = None,
         after: list[Finding] | None = None,
         error: str | None = None,
     ) -> None:
@@ -247,7 +213,7 @@ def _start_report(
     parsed = ParsedFile(lines, [b for b in parse_bullets(lines) if b is not None], None, None)
     run.bullets[text] = parsed.bullets
     # First, so that it runs beside everything else.
-    similar = _SimilarBeside(parsed.bullets, run.thread)
+    similar = _similar_beside(parsed.bullets, run)
     try:
         found, after = _other_findings(runtime, scope, real_store, parsed, run, facts)
     except BaseException:
@@ -333,14 +299,17 @@ def lint_path(
     return lint_file(path, runtime, "project", found.real_store)
 
 
-def lint_stores(runtime: MemoryRuntime, *, thread: bool = True) -> list[FileReport]:
+def lint_stores(
+    runtime: MemoryRuntime, *, thread: bool = True, fork: bool = True
+) -> list[FileReport]:
     """Check both stores of a project (a missing store has nothing to find).
 
-    Each store's ``similar`` pass is scored on a second thread beside the rest of both
-    stores' checks; ``thread=False`` scores it on this one (the same reports).
+    Each store's ``similar`` pass is scored beside the rest of both stores' checks: in a
+    forked child (``fork``, where one may be forked: :mod:`~memory_ls.store.similar_worker`),
+    else on a second thread; ``thread=False`` scores it on this one (the same reports).
     """
     started: list[_Started] = []
-    run = _Run(thread)
+    run = _Run(thread, fork)
     try:
         for scope in ("project", "global"):
             root = runtime.project_root if scope == "project" else None
@@ -353,6 +322,7 @@ def lint_stores(runtime: MemoryRuntime, *, thread: bool = True) -> list[FileRepo
     finally:
         for s in started:
             s.stop()
+        run.close()
 
 
 def _severity_level(severity: str) -> str:

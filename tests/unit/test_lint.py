@@ -43,7 +43,7 @@ def big_workspace(workspace: Workspace) -> Workspace:
 def test_check_with_its_similar_thread_is_check_without(workspace: Workspace) -> None:
     runtime = big_workspace(workspace).runtime()
     interval = sys.getswitchinterval()
-    threaded = lint_stores(runtime)
+    threaded = lint_stores(runtime, fork=False)
     assert sys.getswitchinterval() == interval  # put back
     assert threading.active_count() == 1  # the thread has ended
     assert threaded == lint_stores(runtime, thread=False)
@@ -72,7 +72,7 @@ def test_an_error_in_the_similar_thread_is_raised_by_check(
 
     monkeypatch.setattr(similar, "score_block", fails_on_its_thread)
     with pytest.raises(MemoryError, match="the thread's own failure"):
-        lint_stores(runtime)
+        lint_stores(runtime, fork=False)
     assert failed.is_set()
     assert threading.active_count() == 1
 
@@ -99,7 +99,7 @@ def test_ctrl_c_beside_the_similar_thread_stops_it(
     monkeypatch.setattr(similar, "score_block", held)
     monkeypatch.setattr(lint, "_other_findings", interrupted)
     with pytest.raises(KeyboardInterrupt):
-        lint_stores(runtime)
+        lint_stores(runtime, fork=False)
     assert sys.getswitchinterval() == interval
     go_on.set()
     for thread in threading.enumerate():

@@ -23,6 +23,8 @@ from memory_ls.core.similar import (
     MATRIX_FROM,
     SERVER_BLOCK,
     SimilarPass,
+    compared_keys,
+    compared_notes,
     pass_findings,
     pass_pairs,
     score_block,
@@ -210,27 +212,27 @@ def test_check_s_blocks_scored_in_any_order_give_the_naive_findings(seed: int) -
     templates = [" ".join(rng.choices(WORDS, k=rng.randint(3, 12))) for _ in range(8)]
     notes = random_store_from(rng, templates, 12 * SERVER_BLOCK)
     bullets = [b for b in parse_lines([f"- {n}" for n in notes]).bullets if b.note]
-    p = SimilarPass(bullets, DEFAULT_THRESHOLD)
+    firsts = compared_notes(bullets)  # the first note of each key, in file order
+    p = SimilarPass(compared_keys(firsts), DEFAULT_THRESHOLD)
     assert p.matrix and len(p.blocks) > 4
     order = list(range(len(p.blocks)))
     rng.shuffle(order)
     scored: list[list[tuple[int, int, float]] | None] = [None] * len(order)
     for k in order:
         scored[k] = score_block(p, k)
-    found = pass_findings(p, scored)
+    found = pass_findings(firsts, p, scored)
     assert found == similar_findings(bullets, DEFAULT_THRESHOLD)
-    firsts = p.notes  # the first note of each key, in file order
     expected = findings_of_pairs(firsts, naive([b.key for b in firsts], DEFAULT_THRESHOLD))
     assert [(f.line, f.related[0].line, f.data["score"]) for f in found] == expected
     assert len(expected) > len(p.blocks)  # hints in many blocks
     with pytest.raises(ValueError, match="every block"):
-        pass_findings(p, scored[:-1])
+        pass_findings(firsts, p, scored[:-1])
 
 
 def pass_pairs_of(keys: list[str], threshold: float) -> list[tuple[int, int, float]]:
     """``check``'s pass (the filter of short keys, then ``ratio``) over ``keys``."""
     bullets = [b for b in parse_lines([f"- {k}" for k in keys]).bullets if b.note]
-    p = SimilarPass(bullets, threshold)
+    p = SimilarPass(compared_keys(compared_notes(bullets)), threshold)
     return pass_pairs(p, [score_block(p, k) for k in range(len(p.blocks))])
 
 
@@ -243,9 +245,9 @@ def test_check_s_filter_loses_no_pair_at_any_threshold(keys: list[str], threshol
     # Keys mostly of DROPPED's characters (some left empty by it), near one another, at
     # every threshold: the filter must keep every pair the naive loop finds.
     bullets = [b for b in parse_lines([f"- {k}" for k in keys]).bullets if b.note]
-    p = SimilarPass(bullets, threshold)
+    firsts = compared_keys(compared_notes(bullets))
+    p = SimilarPass(firsts, threshold)
     assume(p.matrix)  # (enough distinct keys once lowercased)
-    firsts = [b.key for b in p.notes]
     assert pass_pairs_of(keys, threshold) == naive(firsts, threshold)
 
 
@@ -254,9 +256,9 @@ def test_check_s_filter_loses_no_pair_at_any_threshold(keys: list[str], threshol
 def test_check_s_filter_on_paraphrase_heavy_stores(keys: list[str], threshold: float) -> None:
     keys = [*keys, *(f"{k} {k}" for k in keys), *(f"filler note {i}" for i in range(70))]
     bullets = [b for b in parse_lines([f"- {k}" for k in keys]).bullets if b.note]
-    p = SimilarPass(bullets, threshold)
+    firsts = compared_keys(compared_notes(bullets))
+    p = SimilarPass(firsts, threshold)
     assert p.matrix
-    firsts = [b.key for b in p.notes]
     assert pass_pairs_of(keys, threshold) == naive(firsts, threshold)
 
 

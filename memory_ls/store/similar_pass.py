@@ -1,0 +1,380 @@
+"""Where ``check``'s ``similar`` passes run: beside its other checks, so that the pass
+and the checks share the two cores.
+
+- :class:`SimilarWorker`, on Linux: a child forked when ``check`` starts, before any
+  store is read, so that it imports the scorer (rapidfuzz, ~15 ms) while this process
+  reads and parses the stores (this process then never imports it). Each request is one
+  store's keys, each answer that store's pairs, both ``marshal``-ed and framed by their
+  length. In the child the pass runs as a :class:`ThreadedPass`.
+- :class:`ThreadedPass`: the pass's blocks scored on a second thread and, once asked
+  for the pairs, on the calling one too (elsewhere, or where there may be no fork).
+
+Why a child and not only a thread: beside ``check``'s other checks (Python, holding the
+GIL) a thread's ``cdist`` takes the GIL back at each of its steps of 4-32 rows (to look
+for Ctrl-C), about a thousand hand-overs on 4,500 notes, which cost both threads CPU and
+left the pass waiting (docs/performance.md). The child shares nothing with the checks
+but the keys it is sent and the pairs it sends back; its two threads are both in
+``cdist`` most of the time. Nothing depends on the child: if it cannot be forked, dies,
+or answers nonsense, :meth:`SimilarWorker.pairs` returns ``None`` and the caller scores
+the pass itself.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import select
+import sys
+import threading
+from typing import NoReturn
+
+PIPE_SIZE = 1 << 20
+"""The request pipe's buffer: one store's keys (the store cap is 256 KiB) fit in it, so
+sending them does not wait for the child to read (it may still be importing)."""
+
+TWO_THREADS_FROM = 1500
+"""The child scores a pass on two threads when it scores more than this many cells a key
+(:func:`~memory_ls.core.similar.pass_cells`): then the pass costs more than the rest of
+the checks, and the second core is free before the pass ends. Measured (CPU): a cell costs
+~15-25 ns, the checks ~15-25 us a note. 10,000 short notes: 32 million cells, ~540 ms in
+the pass against ~150 ms in the checks; 4,500 notes: 3.9 million cells, ~120 against
+~150 ms, where a second thread only takes CPU from the checks (and the GIL from the first
+thread)."""
+
+_LENGTH = 4
+"""Bytes of a message's length, little-endian, before the message."""
+
+Pairs = list[tuple[int, int, float]]
+
+
+def may_fork() -> bool:
+    """Linux, no other thread, and children not reaped behind this process's back.
+
+    A fork copies only the thread that calls it, so a lock another thread held would stay
+    held in the child. With ``SIGCHLD`` ignored (inherited from whoever started us) the
+    child would be reaped on its own, and its pid could be another process's by the time
+    it is ended. On macOS the system's libraries are not safe in a child that was forked
+    and did not exec; elsewhere there is no fork.
+    """
+    import signal
+
+    return (
+        sys.platform.startswith("linux")
+        and threading.active_count() == 1
+        and signal.getsignal(signal.SIGCHLD) != signal.SIG_IGN
+    )
+
+
+SWITCH_INTERVAL = 0.0002
+"""The interpreter's switch interval (seconds) while a ``similar`` thread runs beside other
+work (``check``'s checks, or the other thread in the worker). On one worker, ``cdist`` takes the GIL back between its steps of 4-32 rows (to
+look for Ctrl-C); at the default 5 ms each step waits that long for the Python checks
+to let go, so the pass would crawl beside them (4500 notes: ~110 ms of Python beside it
+took it from ~130 to ~280 ms, docs/performance.md)."""
+
+_switches_lock = threading.Lock()
+_switches_held = 0
+_switches_saved = 0.0
+
+
+def _short_switches(hold: bool) -> None:
+    """Shorten the switch interval while any ``similar`` thread runs (``hold``), and put
+    the one found back when the last ends."""
+    global _switches_held, _switches_saved
+    with _switches_lock:
+        if hold:
+            if _switches_held == 0:
+                _switches_saved = sys.getswitchinterval()
+                sys.setswitchinterval(min(_switches_saved, SWITCH_INTERVAL))
+            _switches_held += 1
+        else:
+            _switches_held -= 1
+            if _switches_held == 0:
+                sys.setswitchinterval(_switches_saved)
+
+
+class ThreadedPass:
+    """One ``similar`` pass (:class:`~memory_ls.core.similar.SimilarPass`) scored on a second
+    thread while this one does other work; this thread joins in when it asks for the
+    pairs, so both cores score what is left (``cdist`` releases the GIL while it scores).
+
+    The blocks are taken one at a time from a shared count, so neither thread waits for
+    the other's share, and they are put back together in their order: the pairs are
+    those of :func:`~memory_ls.core.similar.key_pairs`, whichever thread scored which
+    block. An error in the thread is raised again by :meth:`pairs`; :meth:`stop` (after
+    an error or Ctrl-C on this thread) lets the thread end after its block. It is a
+    daemon: an interrupted ``check`` never waits for it.
+    """
+
+    def __init__(
+        self, keys: list[str], thread: bool = True, threshold: float | None = None
+    ) -> None:
+        """``keys``: the keys compared, each once; ``thread``: whether to start the second
+        thread (else every block is scored on this one, when asked)."""
+        from memory_ls.core.similar import DEFAULT_THRESHOLD, SimilarPass
+
+        self._pass = SimilarPass(keys, DEFAULT_THRESHOLD if threshold is None else threshold)
+        self._scored: list[list[tuple[int, int, float]] | None] = [None] * len(self._pass.blocks)
+        self._next = 0
+        self._lock = threading.Lock()
+        self._stopped = False
+        self._error: BaseException | None = None
+        self._thread: threading.Thread | None = None
+        self._holds_switches = False
+        if thread and len(self._scored) > 1:  # one block (a small store): scored when asked
+            self._thread = threading.Thread(
+                target=self._run, name="memory-ls check: similar", daemon=True
+            )
+            _short_switches(True)
+            self._holds_switches = True
+            self._thread.start()
+
+    def _take(self) -> int | None:
+        """The next block to score: the last first. Its keys are the longest, the dearest
+        cells (~200 ns against ~10-35 ns for keys of 64 characters or less), so the blocks
+        left for the end, when one thread may wait for the other, are the cheap ones."""
+        with self._lock:
+            if self._stopped or self._next >= len(self._scored):
+                return None
+            self._next += 1
+            return len(self._scored) - self._next
+
+    def _score(self) -> None:
+        from memory_ls.core.similar import score_block
+
+        while (index := self._take()) is not None:
+            self._scored[index] = score_block(self._pass, index)
+
+    def _run(self) -> None:
+        try:
+            self._score()
+        except BaseException as exc:  # raised again on the asking thread, by pairs()
+            self._error = exc
+            self.stop()
+
+    def stop(self) -> None:
+        """Take no more blocks (the one being scored finishes)."""
+        with self._lock:
+            self._stopped = True
+            release, self._holds_switches = self._holds_switches, False
+        if release:
+            _short_switches(False)
+
+    def pairs(self) -> list[tuple[int, int, float]]:
+        """The close pairs (:func:`~memory_ls.core.similar.key_pairs`'s), once every block is
+        scored (this thread scores the rest)."""
+        from memory_ls.core.similar import pass_pairs
+
+        try:
+            self._score()
+        finally:
+            self.stop()
+            if self._thread is not None:
+                self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return pass_pairs(self._pass, self._scored)
+
+
+class SimilarWorker:
+    """A forked child that scores ``similar`` passes (:func:`~memory_ls.core.similar.key_pairs`)
+    for this process, one request at a time, in the order sent."""
+
+    def __init__(self, threshold: float) -> None:
+        """Fork the child; ``OSError`` if there is no process to be had."""
+        fds: list[int] = []
+        try:
+            fds += os.pipe()
+            fds += os.pipe()
+            pid = os.fork()
+        except OSError:
+            for fd in fds:
+                os.close(fd)
+            raise
+        requests_in, requests_out, replies_in, replies_out = fds
+        if pid == 0:
+            os.close(requests_out)
+            os.close(replies_in)
+            _serve(requests_in, replies_out, threshold)
+        os.close(requests_in)
+        os.close(replies_out)
+        self._threshold = threshold
+        self._pid: int | None = pid
+        self._requests: int | None = requests_out
+        self._replies: int | None = replies_in
+        self._inbox = bytearray()
+        self._answers: dict[int, Pairs | None] = {}
+        self._sent = 0
+        self._received = 0
+        self._sizes: list[int] = []
+        """The number of keys of each request, to check the answer's indices against."""
+        _widen(requests_out)
+        os.set_blocking(requests_out, False)
+
+    def submit(self, keys: list[str]) -> int | None:
+        """Send one store's keys (each once); the ticket of their pairs, or ``None`` if the
+        child is gone. A pass that costs more than the rest of the checks (more than
+        :data:`TWO_THREADS_FROM` cells a key) is scored on two threads in the child."""
+        import marshal
+
+        from memory_ls.core.similar import pass_cells
+
+        if self._requests is None:
+            return None
+        two = pass_cells(keys, self._threshold) > TWO_THREADS_FROM * len(keys)
+        body = marshal.dumps((keys, two))
+        data = memoryview(len(body).to_bytes(_LENGTH, "little") + body)
+        try:
+            while data:
+                try:
+                    data = data[os.write(self._requests, data) :]
+                except BlockingIOError:
+                    # The pipe is full: take in what the child answered meanwhile, so that
+                    # it is never stuck writing an answer while this waits for it to read.
+                    assert self._replies is not None
+                    select.select([self._replies], [self._requests], [])
+                    self._take_in(wait=False)
+        except OSError:  # the child is gone (a broken pipe), with a request half sent
+            self._lose()
+            return None
+        self._sizes.append(len(keys))
+        self._sent += 1
+        return self._sent - 1
+
+    def pairs(self, ticket: int) -> Pairs | None:
+        """The pairs ``(i, j, score)`` of request ``ticket`` (indices in its keys), once the
+        child has scored them; ``None`` if it failed."""
+        while ticket not in self._answers and self._replies is not None:
+            self._take_in(wait=True)
+        return self._answers.pop(ticket, None)
+
+    def _take_in(self, wait: bool) -> None:
+        """Read what the child has written (``wait``: at least one read) and file its answers."""
+        import marshal
+
+        replies = self._replies
+        assert replies is not None
+        if not wait and not select.select([replies], [], [], 0)[0]:
+            return
+        chunk = os.read(replies, 1 << 16)
+        if not chunk:  # the child ended: every answer not in is lost
+            self._lose()
+            return
+        self._inbox += chunk
+        while len(self._inbox) >= _LENGTH:
+            size = int.from_bytes(self._inbox[:_LENGTH], "little")
+            if len(self._inbox) < _LENGTH + size:
+                break
+            body = bytes(self._inbox[_LENGTH : _LENGTH + size])
+            del self._inbox[: _LENGTH + size]
+            ticket = self._received
+            self._received += 1
+            try:
+                found = marshal.loads(body)
+            except (EOFError, ValueError, TypeError):
+                found = None
+            self._answers[ticket] = _checked(found, self._sizes[ticket])
+
+    def _lose(self) -> None:
+        """The child is gone: no more requests, and every answer not in is ``None``."""
+        for ticket in range(self._received, self._sent):
+            self._answers.setdefault(ticket, None)
+        self._received = self._sent
+        self.close()
+
+    def close(self) -> None:
+        """End the child (whatever it is doing: nothing more will be asked) and reap it."""
+        import signal
+
+        for fd in (self._requests, self._replies):
+            if fd is not None:
+                os.close(fd)
+        self._requests = self._replies = None
+        if self._pid is not None:
+            pid, self._pid = self._pid, None
+            os.kill(pid, signal.SIGKILL)  # not reaped yet (may_fork): the pid is the child's
+            os.waitpid(pid, 0)
+
+
+def _checked(found: object, size: int) -> Pairs | None:
+    """``found`` if it is a list of pairs of indices under ``size``, else ``None``."""
+    if not isinstance(found, list):
+        return None
+    for pair in found:
+        if not (
+            isinstance(pair, tuple)
+            and len(pair) == 3
+            and type(pair[0]) is int
+            and type(pair[1]) is int
+            and type(pair[2]) is float
+            and 0 <= pair[0] < pair[1] < size
+        ):
+            return None
+    return found
+
+
+def _widen(fd: int) -> None:
+    """Make the pipe ``fd`` :data:`PIPE_SIZE` bytes, where the system allows it."""
+    import fcntl
+
+    setsize = getattr(fcntl, "F_SETPIPE_SZ", None)
+    if setsize is not None:
+        # Over /proc/sys/fs/pipe-max-size it stays as it is: a request then waits its turn.
+        with contextlib.suppress(OSError):
+            fcntl.fcntl(fd, setsize, PIPE_SIZE)
+
+
+def _serve(requests: int, replies: int, threshold: float) -> NoReturn:
+    """The child: import the scorer, then answer each request until the pipe closes, and
+    leave at once (``os._exit``: nothing of the parent's, its buffered output or exit
+    handlers, runs here; an error ends the child, and the parent scores the pass)."""
+    code = 1
+    try:
+        import gc
+        import marshal
+        import signal
+
+        # Ctrl-C reaches the whole process group: the parent ends the child itself.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        # A collection would write to every object the child shares with its parent,
+        # copying their pages; the child lives for one `check`.
+        gc.disable()
+        from memory_ls.core.similar import key_pairs, load_scorer
+
+        load_scorer()
+        while (body := _read_message(requests)) is not None:
+            keys, two = marshal.loads(body)
+            if two:
+                pairs = ThreadedPass(keys, threshold=threshold).pairs()
+            else:
+                pairs = key_pairs(keys, threshold)
+            reply = marshal.dumps(pairs)
+            data = memoryview(len(reply).to_bytes(_LENGTH, "little") + reply)
+            while data:
+                data = data[os.write(replies, data) :]
+        code = 0
+    finally:
+        os._exit(code)
+
+
+def _read_message(fd: int) -> bytes | None:
+    """One framed message from ``fd``; ``None`` at the end of the pipe."""
+    head = _read_exactly(fd, _LENGTH)
+    if head is None:
+        return None
+    body = _read_exactly(fd, int.from_bytes(head, "little"))
+    if body is None:
+        raise EOFError("a request cut short")
+    return body
+
+
+def _read_exactly(fd: int, size: int) -> bytes | None:
+    """``size`` bytes from ``fd``; ``None`` if the pipe ends first."""
+    parts = []
+    while size:
+        chunk = os.read(fd, min(size, 1 << 20))
+        if not chunk:
+            return None
+        parts.append(chunk)
+        size -= len(chunk)
+    return b"".join(parts)

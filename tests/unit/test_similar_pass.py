@@ -1,0 +1,317 @@
+"""Where ``check``'s ``similar`` pass runs: its forked worker and its thread
+(``store/similar_pass.py``). Whatever runs it, and however that fails, the reports are
+those of the pass scored on the calling thread; no child is left behind."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from memory_ls.core import similar
+from memory_ls.core.checks import Finding
+from memory_ls.core.notes import parse_bullets
+from memory_ls.core.scopes import SCOPES
+from memory_ls.core.similar import DEFAULT_THRESHOLD, key_pairs, similar_findings
+from memory_ls.core.text import split_text
+from memory_ls.store import lint, similar_pass
+from memory_ls.store.lint import FileReport, lint_file, lint_stores
+from memory_ls.store.similar_pass import SimilarWorker, _checked
+from tests.conftest import Workspace
+from tests.unit.test_lint import big_workspace
+from tests.unit.test_similar_pairs import WORDS, random_store_from
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="fork: Linux only")
+
+
+def reaped(pid: int) -> bool:
+    """Whether ``pid`` is no child of this process any more (ended and reaped)."""
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        return True
+    return False
+
+
+@pytest.fixture
+def forks(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[SimilarWorker]]:
+    """Every worker ``check`` forks, as it is forked."""
+    made: list[SimilarWorker] = []
+    start = SimilarWorker.__init__
+
+    def recorded(self: SimilarWorker, threshold: float) -> None:
+        start(self, threshold)
+        made.append(self)
+
+    monkeypatch.setattr(SimilarWorker, "__init__", recorded)
+    yield made
+
+
+def hints_of(path: Path) -> list[Finding]:
+    """The ``similar`` hints of a store, from the core alone (no thread, no worker)."""
+    lines = split_text(path.read_text(encoding="utf-8")).lines
+    bullets = [b for b in parse_bullets(lines) if b is not None]
+    return similar_findings(bullets, DEFAULT_THRESHOLD)
+
+
+def same_as_on_one_thread(reports: list[FileReport], workspace: Workspace) -> bool:
+    """Whether ``reports`` are ``check``'s reports with every pass scored on this thread,
+    their hints those the core finds."""
+    runtime = workspace.runtime()
+    expected = lint_stores(runtime, thread=False)
+    for report, scope in zip(expected, SCOPES, strict=True):
+        hints = [f for f in report.findings if f.code == "similar"]
+        assert hints == hints_of(workspace.store(scope))
+    return reports == expected
+
+
+def keys_of(rng: random.Random, count: int) -> list[str]:
+    """``count`` distinct keys, many of them paraphrases of each other."""
+    templates = [" ".join(rng.choices(WORDS, k=rng.randint(3, 12))) for _ in range(8)]
+    return list(dict.fromkeys(n.lower() for n in random_store_from(rng, templates, count)))
+
+
+def test_check_with_its_worker_is_check_on_one_thread(
+    workspace: Workspace, forks: list[SimilarWorker], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runtime = big_workspace(workspace).runtime()
+    answered: list[bool] = []
+    pairs = SimilarWorker.pairs
+
+    def recorded(self: SimilarWorker, ticket: int) -> list[tuple[int, int, float]] | None:
+        found = pairs(self, ticket)
+        answered.append(found is not None)
+        return found
+
+    monkeypatch.setattr(SimilarWorker, "pairs", recorded)
+    forked = lint_stores(runtime)
+    assert len(forks) == 1  # one worker for both stores
+    assert answered == [True, True]  # each store's pass came from the child
+    assert reaped(forks[0]._pid or 0) and forks[0]._pid is None
+    assert threading.active_count() == 1
+    assert same_as_on_one_thread(forked, workspace)
+    hints = [f for f in forked[0].findings if f.code == "similar"]
+    assert len(hints) > 60
+    # `check FILE` forks its own worker, with the same findings.
+    assert lint_file(workspace.store("project"), runtime, "project") == forked[0]
+    assert len(forks) == 2 and forks[1]._pid is None
+
+
+@pytest.mark.parametrize("two_threads", [False, True])
+def test_the_worker_answers_what_the_pass_finds(
+    two_threads: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Both ways the child scores a pass (one thread, or two for a pass dearer than the
+    # checks), several requests in a row, answered in order.
+    monkeypatch.setattr(similar_pass, "TWO_THREADS_FROM", -1 if two_threads else 10**9)
+    rng = random.Random(3)
+    requests = [keys_of(rng, n) for n in (400, 5, 900)]
+    worker = SimilarWorker(DEFAULT_THRESHOLD)
+    try:
+        tickets = [worker.submit(keys) for keys in requests]
+        assert tickets == [0, 1, 2]
+        for ticket, keys in zip(tickets, requests, strict=True):
+            assert ticket is not None
+            assert worker.pairs(ticket) == key_pairs(keys, DEFAULT_THRESHOLD)
+    finally:
+        pid = worker._pid
+        worker.close()
+    assert pid is not None and reaped(pid)
+
+
+def test_a_full_pipe_both_ways_does_not_deadlock(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The child stuck writing a big answer (~3 MB: 600 near-identical keys make ~180,000
+    # pairs) while this process sends a request bigger than the request pipe: the sender
+    # must take the answer in as it writes, whenever the child gets to it.
+    monkeypatch.setattr(similar_pass, "PIPE_SIZE", 4096)
+    rng = random.Random(5)
+    alike = [f"the same note, number {i}" for i in range(600)]
+    other = [" ".join(rng.choices(WORDS, k=9)) + f" {i}" for i in range(1000)]
+    assert len("".join(other)) > 4 * 4096
+    worker = SimilarWorker(DEFAULT_THRESHOLD)
+    try:
+        first = worker.submit(alike)
+        second = worker.submit(other)
+        assert first == 0 and second == 1
+        big = worker.pairs(first)
+        assert big == key_pairs(alike, DEFAULT_THRESHOLD)
+        assert big is not None and len(big) > 100_000
+        assert worker.pairs(second) == key_pairs(other, DEFAULT_THRESHOLD)
+    finally:
+        worker.close()
+
+
+def test_a_killed_worker_leaves_the_pass_to_check(
+    workspace: Workspace, forks: list[SimilarWorker], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runtime = big_workspace(workspace).runtime()
+    submit = SimilarWorker.submit
+
+    def killed_after(self: SimilarWorker, keys: list[str]) -> int | None:
+        ticket = submit(self, keys)
+        if self._pid is not None:  # (the second store's request finds it gone)
+            os.kill(self._pid, signal.SIGKILL)  # out of memory, say
+        return ticket
+
+    monkeypatch.setattr(SimilarWorker, "submit", killed_after)
+    assert same_as_on_one_thread(lint_stores(runtime), workspace)
+    assert forks and all(w._pid is None for w in forks)
+
+
+def test_a_worker_gone_before_a_request_gives_no_ticket() -> None:
+    worker = SimilarWorker(DEFAULT_THRESHOLD)
+    pid = worker._pid
+    assert pid is not None
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    worker._pid = None  # reaped here
+    # The first write may still fit the pipe: the ticket's answer is then None.
+    ticket = worker.submit(["a note", "a note!"])
+    assert ticket is None or worker.pairs(ticket) is None
+    assert worker.submit(["another", "note"]) is None
+    worker.close()
+
+
+def test_nonsense_from_the_worker_is_not_believed(
+    workspace: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A child whose pairs name notes that are not there (a bug, a corrupt message): the
+    # parent scores the pass itself and reports what it finds.
+    runtime = big_workspace(workspace).runtime()
+    real = similar.key_pairs
+    monkeypatch.setattr(similar, "key_pairs", lambda keys, t: [(0, 10**6, 99.0)])
+    worker = SimilarWorker(DEFAULT_THRESHOLD)  # forked with the bad scorer
+    monkeypatch.setattr(similar, "key_pairs", real)
+    monkeypatch.setattr(lint, "_start_worker", lambda: worker)
+    reports = lint_stores(runtime)
+    monkeypatch.undo()
+    assert same_as_on_one_thread(reports, workspace)
+    assert worker._pid is None
+
+
+@pytest.mark.parametrize(
+    "found",
+    [
+        None,
+        "pairs",
+        [(0, 1)],
+        [(1, 0, 90.0)],
+        [(0, 5, 90.0)],
+        [(0, 1, 90)],
+        [(True, 1, 90.0)],
+        [[0, 1, 90.0]],
+        [(-1, 1, 90.0)],
+    ],
+)
+def test_an_answer_is_checked_against_its_request(found: object) -> None:
+    assert _checked(found, 5) is None
+    assert _checked([(0, 4, 90.0), (1, 2, 85.5)], 5) == [(0, 4, 90.0), (1, 2, 85.5)]
+
+
+def test_ctrl_c_beside_the_worker_ends_it(
+    workspace: Workspace, forks: list[SimilarWorker], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runtime = big_workspace(workspace).runtime()
+
+    def interrupted(*args: object) -> object:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(lint, "_other_findings", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        lint_stores(runtime)
+    (worker,) = forks
+    assert worker._pid is None and worker._requests is None
+
+
+def test_no_fork_beside_another_thread(
+    workspace: Workspace, forks: list[SimilarWorker], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A fork copies only the calling thread: with another thread alive (a lock it may
+    # hold), the pass runs on a thread instead; so it does when fork itself fails.
+    runtime = big_workspace(workspace).runtime()
+    expected = lint_stores(runtime, thread=False)
+    assert same_as_on_one_thread(expected, workspace)
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait)
+    other.start()
+    try:
+        assert lint_stores(runtime) == expected
+    finally:
+        stop.set()
+        other.join()
+    assert forks == []
+
+    def no_fork() -> int:
+        raise BlockingIOError("Resource temporarily unavailable")
+
+    monkeypatch.setattr(os, "fork", no_fork)
+    assert lint_stores(runtime) == expected
+
+
+def test_no_fork_when_children_are_reaped_behind_check_s_back(
+    workspace: Workspace, forks: list[SimilarWorker]
+) -> None:
+    runtime = big_workspace(workspace).runtime()
+    previous = signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+    try:
+        assert same_as_on_one_thread(lint_stores(runtime), workspace)
+    finally:
+        signal.signal(signal.SIGCHLD, previous)
+    assert forks == []
+
+
+CHILDREN = """
+def children():
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as stat:
+                    fields = stat.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == os.getpid():
+                found.append(entry)
+    return found
+"""
+
+
+def test_the_child_leaves_no_output_and_no_process(workspace: Workspace) -> None:
+    # Output this process had buffered when it forked is written once (the child leaves
+    # with os._exit, flushing nothing), and no child is left once the reports are made.
+    big_workspace(workspace)
+    script = (
+        "import sys, os\n" + CHILDREN + "sys.stdout.write('buffered before the fork\\n')\n"
+        "from memory_ls.store.runtime import MemoryRuntime\n"
+        "from memory_ls.store import lint\n"
+        "seen = []\n"
+        "other = lint._other_findings\n"
+        "def watched(*args):\n"
+        "    seen.append(len(children()))\n"
+        "    return other(*args)\n"
+        "lint._other_findings = watched\n"
+        f"rt = MemoryRuntime({str(workspace.root)!r}, agent_dir={str(workspace.agent_dir)!r})\n"
+        "reports = lint.lint_stores(rt)\n"
+        "print(sum(f.code == 'similar' for r in reports for f in r.findings))\n"
+        "print(seen, len(children()))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=workspace.env(),
+        check=True,
+    )
+    lines = done.stdout.splitlines()
+    assert lines[0] == "buffered before the fork" and len(lines) == 3
+    assert int(lines[1]) > 60
+    assert lines[2] == "[1, 1] 0"  # the worker beside both stores' checks, then none
+    assert done.stderr == ""
