@@ -336,17 +336,6 @@ def compared_keys(notes: Sequence[Bullet]) -> list[str]:
     return [b.key for b in notes]
 
 
-def pass_cells(keys: Sequence[str], threshold: float) -> int:
-    """The cells the :class:`SimilarPass` over ``keys`` scores in its matrix pass (its
-    blocks' rows times their windows): a measure of its cost, known without the scorer."""
-    cutoff = max(0, min(100, int(threshold)))
-    lengths = sorted(len(k) for k in keys)
-    return sum(
-        (end - start) * (stop - start)
-        for start, end, stop in _blocks(lengths, cutoff, SERVER_BLOCK)
-    )
-
-
 def score_block(p: SimilarPass, index: int) -> list[tuple[int, int, float]]:
     """The close pairs ``(row, column, score)`` (positions in ``p.ranked``) of block ``index``."""
     start, end, stop = p.blocks[index]

@@ -5,7 +5,8 @@ and the checks share the two cores.
   store is read, so that it imports the scorer (rapidfuzz, ~15 ms) while this process
   reads and parses the stores (this process then never imports it). Each request is one
   store's keys, each answer that store's pairs, both ``marshal``-ed and framed by their
-  length. In the child the pass runs as a :class:`ThreadedPass`.
+  length. In the child the pass runs as a :class:`ThreadedPass`: on one thread while
+  this process runs its checks, on two once it waits for the answer.
 - :class:`ThreadedPass`: the pass's blocks scored on a second thread and, once asked
   for the pairs, on the calling one too (elsewhere, or where there may be no fork).
 
@@ -26,20 +27,14 @@ import os
 import select
 import sys
 import threading
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 PIPE_SIZE = 1 << 20
 """The request pipe's buffer: one store's keys (the store cap is 256 KiB) fit in it, so
 sending them does not wait for the child to read (it may still be importing)."""
-
-TWO_THREADS_FROM = 1500
-"""The child scores a pass on two threads when it scores more than this many cells a key
-(:func:`~memory_ls.core.similar.pass_cells`): then the pass costs more than the rest of
-the checks, and the second core is free before the pass ends. Measured (CPU): a cell costs
-~15-25 ns, the checks ~15-25 us a note. 10,000 short notes: 32 million cells, ~540 ms in
-the pass against ~150 ms in the checks; 4,500 notes: 3.9 million cells, ~120 against
-~150 ms, where a second thread only takes CPU from the checks (and the GIL from the first
-thread)."""
 
 _LENGTH = 4
 """Bytes of a message's length, little-endian, before the message."""
@@ -121,13 +116,21 @@ class ThreadedPass:
         self._error: BaseException | None = None
         self._thread: threading.Thread | None = None
         self._holds_switches = False
-        if thread and len(self._scored) > 1:  # one block (a small store): scored when asked
+        if thread:
+            self._start_thread()
+
+    def _start_thread(self) -> None:
+        """Start the second thread, unless there is one, or no block is left for it (one
+        block, a small store: scored on the asking thread alone)."""
+        with self._lock:
+            if self._thread is not None or self._stopped or len(self._scored) - self._next < 2:
+                return
             self._thread = threading.Thread(
                 target=self._run, name="memory-ls check: similar", daemon=True
             )
             _short_switches(True)
             self._holds_switches = True
-            self._thread.start()
+        self._thread.start()
 
     def _take(self) -> int | None:
         """The next block to score: the last first. Its keys are the longest, the dearest
@@ -139,10 +142,12 @@ class ThreadedPass:
             self._next += 1
             return len(self._scored) - self._next
 
-    def _score(self) -> None:
+    def _score(self, widen: Callable[[], bool] | None = None) -> None:
         from memory_ls.core.similar import score_block
 
         while (index := self._take()) is not None:
+            if widen is not None and self._thread is None and widen():
+                self._start_thread()
             self._scored[index] = score_block(self._pass, index)
 
     def _run(self) -> None:
@@ -160,13 +165,14 @@ class ThreadedPass:
         if release:
             _short_switches(False)
 
-    def pairs(self) -> list[tuple[int, int, float]]:
+    def pairs(self, widen: Callable[[], bool] | None = None) -> list[tuple[int, int, float]]:
         """The close pairs (:func:`~memory_ls.core.similar.key_pairs`'s), once every block is
-        scored (this thread scores the rest)."""
+        scored (this thread scores the rest). Without a second thread yet, one is started
+        as soon as ``widen()`` says the other core is free (asked before each block)."""
         from memory_ls.core.similar import pass_pairs
 
         try:
-            self._score()
+            self._score(widen)
         finally:
             self.stop()
             if self._thread is not None:
@@ -184,24 +190,26 @@ class SimilarWorker:
         """Fork the child; ``OSError`` if there is no process to be had."""
         fds: list[int] = []
         try:
-            fds += os.pipe()
-            fds += os.pipe()
+            for _ in range(3):
+                fds += os.pipe()
             pid = os.fork()
         except OSError:
             for fd in fds:
                 os.close(fd)
             raise
-        requests_in, requests_out, replies_in, replies_out = fds
+        requests_in, requests_out, replies_in, replies_out, waits_in, waits_out = fds
         if pid == 0:
-            os.close(requests_out)
-            os.close(replies_in)
-            _serve(requests_in, replies_out, threshold)
-        os.close(requests_in)
-        os.close(replies_out)
-        self._threshold = threshold
+            for fd in (requests_out, replies_in, waits_out):
+                os.close(fd)
+            _serve(requests_in, replies_out, waits_in, threshold)
+        for fd in (requests_in, replies_out, waits_in):
+            os.close(fd)
         self._pid: int | None = pid
         self._requests: int | None = requests_out
         self._replies: int | None = replies_in
+        self._waits: int | None = waits_out
+        """Written to once this process waits for an answer: its core is free, and the
+        child scores on two threads from then on."""
         self._inbox = bytearray()
         self._answers: dict[int, Pairs | None] = {}
         self._sent = 0
@@ -213,16 +221,12 @@ class SimilarWorker:
 
     def submit(self, keys: list[str]) -> int | None:
         """Send one store's keys (each once); the ticket of their pairs, or ``None`` if the
-        child is gone. A pass that costs more than the rest of the checks (more than
-        :data:`TWO_THREADS_FROM` cells a key) is scored on two threads in the child."""
+        child is gone."""
         import marshal
-
-        from memory_ls.core.similar import pass_cells
 
         if self._requests is None:
             return None
-        two = pass_cells(keys, self._threshold) > TWO_THREADS_FROM * len(keys)
-        body = marshal.dumps((keys, two))
+        body = marshal.dumps(keys)
         data = memoryview(len(body).to_bytes(_LENGTH, "little") + body)
         try:
             while data:
@@ -244,6 +248,12 @@ class SimilarWorker:
     def pairs(self, ticket: int) -> Pairs | None:
         """The pairs ``(i, j, score)`` of request ``ticket`` (indices in its keys), once the
         child has scored them; ``None`` if it failed."""
+        if ticket not in self._answers and self._waits is not None:
+            # This process has nothing left but to wait: the child may take its core.
+            with contextlib.suppress(OSError):
+                os.write(self._waits, b".")
+            os.close(self._waits)
+            self._waits = None
         while ticket not in self._answers and self._replies is not None:
             self._take_in(wait=True)
         return self._answers.pop(ticket, None)
@@ -286,10 +296,10 @@ class SimilarWorker:
         """End the child (whatever it is doing: nothing more will be asked) and reap it."""
         import signal
 
-        for fd in (self._requests, self._replies):
+        for fd in (self._requests, self._replies, self._waits):
             if fd is not None:
                 os.close(fd)
-        self._requests = self._replies = None
+        self._requests = self._replies = self._waits = None
         if self._pid is not None:
             pid, self._pid = self._pid, None
             os.kill(pid, signal.SIGKILL)  # not reaped yet (may_fork): the pid is the child's
@@ -324,10 +334,14 @@ def _widen(fd: int) -> None:
             fcntl.fcntl(fd, setsize, PIPE_SIZE)
 
 
-def _serve(requests: int, replies: int, threshold: float) -> NoReturn:
+def _serve(requests: int, replies: int, waits: int, threshold: float) -> NoReturn:
     """The child: import the scorer, then answer each request until the pipe closes, and
     leave at once (``os._exit``: nothing of the parent's, its buffered output or exit
-    handlers, runs here; an error ends the child, and the parent scores the pass)."""
+    handlers, runs here; an error ends the child, and the parent scores the pass).
+
+    A pass is scored on one thread while the parent runs its own checks, on two once
+    ``waits`` says it waits (anything to read, or its end): taking the second core
+    earlier would only take it from the checks."""
     code = 1
     try:
         import gc
@@ -339,15 +353,19 @@ def _serve(requests: int, replies: int, threshold: float) -> NoReturn:
         # A collection would write to every object the child shares with its parent,
         # copying their pages; the child lives for one `check`.
         gc.disable()
-        from memory_ls.core.similar import key_pairs, load_scorer
+        from memory_ls.core.similar import load_scorer
 
         load_scorer()
+        waiting = False
+
+        def parent_waits() -> bool:
+            nonlocal waiting
+            waiting = waiting or bool(select.select([waits], [], [], 0)[0])
+            return waiting
+
         while (body := _read_message(requests)) is not None:
-            keys, two = marshal.loads(body)
-            if two:
-                pairs = ThreadedPass(keys, threshold=threshold).pairs()
-            else:
-                pairs = key_pairs(keys, threshold)
+            keys = marshal.loads(body)
+            pairs = ThreadedPass(keys, thread=False, threshold=threshold).pairs(parent_waits)
             reply = marshal.dumps(pairs)
             data = memoryview(len(reply).to_bytes(_LENGTH, "little") + reply)
             while data:

@@ -104,15 +104,11 @@ def test_check_with_its_worker_is_check_on_one_thread(
     assert len(forks) == 2 and forks[1]._pid is None
 
 
-@pytest.mark.parametrize("two_threads", [False, True])
-def test_the_worker_answers_what_the_pass_finds(
-    two_threads: bool, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # Both ways the child scores a pass (one thread, or two for a pass dearer than the
-    # checks), several requests in a row, answered in order.
-    monkeypatch.setattr(similar_pass, "TWO_THREADS_FROM", -1 if two_threads else 10**9)
+def test_the_worker_answers_what_the_pass_finds() -> None:
+    # Several requests in a row, answered in order; the first is asked for at once (the
+    # child takes a second thread from its next block on), the others once scored.
     rng = random.Random(3)
-    requests = [keys_of(rng, n) for n in (400, 5, 900)]
+    requests = [keys_of(rng, n) for n in (900, 5, 400)]
     worker = SimilarWorker(DEFAULT_THRESHOLD)
     try:
         tickets = [worker.submit(keys) for keys in requests]
@@ -124,6 +120,27 @@ def test_the_worker_answers_what_the_pass_finds(
         pid = worker._pid
         worker.close()
     assert pid is not None and reaped(pid)
+
+
+@pytest.mark.parametrize("after", [0, 1, 5, 10**6])
+def test_a_pass_widened_after_any_block_finds_the_same_pairs(after: int) -> None:
+    # The child's pass starts on one thread and takes a second once its parent waits:
+    # whenever that is (before the first block, after some, never), the same pairs.
+    rng = random.Random(after)
+    keys = keys_of(rng, 1200)
+    asked: list[int] = []
+
+    def widen() -> bool:
+        asked.append(1)
+        return len(asked) > after
+
+    threaded = similar_pass.ThreadedPass(keys, thread=False)
+    assert threaded.pairs(widen) == key_pairs(keys, DEFAULT_THRESHOLD)
+    blocks = len(threaded._pass.blocks)
+    assert blocks > 10
+    # Asked before each block this thread took, until the second thread started.
+    assert (threaded._thread is not None) is (after < blocks - 1)
+    assert threading.active_count() == 1
 
 
 def test_a_full_pipe_both_ways_does_not_deadlock(monkeypatch: pytest.MonkeyPatch) -> None:
