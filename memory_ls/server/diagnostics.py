@@ -44,6 +44,7 @@ from memory_ls.server import review
 from memory_ls.server.documents import MemoryDocument
 from memory_ls.server.positions import to_client
 from memory_ls.server.project_watch import STALE_CODES, ProjectFiles
+from memory_ls.server.publishing import DISK_LOOK_REUSE
 from memory_ls.server.uris import uri_of_path
 from memory_ls.server.workspace import ClaimingNotes, DocumentInfo, Projects
 from memory_ls.store.facts import memory_file_facts
@@ -458,7 +459,7 @@ class Analysis:
     def _update(self, doc: MemoryDocument, state: DocState, pub: Published) -> Published:
         """Bring ``pub`` up to the document's text and everything it depends on (or
         replace it, when what it was built on changed), looking at the disk once."""
-        with state.info.runtime.steady():
+        with state.info.runtime.steady(reuse_for=DISK_LOOK_REUSE):
             return self._update_steady(doc, state, pub)
 
     def _update_steady(self, doc: MemoryDocument, state: DocState, pub: Published) -> Published:

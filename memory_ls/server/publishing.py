@@ -19,6 +19,7 @@ from memory_ls.server.protocol import send_encoded, send_json
 
 if TYPE_CHECKING:
     from memory_ls.server.server import MemoryServer
+    from memory_ls.store.runtime import MemoryRuntime
 
 log = logging.getLogger("memory_ls.server")
 
@@ -68,10 +69,33 @@ def publish(ls: MemoryServer, doc: MemoryDocument, always: bool = False) -> None
         request_refresh(ls)
         return
     body = ls.analysis.encoded(doc)
+    look_again_soon(ls, state.info.runtime)
     if body == state.sent and not always:
         return
     state.sent = body
     send_encoded(ls.protocol, *publish_parts(doc.uri, doc.version, body))
+
+
+DISK_LOOK_REUSE = 0.25
+"""Seconds for which an analysis pass takes the last pass's look at the disk (trust, the
+configuration, the project folder's refusal, the stores' real paths) instead of its own
+(``MemoryRuntime.steady``, in ``diagnostics.Analysis._update``): typing a keystroke
+every 50 ms pays for a look once in five. A change there shows at the next pass after
+this time, at once when a watcher reports it, and, with no event at all, once the
+analysis rests (:func:`look_again_soon`)."""
+
+
+def look_again_soon(ls: MemoryServer, runtime: MemoryRuntime) -> None:
+    """Once the analysis has rested for a while, look at the disk afresh: an analysis may
+    take the last one's look (``DISK_LOOK_REUSE``), and a change on disk that came meanwhile,
+    with no watcher event after it, would otherwise stay unseen until the next edit."""
+
+    def look() -> None:
+        if runtime.look_again():
+            ls.projects.invalidate()
+            refresh_all(ls)
+
+    ls.timers.later("disk-look", str(runtime.project_root), 2 * DISK_LOOK_REUSE, look)
 
 
 _HEAD = json.dumps(
@@ -173,6 +197,7 @@ def pull_diagnostics(ls: MemoryServer, params: lsp.DocumentDiagnosticParams) -> 
         return instructions.pull(ls, params.text_document.uri)
     doc, state = found
     body = ls.analysis.encoded(doc)
+    look_again_soon(ls, state.info.runtime)
     if body == state.sent and params.previous_result_id == str(state.result_id):
         return {"kind": "unchanged", "resultId": str(state.result_id)}
     if body != state.sent:

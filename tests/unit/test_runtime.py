@@ -695,3 +695,55 @@ def test_steady_looks_at_the_disk_once_per_block_and_per_thread(
     assert rt.store_refusal("project") is not None
     with rt.steady():
         assert rt.store_refusal("project") is not None
+
+
+def test_a_steady_look_reused_for_a_while_and_looked_at_again(
+    workspace: Workspace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The editor's passes take the last pass's look for `reuse_for` seconds; a watcher's
+    # event (forget_settings) or the time running out makes the next pass look again, and
+    # look_again says whether what was reused is still what the disk says.
+    import memory_ls.store.runtime as runtime_module
+
+    clock = [1000.0]
+    monkeypatch.setattr(runtime_module.time, "monotonic", lambda: clock[0])
+    rt = workspace.runtime()
+    config = workspace.agent_dir / "bytefly.json"
+    pi = workspace.root / ".pi"
+    pi.mkdir(exist_ok=True)
+    before = rt.config().max_inject_bytes
+    with rt.steady(reuse_for=0.25):
+        assert rt.store_refusal("project") is None
+        assert rt.config().max_inject_bytes == before
+    assert rt.look_again() is False  # nothing changed: nothing to show
+    with rt.steady(reuse_for=0.25):  # (looked afresh: look_again ended the reuse)
+        assert rt.store_refusal("project") is None
+        assert rt.config().max_inject_bytes == before
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    pi.rmdir()
+    pi.symlink_to(outside)
+    config.write_text(json.dumps({"memory": {"maxInjectBytes": before + 1000}}))
+    clock[0] += 0.1
+    with rt.steady(reuse_for=0.25):  # within the time: the last look stands
+        assert rt.store_refusal("project") is None
+        assert rt.config().max_inject_bytes == before
+    assert rt.store_refusal("project") is not None  # outside a block: looked at each time
+    clock[0] += 0.2  # 0.3 s after the look: it is not reused any more
+    with rt.steady(reuse_for=0.25):
+        assert rt.store_refusal("project") is not None
+    # A watcher's event ends a reuse at once.
+    pi.unlink()
+    pi.mkdir()
+    rt.forget_settings()
+    with rt.steady(reuse_for=0.25):
+        assert rt.store_refusal("project") is None
+    # A change that came while a look is reused: look_again sees it, once.
+    pi.rmdir()
+    pi.symlink_to(outside)
+    with rt.steady(reuse_for=0.25):
+        assert rt.store_refusal("project") is None
+    assert rt.look_again() is True
+    assert rt.look_again() is False  # nothing reused any more
+    with rt.steady(reuse_for=0.25):
+        assert rt.store_refusal("project") is not None
