@@ -124,6 +124,22 @@ def test_check_reports_outside_project_without_reading_the_store(clone: Clone) -
         assert project_lines == [f"{store}:1:1: outside-project {clone.message}"], args
 
 
+def test_the_doctor_says_the_project_store_is_refused_and_why_not_missing(clone: Clone) -> None:
+    """A refused store is never read, but it is not "missing (reads as empty)": the doctor
+    says it is refused, with the refusal's own words, and whether a file is there."""
+    r = clone.run("doctor", "--trusted")
+    project_part = r.stdout.split("global: ", 1)[0]
+    assert "missing" not in project_part, r.stdout
+    assert f"  refused, never read: {clone.message}\n" in project_part
+    r = clone.run("doctor", "--trusted", "--json")
+    project = json.loads(r.stdout)["project"]
+    assert project["refused"] == clone.message
+    # Through the link to the agent dir it is the global store's file; elsewhere, nothing.
+    assert project["exists"] is (clone.target == clone.agent)
+    assert (project["bytes"], project["notes"]) == (0, 0)
+    clone.outside_untouched()
+
+
 class SharedStore:
     """An agent dir whose ``memory.md`` is the project store's file (SPEC §1: the two
     scopes never become one file), named as ``how`` says."""
@@ -200,7 +216,14 @@ def test_an_agent_dir_in_the_projects_pi_keeps_the_file_as_global_memory(
     assert r.stdout.endswith("global:\n- shared note\n- global note\n")
     assert "project:" not in r.stdout and r.stdout.count("- shared note") == 1  # recalled once
     r = shared.run("doctor", "--trusted", "--json")
-    assert f"project: {shared.message}" in json.loads(r.stdout)["problems"]
+    report = json.loads(r.stdout)
+    assert f"project: {shared.message}" in report["problems"]
+    # The file exists (it is global memory): refused, never "missing".
+    assert (report["project"]["refused"], report["project"]["exists"]) == (shared.message, True)
+    assert "refused" not in report["global"]
+    r = shared.run("doctor", "--trusted")
+    assert f"  refused, never read: {shared.message}\n" in r.stdout
+    assert "missing (reads as empty)" not in r.stdout.split("global: ", 1)[0]
     r = shared.run("check", "--trusted")
     assert r.returncode == 1
     assert f"{shared.root}/.pi/memory.md:1:1: outside-project {shared.message}" in r.stdout
