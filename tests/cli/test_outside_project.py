@@ -229,6 +229,27 @@ def test_an_agent_dir_in_the_projects_pi_keeps_the_file_as_global_memory(
     assert f"{shared.root}/.pi/memory.md:1:1: outside-project {shared.message}" in r.stdout
 
 
+def test_check_of_the_shared_file_reports_the_refusal_as_check_of_the_project_does(
+    shared: SharedStore,
+) -> None:
+    """``check FILE`` of the file that is both stores, spelled as the project's store or
+    through the agent dir (a link either way round), finds what ``check`` of the project
+    finds for it: the project scope's refusal and the global store's own findings."""
+    shared.store.write_text(f"{shared.text}- shared note\n")  # a duplicate, as global
+    agent = Path(shared.flags[1] if shared.flags else shared.env["PI_CODING_AGENT_DIR"])
+
+    def rows(*files: str) -> list[tuple[object, ...]]:
+        r = shared.run("check", "--trusted", "--format", "json", *files)
+        assert r.returncode == 1, r.stderr
+        return sorted((f["code"], f["line"], f["message"]) for f in json.loads(r.stdout))
+
+    whole = rows()
+    assert ("outside-project", 1, shared.message) in whole
+    assert [row[0] for row in whole] == ["duplicate", "outside-project"]
+    for spelled in (shared.store, agent / "memory.md"):
+        assert rows(str(spelled)) == whole, spelled
+
+
 @pytest.fixture
 def bind_mounted_agent_dir(workspace: Workspace, tmp_path: Path) -> Iterator[Path]:
     """The project's ``.pi`` bind-mounted as the agent dir: one folder under two paths
