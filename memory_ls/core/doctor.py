@@ -219,14 +219,15 @@ def _scope_lines(name: str, rep: ScopeReport) -> list[str]:
     if "refused" in rep:
         # Not "missing": the file may well be there (it is the global store's, maybe),
         # but it is not this scope's to read, and its size and notes are not its own.
-        lines.append(f"  refused, never read: {rep['refused']}")
+        # Why follows on the ERROR line, in the refusal's own words.
+        lines.append("  refused: never read, recalled or written")
     elif "fileType" in rep:
         # Its size and note count would only confuse: nothing there is read.
         lines.append(f"  {FILE_TYPE_NAMES[rep['fileType']]}, not a regular file: never read")
     else:
         state = "exists" if rep["exists"] else "missing (reads as empty)"
         lines.append(f"  {state}, {rep['bytes']} of {rep['cap']} bytes, {rep['notes']} note(s)")
-    if "error" in rep and rep["error"] != rep.get("refused"):
+    if "error" in rep:
         lines.append(f"  ERROR: {rep['error']}")
     if "readOnlyReason" in rep:
         lines.append(f"  read-only: {rep['readOnlyReason']}")

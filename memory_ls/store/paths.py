@@ -238,6 +238,11 @@ def classify_store_path(path: Path, global_store: Path) -> StorePath | None:
     store = canonical_path(project_store_path(root))
     if canon != store:
         return StorePath(None, root, real_store=store)
+    refusal = project_folder_refusal(root, global_store=global_store)
+    if refusal is not None and refusal == shared_store_message(root, global_store):
+        # The agent dir is this `.pi` under a path no symlink explains (a bind mount,
+        # `.PI` on a case-insensitive disk): the file is the global store's, as above.
+        return StorePath("global", root, refusal=refusal)
     return StorePath("project", root)
 
 

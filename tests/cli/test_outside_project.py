@@ -130,7 +130,7 @@ def test_the_doctor_says_the_project_store_is_refused_and_why_not_missing(clone:
     r = clone.run("doctor", "--trusted")
     project_part = r.stdout.split("global: ", 1)[0]
     assert "missing" not in project_part, r.stdout
-    assert f"  refused, never read: {clone.message}\n" in project_part
+    assert f"  refused: never read, recalled or written\n  ERROR: {clone.message}\n" in project_part
     r = clone.run("doctor", "--trusted", "--json")
     project = json.loads(r.stdout)["project"]
     assert project["refused"] == clone.message
@@ -222,7 +222,7 @@ def test_an_agent_dir_in_the_projects_pi_keeps_the_file_as_global_memory(
     assert (report["project"]["refused"], report["project"]["exists"]) == (shared.message, True)
     assert "refused" not in report["global"]
     r = shared.run("doctor", "--trusted")
-    assert f"  refused, never read: {shared.message}\n" in r.stdout
+    assert f"  refused: never read, recalled or written\n  ERROR: {shared.message}\n" in r.stdout
     assert "missing (reads as empty)" not in r.stdout.split("global: ", 1)[0]
     r = shared.run("check", "--trusted")
     assert r.returncode == 1
@@ -290,3 +290,8 @@ def test_an_agent_dir_that_is_the_projects_pi_by_a_bind_mount_refuses_the_projec
     # The editor's global document says why project memory is refused.
     runtime = MemoryRuntime(workspace.root, agent_dir=str(bind_mounted_agent_dir))
     assert runtime.shared_store_refusal("global") == message
+    # `check FILE` under either path: the global store's file, with the project's refusal
+    # (not checked as the project store, whose notes were "also in global memory").
+    for spelled in (store, bind_mounted_agent_dir / "memory.md"):
+        r = run_cli("check", "--trusted", str(spelled), cwd=workspace.root, env=env)
+        assert r.stdout == f"{spelled}:1:1: outside-project {message}\n", spelled
