@@ -59,6 +59,9 @@ class StoreFacts:
     """What is at the path when it is not a regular file (then it is never read)."""
     findings: tuple[Finding, ...] = ()
     """SPEC §13's findings on the store (the shell computes them, as ``check`` does)."""
+    refused: str | None = None
+    """Why the store is refused and never read (SPEC §1: its ``.pi`` leads out of the
+    project, or its file is the global store's), in the words every refusal uses."""
 
 
 def _scope_report(facts: StoreFacts, withhold: bool) -> ScopeReport:
@@ -115,6 +118,8 @@ def _scope_report(facts: StoreFacts, withhold: bool) -> ScopeReport:
         report["readOnlyReason"] = facts.write_error
     if facts.file_type is not None:
         report["fileType"] = facts.file_type
+    if facts.refused is not None:
+        report["refused"] = facts.refused
     return report
 
 
@@ -211,7 +216,12 @@ FILE_TYPE_NAMES: dict[FileType, str] = {
 
 def _scope_lines(name: str, rep: ScopeReport) -> list[str]:
     lines = [f"{name}: {display_path(rep['path'])}"]
-    if "fileType" in rep:
+    if "refused" in rep:
+        # Not "missing": the file may well be there (it is the global store's, maybe),
+        # but it is not this scope's to read, and its size and notes are not its own.
+        # Why follows on the ERROR line, in the refusal's own words.
+        lines.append("  refused: never read, recalled or written")
+    elif "fileType" in rep:
         # Its size and note count would only confuse: nothing there is read.
         lines.append(f"  {FILE_TYPE_NAMES[rep['fileType']]}, not a regular file: never read")
     else:

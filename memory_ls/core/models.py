@@ -249,6 +249,11 @@ class ScopeReport(TypedDict):
     readOnlyReason: NotRequired[str]
     fileType: NotRequired[FileType]
     """Only when the path holds something other than a regular file (never read)."""
+    refused: NotRequired[str]
+    """Only for a project store that is refused (SPEC §1: its ``.pi`` leads out of the
+    project, or it is the global store's file): why, as every refusal says it. It is
+    never read, so ``bytes`` and ``notes`` are 0; ``exists`` still says whether a file
+    is at the path."""
 
 
 CrossScopePair = TypedDict("CrossScopePair", {"project": str, "global": str})

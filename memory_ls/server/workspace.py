@@ -182,7 +182,8 @@ class Projects:
         found = classify_store_path(path, default.paths["global"])
         if found is not None and found.root is not None and found.refusal is not None:
             # `<root>/.pi/memory.md` of a project whose .pi leads out (maybe to the
-            # agent dir): the uri names that project, whatever file it leads to.
+            # agent dir), or that the agent dir makes the global store: the uri names
+            # that project (its project scope refused), whatever file it leads to.
             return self.runtime_for_path(found.root)
         if found is not None and found.scope == "global":
             # The global store belongs to no project: it picks the default one, not
@@ -204,7 +205,9 @@ class Projects:
 
         The store layer classifies the path (:func:`classify_store_path`); a project
         store that is refused is still the project's store here (it gets the
-        ``outside-project`` error), even when its .pi leads to the global store.
+        ``outside-project`` error), even when its .pi leads to the global store. The
+        global store that is also a project's ``.pi/memory.md`` (its agent dir is that
+        ``.pi``) is described with that project, so it shows that project's refusal.
         """
         default = self.default_runtime()
         found = classify_store_path(path, default.paths["global"])

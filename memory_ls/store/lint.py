@@ -286,15 +286,29 @@ def lint_path(
     """Check a file in the context its path implies (the store layer classifies it).
 
     The global store is checked against ``project``'s store (default: the
-    current directory's), for cross-scope duplicates and the recall budget.
+    current directory's), for cross-scope duplicates and the recall budget. When it is
+    also a project's store file (the agent dir is that ``.pi``), that project is the
+    default, and the file gets that project scope's refusal, as ``check`` reports it.
     """
     global_store = global_store_path(agent_dir_for(agent_dir))
     found = classify_store_path(Path(os.path.abspath(path)), global_store)
     if found is None:
         return lint_file(path, None, None)
-    if found.root is None:
-        runtime = MemoryRuntime(project or Path.cwd(), agent_dir=agent_dir, trusted=trusted)
-        return lint_file(path, runtime, "global")
+    if found.scope == "global":
+        # The project its path names (its agent dir is that `.pi`), else the current one.
+        where = project or found.root or Path.cwd()
+        runtime = MemoryRuntime(where, agent_dir=agent_dir, trusted=trusted)
+        report = lint_file(path, runtime, "global")
+        # Also that project's store: its refusal, as `check` without FILE and the editor say.
+        refusal = found.refusal or runtime.shared_store_refusal("global")
+        if refusal is None:
+            return report
+        from memory_ls.core.checks import file_findings
+
+        refused = file_findings(report.lines, FileContext(outside_project=refusal))
+        found_all = sort_findings([*refused, *report.findings])
+        return FileReport(report.path, report.lines, found_all, report.error)
+    assert found.root is not None  # a `.pi/memory.md` always names its project
     runtime = MemoryRuntime(found.root, agent_dir=agent_dir, trusted=trusted)
     return lint_file(path, runtime, "project", found.real_store)
 

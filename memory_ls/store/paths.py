@@ -203,11 +203,13 @@ class StorePath:
     scope: Scope | None
     """The store it is; ``None`` for a ``.pi/memory.md`` that is not its project's store."""
     root: Path | None = None
-    """The project it belongs to (``None`` for the global store)."""
+    """The project it belongs to. For the global store, ``None`` unless the file is also
+    a project's ``.pi/memory.md`` (its agent dir is that ``.pi``): then that project."""
     real_store: str | None = None
     """For a ``.pi/memory.md`` that is not the store: the project's store (canonical)."""
     refusal: str | None = None
-    """For a project store whose ``.pi`` leads out of the project: why it is refused."""
+    """For a project store whose ``.pi`` leads out of the project: why it is refused. For
+    the global store that is also a project's store file: why that project scope is."""
 
 
 def classify_store_path(path: Path, global_store: Path) -> StorePath | None:
@@ -215,15 +217,17 @@ def classify_store_path(path: Path, global_store: Path) -> StorePath | None:
 
     In order: a project store whose ``.pi`` leads out of the project, judged as
     written (its canonical form is wherever the link leads, maybe the global
-    store's file); the global store; a ``.pi/memory.md`` (as written, or once its
-    folder's symlinks are resolved), which is its project's store or names it.
+    store's file); the global store (with the project it is also the store of, and
+    why that project scope is refused, when its path says so); a ``.pi/memory.md``
+    (as written, or once its folder's symlinks are resolved), which is its
+    project's store or names it.
     """
     refused = refused_project_store(path)
     if refused is not None:
         return StorePath("project", refused[0], refusal=refused[1])
     canon = canonical_path(path)
     if canon == canonical_path(global_store):
-        return StorePath("global")
+        return _global_store(path, canon, global_store)
     if is_pi_memory(path):
         holder = path.parent.parent
     elif is_pi_memory(Path(canon)):
@@ -234,7 +238,30 @@ def classify_store_path(path: Path, global_store: Path) -> StorePath | None:
     store = canonical_path(project_store_path(root))
     if canon != store:
         return StorePath(None, root, real_store=store)
+    refusal = project_folder_refusal(root, global_store=global_store)
+    if refusal is not None and refusal == shared_store_message(root, global_store):
+        # The agent dir is this `.pi` under a path no symlink explains (a bind mount,
+        # `.PI` on a case-insensitive disk): the file is the global store's, as above.
+        return StorePath("global", root, refusal=refusal)
     return StorePath("project", root)
+
+
+def _global_store(path: Path, canon: str, global_store: Path) -> StorePath:
+    """The global store at ``path``; when it is also a project's ``.pi/memory.md`` (as
+    written or canonical: an agent dir that is the project's ``.pi``, links to it, or is
+    where ``.pi`` links), that project and why its scope is refused, so that every entry
+    point that takes this path reports what ``check`` of that project does (SPEC §1)."""
+    for spelled in (path, Path(canon)):
+        if not is_pi_memory(spelled):
+            continue
+        holder = spelled.parent.parent
+        root = project_root_for(holder)
+        if root != Path(os.path.realpath(holder)):
+            continue  # a `.pi/memory.md` below the root is not a project store
+        refusal = project_folder_refusal(root, global_store=global_store)
+        if refusal is not None:
+            return StorePath("global", root, refusal=refusal)
+    return StorePath("global")
 
 
 def is_within(path: str, folder: str) -> bool:

@@ -834,21 +834,24 @@ class MemoryRuntime:
         for scope in ("project", "global"):
             view = self.view(scope)
             file = view.file
-            # A refused project store is not looked at, not even for its size.
-            unread = self.store_refusal(scope) is not None
+            # A refused project store is not read, not even for its size: one lstat says
+            # whether anything is there (not "missing" when it is the global store's file).
+            refused = self.store_refusal(scope)
+            unread = refused is not None
             kind = None if unread else file_type_at(file.path)
             # Only a regular file's size says anything about the store (a folder's does not).
             unsized = unread or kind is not None
             size = 0 if unsized or (stamp := stamp_of(file.path)) is None else stamp.size
             facts[scope] = StoreFacts(
                 path=str(file.path),
-                exists=file.exists,
+                exists=os.path.lexists(file.path) if unread else file.exists,
                 size=size,
                 parsed=view.parsed,
                 error=file.error,
                 write_error=file.mutation_error,
                 file_type=kind,
                 findings=() if unread or kind is not None else self._review_findings(scope),
+                refused=refused,
             )
         plan = self.plan()
         report = doctor_report(

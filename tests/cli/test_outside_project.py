@@ -124,6 +124,22 @@ def test_check_reports_outside_project_without_reading_the_store(clone: Clone) -
         assert project_lines == [f"{store}:1:1: outside-project {clone.message}"], args
 
 
+def test_the_doctor_says_the_project_store_is_refused_and_why_not_missing(clone: Clone) -> None:
+    """A refused store is never read, but it is not "missing (reads as empty)": the doctor
+    says it is refused, with the refusal's own words, and whether a file is there."""
+    r = clone.run("doctor", "--trusted")
+    project_part = r.stdout.split("global: ", 1)[0]
+    assert "missing" not in project_part, r.stdout
+    assert f"  refused: never read, recalled or written\n  ERROR: {clone.message}\n" in project_part
+    r = clone.run("doctor", "--trusted", "--json")
+    project = json.loads(r.stdout)["project"]
+    assert project["refused"] == clone.message
+    # Through the link to the agent dir it is the global store's file; elsewhere, nothing.
+    assert project["exists"] is (clone.target == clone.agent)
+    assert (project["bytes"], project["notes"]) == (0, 0)
+    clone.outside_untouched()
+
+
 class SharedStore:
     """An agent dir whose ``memory.md`` is the project store's file (SPEC §1: the two
     scopes never become one file), named as ``how`` says."""
@@ -200,10 +216,38 @@ def test_an_agent_dir_in_the_projects_pi_keeps_the_file_as_global_memory(
     assert r.stdout.endswith("global:\n- shared note\n- global note\n")
     assert "project:" not in r.stdout and r.stdout.count("- shared note") == 1  # recalled once
     r = shared.run("doctor", "--trusted", "--json")
-    assert f"project: {shared.message}" in json.loads(r.stdout)["problems"]
+    report = json.loads(r.stdout)
+    assert f"project: {shared.message}" in report["problems"]
+    # The file exists (it is global memory): refused, never "missing".
+    assert (report["project"]["refused"], report["project"]["exists"]) == (shared.message, True)
+    assert "refused" not in report["global"]
+    r = shared.run("doctor", "--trusted")
+    assert f"  refused: never read, recalled or written\n  ERROR: {shared.message}\n" in r.stdout
+    assert "missing (reads as empty)" not in r.stdout.split("global: ", 1)[0]
     r = shared.run("check", "--trusted")
     assert r.returncode == 1
     assert f"{shared.root}/.pi/memory.md:1:1: outside-project {shared.message}" in r.stdout
+
+
+def test_check_of_the_shared_file_reports_the_refusal_as_check_of_the_project_does(
+    shared: SharedStore,
+) -> None:
+    """``check FILE`` of the file that is both stores, spelled as the project's store or
+    through the agent dir (a link either way round), finds what ``check`` of the project
+    finds for it: the project scope's refusal and the global store's own findings."""
+    shared.store.write_text(f"{shared.text}- shared note\n")  # a duplicate, as global
+    agent = Path(shared.flags[1] if shared.flags else shared.env["PI_CODING_AGENT_DIR"])
+
+    def rows(*files: str) -> list[tuple[object, ...]]:
+        r = shared.run("check", "--trusted", "--format", "json", *files)
+        assert r.returncode == 1, r.stderr
+        return sorted((f["code"], f["line"], f["message"]) for f in json.loads(r.stdout))
+
+    whole = rows()
+    assert ("outside-project", 1, shared.message) in whole
+    assert [row[0] for row in whole] == ["duplicate", "outside-project"]
+    for spelled in (shared.store, agent / "memory.md"):
+        assert rows(str(spelled)) == whole, spelled
 
 
 @pytest.fixture
@@ -246,3 +290,8 @@ def test_an_agent_dir_that_is_the_projects_pi_by_a_bind_mount_refuses_the_projec
     # The editor's global document says why project memory is refused.
     runtime = MemoryRuntime(workspace.root, agent_dir=str(bind_mounted_agent_dir))
     assert runtime.shared_store_refusal("global") == message
+    # `check FILE` under either path: the global store's file, with the project's refusal
+    # (not checked as the project store, whose notes were "also in global memory").
+    for spelled in (store, bind_mounted_agent_dir / "memory.md"):
+        r = run_cli("check", "--trusted", str(spelled), cwd=workspace.root, env=env)
+        assert r.stdout == f"{spelled}:1:1: outside-project {message}\n", spelled

@@ -64,6 +64,26 @@ def test_a_refused_store_leading_to_the_agent_dir_stays_the_projects(
     assert projects.runtime_for_uri_path(workspace.global_store) is projects.default_runtime()
 
 
+def test_an_agent_dir_in_a_projects_pi_picks_that_project_for_its_file(
+    workspace: Workspace, tmp_path: Path
+) -> None:
+    """``agentDir`` is another project's ``.pi``: its ``memory.md`` is the global store,
+    and a document or a command's ``uri`` naming it picks that project (whose project
+    scope is refused), not the first workspace folder's, whose store is another file."""
+    other = tmp_path / "other"
+    (other / ".git").mkdir(parents=True)
+    (other / ".pi").mkdir()
+    shared = other / ".pi" / "memory.md"
+    projects = Projects()
+    projects.configure(Settings(agent_dir=str(other / ".pi")), [workspace.root])
+    info = projects.describe(shared)
+    assert info is not None and info.scope == "global"
+    assert info.runtime.project_root == other.resolve()
+    assert info.runtime.shared_store_refusal("global") is not None
+    assert projects.runtime_for_uri_path(shared) is info.runtime
+    assert projects.default_runtime().store_refusal("project") is None
+
+
 async def test_an_open_memory_md_follows_agent_dir_changes(
     server: InProcess, tmp_path: Path
 ) -> None:

@@ -39,3 +39,30 @@ def test_the_text_shows_hidden_characters_escaped_and_the_json_keeps_the_notes()
     assert f"left out (project): {shown} again" in text
     assert report["project"]["hiddenUnicode"][0] == EVIL
     assert report["project"]["duplicates"][0]["first"] == EVIL
+
+
+def test_a_refused_project_store_is_reported_refused_with_its_reason_not_missing() -> None:
+    """SPEC §1: a project store whose file is the global store's (or whose ``.pi`` leads
+    out) is never read. Its file may well exist; the report says it is refused and why,
+    once, in the words every other refusal uses, never "missing (reads as empty)"."""
+    why = (
+        "Refusing to use /p/.pi: its memory.md is the global memory file "
+        "(/p/.pi/memory.md); project and global memory must be two files."
+    )
+    global_ = parse("- a global note\n")
+    stores = {
+        "project": StoreFacts("/p/.pi/memory.md", True, 0, parse(""), error=why, refused=why),
+        "global": StoreFacts("/p/.pi/memory.md", True, 18, global_),
+    }
+    trust: TrustReport = {"trusted": True, "rule": "default", "reason": "trusted", "problems": []}
+    config: ConfigReport = {"inject": True, "maxInjectBytes": 512, "sources": [], "problems": []}
+    report = doctor_report(stores, trust, config, recall_plan([], global_.notes, 512))  # type: ignore[arg-type]
+    assert report["project"]["refused"] == why
+    assert report["project"]["exists"] is True
+    assert "refused" not in report["global"]
+    assert f"project: {why}" in report["problems"]
+    text = render_doctor_text(report)
+    project_part = text.split("global: ", 1)[0]
+    assert "missing" not in project_part, text
+    assert f"  refused: never read, recalled or written\n  ERROR: {why}\n" in project_part
+    assert "global: /p/.pi/memory.md\n  exists, 18 of" in text

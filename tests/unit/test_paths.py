@@ -24,6 +24,7 @@ from memory_ls.store.paths import (
     project_root_for,
     project_store_path,
     read_small_text,
+    shared_store_message,
 )
 
 
@@ -414,6 +415,24 @@ def test_the_global_store(stores: tuple[Path, Path], tmp_path: Path) -> None:
     (tmp_path / "agent-link").symlink_to(global_store.parent)
     linked = tmp_path / "agent-link" / "memory.md"
     assert classify_store_path(linked, global_store) == StorePath("global")
+
+
+def test_a_global_store_that_is_a_projects_store_names_that_project_and_its_refusal(
+    stores: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """An agent dir that is the project's ``.pi`` (or a link to it): whichever way the
+    path is spelled, the file is the global store, and the project it is also the store
+    of is named with its refusal, so that ``check FILE`` and a command's ``uri`` say what
+    the project's own ``check`` says."""
+    root = stores[0]
+    (root / ".pi").mkdir()
+    store = root / ".pi" / "memory.md"
+    (tmp_path / "agent-link").symlink_to(root / ".pi")
+    linked = tmp_path / "agent-link" / "memory.md"
+    for global_store in (store, linked):
+        refused = StorePath("global", root, refusal=shared_store_message(root, global_store))
+        for spelled in (store, linked):
+            assert classify_store_path(spelled, global_store) == refused, (global_store, spelled)
 
 
 def test_the_project_store_from_anywhere_it_is_reached(stores: tuple[Path, Path]) -> None:

@@ -57,6 +57,7 @@ export interface ScopeReport {
   error?: string;
   readOnlyReason?: string;
   fileType?: 'directory' | 'fifo' | 'socket' | 'character-device' | 'block-device' | 'symlink' | 'other';
+  refused?: string;
 }
 /**
  * Two notes with the same near-duplicate key.
