@@ -960,11 +960,11 @@ def _confirm_clear(runtime: Any, scope: str, as_json: bool = False) -> bool:
 
 
 def _check(args: argparse.Namespace) -> int:
-    from memory_ls.store.lint import lint_path, lint_stores, render_reports
+    from memory_ls.store.lint import lint_paths, lint_stores, render_reports
 
     if args.file:
         project = Path(os.path.realpath(os.path.expanduser(args.project))) if args.project else None
-        reports = [lint_path(Path(f), args.agent_dir, args.trusted, project) for f in args.file]
+        reports = lint_paths([Path(f) for f in args.file], args.agent_dir, args.trusted, project)
     else:
         reports = lint_stores(_runtime(args))
     output, failing = render_reports(reports, "json" if args.json else args.format)

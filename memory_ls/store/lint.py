@@ -27,7 +27,7 @@ from memory_ls.store.paths import (
 from memory_ls.store.runtime import MemoryRuntime
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
 
     from memory_ls.core.scopes import Scope
     from memory_ls.store.similar_pass import SimilarWorker
@@ -48,21 +48,23 @@ class FileReport:
 
 
 def lint_file(
-    path: Path, runtime: MemoryRuntime | None, scope: Scope | None, real_store: str | None = None
+    path: Path,
+    runtime: MemoryRuntime | None,
+    scope: Scope | None,
+    real_store: str | None = None,
+    run: _Run | None = None,
 ) -> FileReport:
     """Check one file; ``runtime``/``scope`` give it a store's context (else file-only).
 
-    Whether it is a refused project store is judged from ``path`` as written.
+    Whether it is a refused project store is judged from ``path`` as written. ``run``:
+    the ``check`` of several files this one is part of (else its own).
     """
-    return _report(memory_file_facts(path, LINT_READ_LIMIT), runtime, scope, real_store)
-
-
-def _report(
-    facts: FileFacts, runtime: MemoryRuntime | None, scope: Scope | None, real_store: str | None
-) -> FileReport:
-    """The findings for a file the store layer has looked at."""
+    facts = memory_file_facts(path, LINT_READ_LIMIT)
+    if run is not None:
+        return _start_report(facts, runtime, scope, real_store, run).finish()
     run = _Run()
     try:
+        run.start()
         return _start_report(facts, runtime, scope, real_store, run).finish()
     finally:
         run.close()
@@ -74,10 +76,11 @@ class _Run:
 
     def __init__(self, thread: bool = True, fork: bool = True) -> None:
         self.thread = thread
-        self.worker = _start_worker() if thread and fork else None
-        """The child that scores the ``similar`` passes, forked now (where it may be) so
-        that it loads its scorer while this process reads the stores; else the passes
-        are scored on a thread (or, without ``thread``, on this one)."""
+        self._fork = thread and fork
+        self.worker: SimilarWorker | None = None
+        """The child that scores the ``similar`` passes, forked by :meth:`start` (where it
+        may be) so that it loads its scorer while this process reads the stores; else
+        the passes are scored on a thread (or, without ``thread``, on this one)."""
         self.bullets: dict[str, list[Bullet]] = {}
         """The bullets of each text checked so far (the project store's, for the global
         store's cross-scope check)."""
@@ -94,6 +97,16 @@ class _Run:
         plan = recall_plan(project, global_, max_bytes, inject)
         self._plan = (project, global_, max_bytes, inject, plan)
         return plan
+
+    def start(self) -> None:
+        """Fork the worker, if the run has one: inside the ``try`` whose ``finally`` calls
+        :meth:`close`. Ctrl-C is held back until the worker is kept here, so that an
+        interrupted ``check`` never leaves its child running."""
+        if self._fork:
+            from memory_ls.store.similar_pass import interrupts_held
+
+            with interrupts_held():
+                self.worker = _start_worker()
 
     def close(self) -> None:
         """End the worker, if any (after the reports, or when they will not be asked for)."""
@@ -281,7 +294,11 @@ def _other_findings(
 
 
 def lint_path(
-    path: Path, agent_dir: str | None, trusted: bool | None, project: Path | None = None
+    path: Path,
+    agent_dir: str | None,
+    trusted: bool | None,
+    project: Path | None = None,
+    run: _Run | None = None,
 ) -> FileReport:
     """Check a file in the context its path implies (the store layer classifies it).
 
@@ -293,12 +310,12 @@ def lint_path(
     global_store = global_store_path(agent_dir_for(agent_dir))
     found = classify_store_path(Path(os.path.abspath(path)), global_store)
     if found is None:
-        return lint_file(path, None, None)
+        return lint_file(path, None, None, run=run)
     if found.scope == "global":
         # The project its path names (its agent dir is that `.pi`), else the current one.
         where = project or found.root or Path.cwd()
         runtime = MemoryRuntime(where, agent_dir=agent_dir, trusted=trusted)
-        report = lint_file(path, runtime, "global")
+        report = lint_file(path, runtime, "global", run=run)
         # Also that project's store: its refusal, as `check` without FILE and the editor say.
         refusal = found.refusal or runtime.shared_store_refusal("global")
         if refusal is None:
@@ -310,7 +327,21 @@ def lint_path(
         return FileReport(report.path, report.lines, found_all, report.error)
     assert found.root is not None  # a `.pi/memory.md` always names its project
     runtime = MemoryRuntime(found.root, agent_dir=agent_dir, trusted=trusted)
-    return lint_file(path, runtime, "project", found.real_store)
+    return lint_file(path, runtime, "project", found.real_store, run)
+
+
+def lint_paths(
+    paths: Sequence[Path], agent_dir: str | None, trusted: bool | None, project: Path | None = None
+) -> list[FileReport]:
+    """:func:`lint_path` of each of ``paths`` (``check FILE...``), in turn, with one worker
+    for all their ``similar`` passes: a worker each would wait for each child to load its
+    scorer."""
+    run = _Run()
+    try:
+        run.start()
+        return [lint_path(path, agent_dir, trusted, project, run) for path in paths]
+    finally:
+        run.close()
 
 
 def lint_stores(
@@ -319,12 +350,13 @@ def lint_stores(
     """Check both stores of a project (a missing store has nothing to find).
 
     Each store's ``similar`` pass is scored beside the rest of both stores' checks: in a
-    forked child (``fork``, where one may be forked: :mod:`~memory_ls.store.similar_worker`),
+    forked child (``fork``, where one may be forked: :mod:`~memory_ls.store.similar_pass`),
     else on a second thread; ``thread=False`` scores it on this one (the same reports).
     """
     started: list[_Started] = []
     run = _Run(thread, fork)
     try:
+        run.start()
         for scope in ("project", "global"):
             root = runtime.project_root if scope == "project" else None
             facts = memory_file_facts(

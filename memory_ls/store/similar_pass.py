@@ -30,7 +30,7 @@ import threading
 from typing import TYPE_CHECKING, NoReturn
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterator
 
 PIPE_SIZE = 1 << 20
 """The request pipe's buffer: one store's keys (the store cap is 256 KiB) fit in it, so
@@ -189,6 +189,7 @@ class SimilarWorker:
     def __init__(self, threshold: float) -> None:
         """Fork the child; ``OSError`` if there is no process to be had."""
         fds: list[int] = []
+        parent = os.getpid()
         try:
             for _ in range(3):
                 fds += os.pipe()
@@ -199,9 +200,12 @@ class SimilarWorker:
             raise
         requests_in, requests_out, replies_in, replies_out, waits_in, waits_out = fds
         if pid == 0:
-            for fd in (requests_out, replies_in, waits_out):
-                os.close(fd)
-            _serve(requests_in, replies_out, waits_in, threshold)
+            try:  # nothing raised here may run this process's code (its output, its exit)
+                for fd in (requests_out, replies_in, waits_out):
+                    os.close(fd)
+                _serve(requests_in, replies_out, waits_in, threshold, parent)
+            finally:
+                os._exit(1)
         for fd in (requests_in, replies_out, waits_in):
             os.close(fd)
         self._pid: int | None = pid
@@ -230,13 +234,15 @@ class SimilarWorker:
         data = memoryview(len(body).to_bytes(_LENGTH, "little") + body)
         try:
             while data:
+                requests, replies = self._requests, self._replies
+                if requests is None or replies is None:
+                    return None  # the child ended while this waited for it to read
                 try:
-                    data = data[os.write(self._requests, data) :]
+                    data = data[os.write(requests, data) :]
                 except BlockingIOError:
                     # The pipe is full: take in what the child answered meanwhile, so that
                     # it is never stuck writing an answer while this waits for it to read.
-                    assert self._replies is not None
-                    select.select([self._replies], [self._requests], [])
+                    select.select([replies], [requests], [])
                     self._take_in(wait=False)
         except OSError:  # the child is gone (a broken pipe), with a request half sent
             self._lose()
@@ -296,14 +302,17 @@ class SimilarWorker:
         """End the child (whatever it is doing: nothing more will be asked) and reap it."""
         import signal
 
-        for fd in (self._requests, self._replies, self._waits):
-            if fd is not None:
-                os.close(fd)
-        self._requests = self._replies = self._waits = None
-        if self._pid is not None:
-            pid, self._pid = self._pid, None
-            os.kill(pid, signal.SIGKILL)  # not reaped yet (may_fork): the pid is the child's
-            os.waitpid(pid, 0)
+        # Ctrl-C (a second one, say) between the kill and the wait would leave the child
+        # unreaped, or before the kill, running on after this process.
+        with interrupts_held():
+            for fd in (self._requests, self._replies, self._waits):
+                if fd is not None:
+                    os.close(fd)
+            self._requests = self._replies = self._waits = None
+            if self._pid is not None:
+                pid, self._pid = self._pid, None
+                os.kill(pid, signal.SIGKILL)  # not reaped yet (may_fork): the pid is the child's
+                os.waitpid(pid, 0)
 
 
 def _checked(found: object, size: int) -> Pairs | None:
@@ -334,9 +343,9 @@ def _widen(fd: int) -> None:
             fcntl.fcntl(fd, setsize, PIPE_SIZE)
 
 
-def _serve(requests: int, replies: int, waits: int, threshold: float) -> NoReturn:
-    """The child: import the scorer, then answer each request until the pipe closes, and
-    leave at once (``os._exit``: nothing of the parent's, its buffered output or exit
+def _serve(requests: int, replies: int, waits: int, threshold: float, parent: int) -> NoReturn:
+    """The child: import the scorer, then answer each request until the pipe closes or
+    ``parent`` is gone, and leave at once (``os._exit``: nothing of the parent's, its buffered output or exit
     handlers, runs here; an error ends the child, and the parent scores the pass).
 
     A pass is scored on one thread while the parent runs its own checks, on two once
@@ -348,8 +357,11 @@ def _serve(requests: int, replies: int, waits: int, threshold: float) -> NoRetur
         import marshal
         import signal
 
-        # Ctrl-C reaches the whole process group: the parent ends the child itself.
+        # Ctrl-C reaches the whole process group: the parent ends the child itself. (It
+        # was held back from before the fork, when the parent's handler was still set.)
         signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+        _leave_standard_streams(requests, replies, waits)
         # A collection would write to every object the child shares with its parent,
         # copying their pages; the child lives for one `check`.
         gc.disable()
@@ -364,6 +376,8 @@ def _serve(requests: int, replies: int, waits: int, threshold: float) -> NoRetur
             return waiting
 
         while (body := _read_message(requests)) is not None:
+            if os.getppid() != parent:  # killed (SIGKILL): its requests need no answers
+                break
             keys = marshal.loads(body)
             pairs = ThreadedPass(keys, thread=False, threshold=threshold).pairs(parent_waits)
             reply = marshal.dumps(pairs)
@@ -373,6 +387,49 @@ def _serve(requests: int, replies: int, waits: int, threshold: float) -> NoRetur
         code = 0
     finally:
         os._exit(code)
+
+
+def _leave_standard_streams(*keep: int) -> None:
+    """Point the child's standard input, output and error at the null device (but any of
+    ``keep``, its pipes, when the parent started with that one closed): a reader of the
+    parent's output (``memory-ls check | ...``, ``$(memory-ls check)``) waits for every
+    copy of it to close, and the child may outlive a parent killed with SIGKILL by the
+    rest of a pass."""
+    try:
+        null = os.open(os.devnull, os.O_RDWR)
+    except OSError:  # (no descriptor left: the streams are kept, as before)
+        return
+    for fd in (0, 1, 2):
+        if fd not in keep and fd != null:
+            with contextlib.suppress(OSError):
+                os.dup2(null, fd)
+    if null > 2:
+        os.close(null)
+
+
+@contextlib.contextmanager
+def interrupts_held() -> Iterator[None]:
+    """Hold Ctrl-C (SIGINT) back on this thread until the block ends, then deliver it.
+
+    Around a fork and the keeping of the child's pid, and around ending the child: a
+    KeyboardInterrupt in between would lose the pid (the child left running after this
+    process), or reach the child before it ignores Ctrl-C (the child would then run this
+    process's code on the way up: its report, its output). A SIGINT already caught
+    when the block starts is raised as it starts, before anything is done. Where
+    signals cannot be held (Windows: no fork either), the block just runs.
+    """
+    import signal
+
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    held = signal.SIGINT in signal.pthread_sigmask(signal.SIG_BLOCK, ())
+    try:
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        yield
+    finally:
+        if not held:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
 def _read_message(fd: int) -> bytes | None:

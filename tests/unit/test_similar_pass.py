@@ -4,12 +4,14 @@ those of the pass scored on the calling thread; no child is left behind."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -332,3 +334,140 @@ def test_the_child_leaves_no_output_and_no_process(workspace: Workspace) -> None
     assert int(lines[1]) > 60
     assert lines[2] == "[1, 1] 0"  # the worker beside both stores' checks, then none
     assert done.stderr == ""
+
+
+def test_a_worker_gone_while_a_request_waits_for_room_gives_no_ticket(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The child ends (out of memory, say) while this process waits to write the rest of
+    # a request bigger than the pipe: the request is lost, check goes on without it.
+    monkeypatch.setattr(similar_pass, "PIPE_SIZE", 4096)
+
+    def ends() -> None:
+        time.sleep(0.3)
+        os._exit(3)
+
+    monkeypatch.setattr(similar, "load_scorer", ends)  # (in the child: it never reads)
+    worker = SimilarWorker(DEFAULT_THRESHOLD)
+    pid = worker._pid
+    keys = [f"note number {i} " * 5 for i in range(20_000)]
+    try:
+        ticket = worker.submit(keys)
+        assert ticket is None or worker.pairs(ticket) is None
+        assert worker.submit(["a note", "a note!"]) is None
+    finally:
+        worker.close()
+    assert pid is not None and reaped(pid)
+
+
+def test_the_child_holds_no_standard_stream(workspace: Workspace) -> None:
+    # A reader of check's output waits for every copy of it to close: a parent killed
+    # with SIGKILL must not leave its output open in the child, which may take the rest
+    # of a pass (and of the passes already sent) to notice.
+    script = (
+        "import os, sys, time\n"
+        "from memory_ls.store.similar_pass import SimilarWorker, ThreadedPass\n"
+        "def slow(*args):\n"
+        "    time.sleep(3)\n"
+        "    return []\n"
+        "ThreadedPass.pairs = slow\n"
+        "worker = SimilarWorker(88.0)\n"
+        "for _ in range(3):\n"
+        "    worker.submit(['a note', 'another note'])\n"
+        "print(worker._pid, flush=True)\n"
+        "time.sleep(0.5)\n"  # the child is in the first pass
+        "os.kill(os.getpid(), 9)\n"
+    )
+    started = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=workspace.env(),
+    )
+    took = time.monotonic() - started
+    child = int(done.stdout.split()[0])
+    try:
+        assert done.returncode == -signal.SIGKILL
+        assert took < 2.5, took  # not the 3 s of the pass the child was scoring
+        # and the child leaves at its next request: the parent is gone.
+        for _ in range(100):
+            try:
+                with open(f"/proc/{child}/stat") as stat:
+                    if stat.read().rsplit(")", 1)[1].split()[0] == "Z":
+                        break
+            except FileNotFoundError:  # ended and reaped
+                break
+            time.sleep(0.1)
+        else:
+            raise AssertionError("the child lingers")
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(child, signal.SIGKILL)
+
+
+def test_ctrl_c_at_the_fork_leaves_no_child(
+    workspace: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Ctrl-C the moment the child is forked, before this process has kept its pid: the
+    # interrupt waits until the worker is kept, and then ends it.
+    runtime = big_workspace(workspace).runtime()
+    children: list[int] = []
+    fork = os.fork
+
+    def interrupted_fork() -> int:
+        pid = fork()
+        if pid:
+            children.append(pid)
+            signal.raise_signal(signal.SIGINT)
+        return pid
+
+    monkeypatch.setattr(os, "fork", interrupted_fork)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            lint_stores(runtime)
+        assert len(children) == 1
+        assert reaped(children[0])
+        assert signal.SIGINT not in signal.pthread_sigmask(signal.SIG_BLOCK, ())
+    finally:
+        for pid in children:
+            with contextlib.suppress(ProcessLookupError, ChildProcessError):
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+
+
+def test_check_of_several_files_forks_one_worker(
+    workspace: Workspace, forks: list[SimilarWorker], capsys: pytest.CaptureFixture[str]
+) -> None:
+    # `check FILE...` forked a worker for each file, and waited for each child to import
+    # its scorer in turn (30 small files: ~1 s against ~0.2 s on a thread). One worker
+    # scores every file's pass; the reports are each file's alone.
+    from memory_ls.cli import main
+    from memory_ls.store.lint import lint_path, lint_paths
+
+    big_workspace(workspace)
+    other = workspace.root / "notes.md"
+    other.write_text("- keep the cache warm\n- keep the caches warm now\n", encoding="utf-8")
+    given = [workspace.store("project"), other, workspace.store("global"), other]
+    assert main(["check", "--project", str(workspace.root), *map(str, given)]) == 1
+    capsys.readouterr()
+    assert len(forks) == 1 and forks[0]._pid is None
+    agent = str(workspace.agent_dir)
+    reports = lint_paths(given, agent, None, workspace.root)
+    assert len(forks) == 2
+    alone = [lint_path(path, agent, None, workspace.root) for path in given]
+    assert reports == alone
+    hinted = [any(f.code == "similar" for f in r.findings) for r in reports]
+    assert hinted == [True, True, False, True]  # (the global store has no paraphrase)
+    assert threading.active_count() == 1
+
+
+def test_check_runs_where_signals_cannot_be_held(
+    workspace: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Windows has no pthread_sigmask (nor fork: the pass runs on a thread there), and
+    # check holds Ctrl-C back around its fork wherever it may fork.
+    runtime = big_workspace(workspace).runtime()
+    monkeypatch.delattr(signal, "pthread_sigmask")
+    assert same_as_on_one_thread(lint_stores(runtime), workspace)
