@@ -74,6 +74,19 @@ def same_as_on_one_thread(reports: list[FileReport], workspace: Workspace) -> bo
     return reports == expected
 
 
+def run_python(script: str, workspace: Workspace) -> subprocess.CompletedProcess[str]:
+    """``script`` run by this interpreter in a process of its own, in ``workspace``'s
+    environment."""
+    return subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=workspace.env(),
+        check=False,
+    )
+
+
 def keys_of(rng: random.Random, count: int) -> list[str]:
     """``count`` distinct keys, many of them paraphrases of each other."""
     templates = [" ".join(rng.choices(WORDS, k=rng.randint(3, 12))) for _ in range(8)]
@@ -321,14 +334,8 @@ def test_the_child_leaves_no_output_and_no_process(workspace: Workspace) -> None
         "print(sum(f.code == 'similar' for r in reports for f in r.findings))\n"
         "print(seen, len(children()))\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", script],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=workspace.env(),
-        check=True,
-    )
+    done = run_python(script, workspace)
+    assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert lines[0] == "buffered before the fork" and len(lines) == 3
     assert int(lines[1]) > 60
@@ -379,13 +386,7 @@ def test_the_child_holds_no_standard_stream(workspace: Workspace) -> None:
         "os.kill(os.getpid(), 9)\n"
     )
     started = time.monotonic()
-    done = subprocess.run(
-        [sys.executable, "-c", script],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=workspace.env(),
-    )
+    done = run_python(script, workspace)
     took = time.monotonic() - started
     child = int(done.stdout.split()[0])
     try:
