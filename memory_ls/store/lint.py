@@ -62,12 +62,8 @@ def lint_file(
     facts = memory_file_facts(path, LINT_READ_LIMIT)
     if run is not None:
         return _start_report(facts, runtime, scope, real_store, run).finish()
-    run = _Run()
-    try:
-        run.start()
+    with _Run() as run:
         return _start_report(facts, runtime, scope, real_store, run).finish()
-    finally:
-        run.close()
 
 
 class _Run:
@@ -78,7 +74,7 @@ class _Run:
         self.thread = thread
         self._fork = thread and fork
         self.worker: SimilarWorker | None = None
-        """The child that scores the ``similar`` passes, forked by :meth:`start` (where it
+        """The child that scores the ``similar`` passes, forked as the run is entered (where it
         may be) so that it loads its scorer while this process reads the stores; else
         the passes are scored on a thread (or, without ``thread``, on this one)."""
         self.bullets: dict[str, list[Bullet]] = {}
@@ -98,33 +94,26 @@ class _Run:
         self._plan = (project, global_, max_bytes, inject, plan)
         return plan
 
-    def start(self) -> None:
-        """Fork the worker, if the run has one: inside the ``try`` whose ``finally`` calls
-        :meth:`close`. Ctrl-C is held back until the worker is kept here, so that an
-        interrupted ``check`` never leaves its child running."""
+    def __enter__(self) -> _Run:
+        """Fork the worker, if the run has one. Ctrl-C is held back until the worker is
+        kept here, and one that comes as it is let through ends it again: an interrupted
+        ``check`` never leaves its child running."""
         if self._fork:
-            from memory_ls.store.similar_pass import interrupts_held
+            from memory_ls.core.similar import DEFAULT_THRESHOLD
+            from memory_ls.store import similar_pass
 
-            with interrupts_held():
-                self.worker = _start_worker()
+            try:
+                with similar_pass.interrupts_held():
+                    self.worker = similar_pass.start_worker(DEFAULT_THRESHOLD)
+            except BaseException:
+                self.__exit__()
+                raise
+        return self
 
-    def close(self) -> None:
+    def __exit__(self, *exc: object) -> None:
         """End the worker, if any (after the reports, or when they will not be asked for)."""
         if self.worker is not None:
             self.worker.close()
-
-
-def _start_worker() -> SimilarWorker | None:
-    """A forked worker for the ``similar`` passes, if this process may fork and can."""
-    from memory_ls.core.similar import DEFAULT_THRESHOLD
-    from memory_ls.store.similar_pass import SimilarWorker, may_fork
-
-    if not may_fork():
-        return None
-    try:
-        return SimilarWorker(DEFAULT_THRESHOLD)
-    except OSError:  # no process to be had (a limit): a thread does the same
-        return None
 
 
 class _Hints:
@@ -336,12 +325,8 @@ def lint_paths(
     """:func:`lint_path` of each of ``paths`` (``check FILE...``), in turn, with one worker
     for all their ``similar`` passes: a worker each would wait for each child to load its
     scorer."""
-    run = _Run()
-    try:
-        run.start()
+    with _Run() as run:
         return [lint_path(path, agent_dir, trusted, project, run) for path in paths]
-    finally:
-        run.close()
 
 
 def lint_stores(
@@ -354,21 +339,19 @@ def lint_stores(
     else on a second thread; ``thread=False`` scores it on this one (the same reports).
     """
     started: list[_Started] = []
-    run = _Run(thread, fork)
-    try:
-        run.start()
-        for scope in ("project", "global"):
-            root = runtime.project_root if scope == "project" else None
-            facts = memory_file_facts(
-                runtime.paths[scope], LINT_READ_LIMIT, root, runtime.paths["global"]
-            )
-            if facts.exists or facts.outside_project is not None:
-                started.append(_start_report(facts, runtime, scope, None, run))
-        return [s.finish() for s in started]
-    finally:
-        for s in started:
-            s.stop()
-        run.close()
+    with _Run(thread, fork) as run:
+        try:
+            for scope in ("project", "global"):
+                root = runtime.project_root if scope == "project" else None
+                facts = memory_file_facts(
+                    runtime.paths[scope], LINT_READ_LIMIT, root, runtime.paths["global"]
+                )
+                if facts.exists or facts.outside_project is not None:
+                    started.append(_start_report(facts, runtime, scope, None, run))
+            return [s.finish() for s in started]
+        finally:
+            for s in started:
+                s.stop()
 
 
 def _severity_level(severity: str) -> str:

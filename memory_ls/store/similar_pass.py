@@ -29,6 +29,8 @@ import sys
 import threading
 from typing import TYPE_CHECKING, NoReturn
 
+from memory_ls.core.similar import DEFAULT_THRESHOLD
+
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
 
@@ -62,10 +64,11 @@ def may_fork() -> bool:
 
 SWITCH_INTERVAL = 0.0002
 """The interpreter's switch interval (seconds) while a ``similar`` thread runs beside other
-work (``check``'s checks, or the other thread in the worker). On one worker, ``cdist`` takes the GIL back between its steps of 4-32 rows (to
-look for Ctrl-C); at the default 5 ms each step waits that long for the Python checks
-to let go, so the pass would crawl beside them (4500 notes: ~110 ms of Python beside it
-took it from ~130 to ~280 ms, docs/performance.md)."""
+work (``check``'s checks, or the other thread in the worker). On one worker, ``cdist``
+takes the GIL back between its steps of 4-32 rows (to look for Ctrl-C); at the default
+5 ms each step waits that long for the Python checks to let go, so the pass would crawl
+beside them (4500 notes: ~110 ms of Python beside it took it from ~130 to ~280 ms,
+docs/performance.md)."""
 
 _switches_lock = threading.Lock()
 _switches_held = 0
@@ -102,13 +105,13 @@ class ThreadedPass:
     """
 
     def __init__(
-        self, keys: list[str], thread: bool = True, threshold: float | None = None
+        self, keys: list[str], thread: bool = True, threshold: float = DEFAULT_THRESHOLD
     ) -> None:
         """``keys``: the keys compared, each once; ``thread``: whether to start the second
         thread (else every block is scored on this one, when asked)."""
-        from memory_ls.core.similar import DEFAULT_THRESHOLD, SimilarPass
+        from memory_ls.core.similar import SimilarPass
 
-        self._pass = SimilarPass(keys, DEFAULT_THRESHOLD if threshold is None else threshold)
+        self._pass = SimilarPass(keys, threshold)
         self._scored: list[list[tuple[int, int, float]] | None] = [None] * len(self._pass.blocks)
         self._next = 0
         self._lock = threading.Lock()
@@ -180,6 +183,17 @@ class ThreadedPass:
         if self._error is not None:
             raise self._error
         return pass_pairs(self._pass, self._scored)
+
+
+def start_worker(threshold: float) -> SimilarWorker | None:
+    """A forked worker for the ``similar`` passes, or ``None`` where this process may not
+    fork (:func:`may_fork`) or cannot (a process limit): a thread then does the same."""
+    if not may_fork():
+        return None
+    try:
+        return SimilarWorker(threshold)
+    except OSError:
+        return None
 
 
 class SimilarWorker:

@@ -221,7 +221,7 @@ def test_nonsense_from_the_worker_is_not_believed(
     monkeypatch.setattr(similar, "key_pairs", lambda keys, t: [(0, 10**6, 99.0)])
     worker = SimilarWorker(DEFAULT_THRESHOLD)  # forked with the bad scorer
     monkeypatch.setattr(similar, "key_pairs", real)
-    monkeypatch.setattr(lint, "_start_worker", lambda: worker)
+    monkeypatch.setattr(similar_pass, "start_worker", lambda threshold: worker)
     reports = lint_stores(runtime)
     monkeypatch.undo()
     assert same_as_on_one_thread(reports, workspace)
