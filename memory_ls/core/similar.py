@@ -420,16 +420,6 @@ def _distance_block(queries: list[str], choices: list[str], bound: int) -> bytes
     return memoryview(scores).tobytes()
 
 
-def pass_findings(
-    notes: list[Bullet],
-    p: SimilarPass,
-    scored: Sequence[Sequence[tuple[int, int, float]] | None],
-) -> list[Finding]:
-    """The ``similar`` hints from every block's pairs (``scored[k]``: block ``k``'s) of the
-    pass over ``notes`` (:func:`compared_notes`)."""
-    return pair_findings(notes, pass_pairs(p, scored))
-
-
 def pass_pairs(
     p: SimilarPass, scored: Sequence[Sequence[tuple[int, int, float]] | None]
 ) -> list[tuple[int, int, float]]:

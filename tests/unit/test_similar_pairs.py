@@ -25,7 +25,7 @@ from memory_ls.core.similar import (
     SimilarPass,
     compared_keys,
     compared_notes,
-    pass_findings,
+    pair_findings,
     pass_pairs,
     score_block,
     similar_findings,
@@ -220,13 +220,13 @@ def test_check_s_blocks_scored_in_any_order_give_the_naive_findings(seed: int) -
     scored: list[list[tuple[int, int, float]] | None] = [None] * len(order)
     for k in order:
         scored[k] = score_block(p, k)
-    found = pass_findings(firsts, p, scored)
+    found = pair_findings(firsts, pass_pairs(p, scored))
     assert found == similar_findings(bullets, DEFAULT_THRESHOLD)
     expected = findings_of_pairs(firsts, naive([b.key for b in firsts], DEFAULT_THRESHOLD))
     assert [(f.line, f.related[0].line, f.data["score"]) for f in found] == expected
     assert len(expected) > len(p.blocks)  # hints in many blocks
     with pytest.raises(ValueError, match="every block"):
-        pass_findings(firsts, p, scored[:-1])
+        pass_pairs(p, scored[:-1])
 
 
 def pass_pairs_of(keys: list[str], threshold: float) -> list[tuple[int, int, float]]:
