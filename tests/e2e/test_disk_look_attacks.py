@@ -4,8 +4,14 @@ through a real ``memory-ls serve``."""
 from __future__ import annotations
 
 import asyncio
+import json
+import os
+import shutil
 
+import pytest
 from lsprotocol import types as lsp
+
+from tests.conftest import new_project, store_text
 
 from .conftest import TIMEOUT
 from .test_disk_look import typed
@@ -35,3 +41,117 @@ async def test_notes_arriving_with_a_trust_requiring_resource_never_show_on_a_st
         typed(s, uri, 3, "b")
         params = await asyncio.wait_for(waiting, TIMEOUT)
         assert "cross-scope-duplicate" not in {d.code for d in params.diagnostics}
+
+
+async def test_two_projects_rested_looks_do_not_cancel_each_other(start, workspace, tmp_path):
+    # Typing in the second project right after the first project's .pi was swapped:
+    # the second project's rested look must not stand in for the first's.
+    second = new_project(tmp_path / "second")
+    workspace.write("project", ["first note", "second note"])
+    other = second / ".pi" / "memory.md"
+    other.parent.mkdir(exist_ok=True)
+    other.write_text(store_text("one note", "two note"))
+    s = await start(folders=[workspace.root, second], init_options={"trusted": True})
+    first = s.open(workspace.project_store)
+    mine = s.open(other)
+    typed(s, first, 2, "a")
+    await s.wait_for(first, lambda ds: True)
+    await asyncio.sleep(0.1)
+    elsewhere = tmp_path / "elsewhere"
+    shutil.move(workspace.root / ".pi", elsewhere)
+    (workspace.root / ".pi").symlink_to(elsewhere)
+    typed(s, first, 3, "b")
+    for _ in range(6):  # keep the second project busy past the first's rested look
+        typed(s, mine, 2, "c")
+        await asyncio.sleep(0.1)
+    await s.codes(first, "outside-project")
+    assert "outside-project" not in {str(d.code) for d in await s.diagnostics(mine)}
+
+
+async def test_the_rested_look_after_close_and_shutdown_is_quiet(start, workspace, tmp_path):
+    workspace.write("project", ["first note", "second note"])
+    s = await start(init_options={"trusted": True})
+    uri = s.open(workspace.project_store)
+    typed(s, uri, 2, "a")
+    typed(s, uri, 2, "b")
+    s.client.text_document_did_close(
+        lsp.DidCloseTextDocumentParams(text_document=lsp.TextDocumentIdentifier(uri=uri))
+    )
+    await asyncio.sleep(0.1)
+    assert not s.client.diagnostics.get(uri)  # cleared at close
+    elsewhere = tmp_path / "elsewhere"
+    shutil.move(workspace.root / ".pi", elsewhere)
+    (workspace.root / ".pi").symlink_to(elsewhere)
+    await asyncio.sleep(1.0)  # the rested look: nothing published for the closed document
+    assert not s.client.diagnostics.get(uri)
+    s.open(workspace.project_store)
+    await asyncio.wait_for(s.client.shutdown_session(), TIMEOUT)
+    await asyncio.sleep(1.0)
+    failed = [m.message for m in s.client.log_messages if "failed" in m.message]
+    assert failed == []
+
+
+def _pi_to_file(ws, tmp_path):
+    shutil.rmtree(ws.root / ".pi")
+    (ws.root / ".pi").write_text("not a folder\n")
+
+
+def _pi_to_fifo(ws, tmp_path):
+    shutil.rmtree(ws.root / ".pi")
+    os.mkfifo(ws.root / ".pi")
+
+
+def _pi_to_agent_dir(ws, tmp_path):
+    shutil.rmtree(ws.root / ".pi")
+    (ws.root / ".pi").symlink_to(ws.agent_dir)
+
+
+def _trust_revoked(ws, tmp_path):
+    (ws.agent_dir / "trust.json").write_text(json.dumps({os.path.realpath(ws.root): False}))
+
+
+def _settings_json(ws, tmp_path):
+    (ws.root / ".pi" / "settings.json").write_text("{}")
+
+
+def _recall_off(ws, tmp_path):
+    (ws.root / ".pi" / "bytefly.json").write_text(json.dumps({"memory": {"inject": False}}))
+
+
+@pytest.mark.parametrize(
+    ("change", "scope"),
+    [
+        *((change, "project") for change in (_pi_to_file, _pi_to_fifo, _pi_to_agent_dir)),
+        *((change, "project") for change in (_trust_revoked, _settings_json, _recall_off)),
+        (_trust_revoked, "global"),
+    ],
+)
+async def test_a_hostile_change_between_keystrokes_converges(
+    start, workspace, tmp_path, change, scope
+):
+    # With no watcher event, what is shown once typing rests must be what a fresh look
+    # shows (the next keystroke, well after the reuse time).
+    workspace.write("project", ["shared note", "project note"])
+    workspace.write("global", ["shared note", "global note"])
+    (workspace.agent_dir / "trust.json").write_text(
+        json.dumps({os.path.realpath(workspace.root): True})
+    )
+    s = await start()
+    uri = s.open(workspace.store(scope))
+    typed(s, uri, 3, "a")
+    await s.wait_for(uri, lambda ds: True)
+    await asyncio.sleep(0.05)
+    change(workspace, tmp_path)
+    typed(s, uri, 3, "b")
+    await asyncio.sleep(1.2)
+
+    def shown() -> set[tuple[str, str]]:
+        return {(str(d.code), d.message) for d in s.client.diagnostics.get(uri, [])}
+
+    rested = shown()
+    version = s.versions[uri]
+    typed(s, uri, 3, "c")
+    await s.wait_for(uri, lambda ds: True)
+    await asyncio.sleep(0.3)
+    assert s.versions[uri] == version + 1
+    assert shown() == rested
