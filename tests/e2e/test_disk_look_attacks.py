@@ -155,3 +155,63 @@ async def test_a_hostile_change_between_keystrokes_converges(
     await asyncio.sleep(0.3)
     assert s.versions[uri] == version + 1
     assert shown() == rested
+
+
+@pytest.mark.parametrize("verb", ["memory.add", "memory.list", "memory.inject"])
+async def test_a_command_while_typing_decides_trust_afresh(start, workspace, verb):
+    # A command sent right behind a keystroke whose analysis reused a look from before
+    # trust was revoked must not act on (or return the notes of) the old decision.
+    workspace.write("project", ["SECRET project note", "another note"])
+    root = os.path.realpath(workspace.root)
+    (workspace.agent_dir / "trust.json").write_text(json.dumps({root: True}))
+    s = await start()
+    uri = s.open(workspace.project_store)
+    typed(s, uri, 2, "a")
+    await s.wait_for(uri, lambda ds: True)
+    (workspace.agent_dir / "trust.json").write_text(json.dumps({root: False}))
+    typed(s, uri, 2, "b")
+    argument = {"text": "planted"} if verb == "memory.add" else None
+    result = await s.command(verb, argument)
+    assert "SECRET" not in json.dumps(result)
+    assert "planted" not in workspace.project_store.read_text()
+
+
+async def test_a_pull_client_that_can_be_refreshed_is_asked_to_pull_again(
+    start, workspace, tmp_path, monkeypatch
+):
+    from pytest_lsp import client_capabilities
+
+    from . import conftest
+
+    def refreshable(preset: str) -> lsp.ClientCapabilities:
+        caps = client_capabilities("neovim")
+        assert caps.workspace is not None
+        caps.workspace.diagnostics = lsp.DiagnosticWorkspaceClientCapabilities(refresh_support=True)
+        return caps
+
+    monkeypatch.setattr(conftest, "client_capabilities", refreshable)
+    workspace.write("project", ["first note", "second note"])
+    root = os.path.realpath(workspace.root)
+    (workspace.agent_dir / "trust.json").write_text(json.dumps({root: True}))
+    s = await start()
+    assert s.pull
+    uri = s.open(workspace.project_store)
+    typed(s, uri, 2, "a")
+    assert "untrusted" not in {str(d.code) for d in await s.diagnostics(uri)}
+    before = s.client.diagnostic_refresh_count
+    (workspace.agent_dir / "trust.json").write_text(json.dumps({root: False}))
+    typed(s, uri, 2, "b")
+    if "untrusted" in {str(d.code) for d in await s.diagnostics(uri)}:
+        return  # a slow machine: this pull came after the reuse time
+    # The client pulls when asked to, and only then, until it shows the truth.
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 3
+    seen = before
+    while loop.time() < deadline:
+        await asyncio.sleep(0.05)
+        if s.client.diagnostic_refresh_count == seen:
+            continue
+        seen = s.client.diagnostic_refresh_count
+        if "untrusted" in {str(d.code) for d in await s.diagnostics(uri)}:
+            return
+    raise AssertionError(f"no refresh brought the untrusted project ({seen - before} refreshes)")
