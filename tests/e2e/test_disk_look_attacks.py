@@ -215,3 +215,46 @@ async def test_a_pull_client_that_can_be_refreshed_is_asked_to_pull_again(
         if "untrusted" in {str(d.code) for d in await s.diagnostics(uri)}:
             return
     raise AssertionError(f"no refresh brought the untrusted project ({seen - before} refreshes)")
+
+
+async def test_a_malformed_burst_of_changes_ends_on_the_last_version(start, workspace):
+    workspace.write("project", ["first note", "second note"])
+    s = await start(init_options={"trusted": True})
+    uri = s.open(workspace.project_store)
+    method = lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS
+
+    def raw(version: int, start: tuple[int, int], end: tuple[int, int], text: str) -> None:
+        s.client.text_document_did_change(
+            lsp.DidChangeTextDocumentParams(
+                text_document=lsp.VersionedTextDocumentIdentifier(uri=uri, version=version),
+                content_changes=[
+                    lsp.TextDocumentContentChangePartial(
+                        range=lsp.Range(start=lsp.Position(*start), end=lsp.Position(*end)),
+                        text=text,
+                    )
+                ],
+            )
+        )
+
+    raw(2, (99, 0), (99, 5), "- beyond the end\n")  # a range past the end
+    raw(3, (2, 50), (1, 0), "x")  # end before start
+    raw(2, (0, 0), (0, 0), "")  # a version going back
+    s.client.text_document_did_change(
+        lsp.DidChangeTextDocumentParams(
+            text_document=lsp.VersionedTextDocumentIdentifier(uri=uri + "x", version=9),
+            content_changes=[lsp.TextDocumentContentChangeWholeDocument(text="- a")],
+        )
+    )
+    for _ in range(100):
+        typed(s, uri, 2, "z")
+    s.versions[uri] = 200
+    waiting = s.client.protocol.wait_for_notification_async(method)
+    s.replace_all(uri, "# Project memory\n\n- one note\n- One note.\n")
+    while True:
+        params = await asyncio.wait_for(waiting, TIMEOUT)
+        if params.uri == uri and params.version == 201:
+            break
+        waiting = s.client.protocol.wait_for_notification_async(method)
+    assert [str(d.code) for d in params.diagnostics] == ["duplicate"]
+    # and the server still answers
+    assert (await s.command("memory.path"))["trusted"] is True
