@@ -409,6 +409,9 @@ class Analysis:
         self.states: dict[str, DocState] = {}
         self.encoding = "utf-16"
         self.related = True
+        self.reuse_look = DISK_LOOK_REUSE
+        """Seconds a pass may take the last pass's look at the disk (``MemoryRuntime.steady``):
+        none for a pull client that cannot be asked to pull again (``publishing.negotiate``)."""
         self.files = ProjectFiles()
         """What each project's files hold, for SPEC §13's checks (``project_watch.py``)."""
 
@@ -459,7 +462,7 @@ class Analysis:
     def _update(self, doc: MemoryDocument, state: DocState, pub: Published) -> Published:
         """Bring ``pub`` up to the document's text and everything it depends on (or
         replace it, when what it was built on changed), looking at the disk once."""
-        with state.info.runtime.steady(reuse_for=DISK_LOOK_REUSE):
+        with state.info.runtime.steady(reuse_for=self.reuse_look):
             return self._update_steady(doc, state, pub)
 
     def _update_steady(self, doc: MemoryDocument, state: DocState, pub: Published) -> Published:

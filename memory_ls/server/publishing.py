@@ -49,6 +49,11 @@ def negotiate(ls: MemoryServer, params: lsp.InitializeParams) -> None:
                 identifier="memory", inter_file_dependencies=True, workspace_diagnostics=False
             ),
         )(pull_after_first_look)
+        if not ls.capability("workspace.diagnostics.refresh_support"):
+            # Such a client pulls on an edit and at no other time: what the rested look
+            # (look_again_soon) finds could never reach it, and a pull answered with a
+            # reused look would show a change that came just before until the next edit.
+            ls.analysis.reuse_look = 0.0
     else:
         ls.analysis.related = bool(
             ls.capability("text_document.publish_diagnostics.related_information")

@@ -196,7 +196,17 @@ class MemoryRuntime:
         epoch = self._looked_epoch  # (a bump during the block: its answers are not kept)
         recent = getattr(moment, "recent", None) if reuse_for > 0 else None
         now = time.monotonic() if reuse_for > 0 else 0.0
-        if recent is not None and recent[0] == epoch and 0 <= now - recent[1] < reuse_for:
+        # A look stands only while both stores are as they were then: notes that came in
+        # (a `git pull`, another process) may have come with what makes the project
+        # untrusted or refused (an `.agents/skills`, a `.pi` swapped), and must not be
+        # read on the old decision even once. Two lstat()s, against the look's ~10.
+        stores = tuple(stamp_of(p) for p in self.paths.values()) if reuse_for > 0 else ()
+        if (
+            recent is not None
+            and recent[0] == epoch
+            and recent[3] == stores
+            and 0 <= now - recent[1] < reuse_for
+        ):
             looked_at, moment.memo = recent[1], dict(recent[2])
         else:
             looked_at, moment.memo = now, {}
@@ -204,7 +214,7 @@ class MemoryRuntime:
             yield
         finally:
             if reuse_for > 0:
-                moment.recent = (epoch, looked_at, moment.memo)
+                moment.recent = (epoch, looked_at, moment.memo, stores)
             moment.memo = None
 
     def look_again(self) -> bool:

@@ -58,3 +58,22 @@ async def test_a_change_on_disk_between_keystrokes_shows_once_typing_rests(
     params = await asyncio.wait_for(waiting, 4 * DISK_LOOK_REUSE + 2)
     assert params.version == 3  # the same version, published again
     assert "outside-project" in {d.code for d in params.diagnostics}
+
+
+async def test_a_pull_that_cannot_be_asked_again_looks_at_the_disk_afresh(
+    start, workspace, tmp_path
+):
+    # Neovim pulls on an edit but declares no workspace/diagnostic/refresh: the rested
+    # look (look_again_soon) has no way to bring it a change. A reused look in the pull
+    # answering the last keystroke would stay on screen until the next edit.
+    workspace.write("project", ["first note", "second note"])
+    s = await start("neovim", init_options={"trusted": True})
+    assert s.pull
+    uri = s.open(workspace.project_store)
+    typed(s, uri, 2, "a")
+    assert "outside-project" not in {str(d.code) for d in await s.diagnostics(uri)}
+    elsewhere = tmp_path / "elsewhere"
+    shutil.move(workspace.root / ".pi", elsewhere)
+    (workspace.root / ".pi").symlink_to(elsewhere)
+    typed(s, uri, 3, "b")
+    assert "outside-project" in {str(d.code) for d in await s.diagnostics(uri)}

@@ -747,3 +747,30 @@ def test_a_steady_look_reused_for_a_while_and_looked_at_again(
     assert rt.look_again() is False  # nothing reused any more
     with rt.steady(reuse_for=0.25):
         assert rt.store_refusal("project") is not None
+
+
+def test_a_steady_look_is_not_reused_once_a_store_changed(
+    workspace: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Notes that arrive (a `git pull`) may come with what makes the project untrusted:
+    # they are never read on the look taken before them.
+    import memory_ls.store.runtime as runtime_module
+
+    clock = [1000.0]
+    monkeypatch.setattr(runtime_module.time, "monotonic", lambda: clock[0])
+    workspace.write("project", ["first note"])
+    rt = workspace.runtime(trusted=None)
+    with rt.steady(reuse_for=0.25):
+        assert rt.trust().trusted
+    (workspace.root / ".agents" / "skills").mkdir(parents=True)
+    clock[0] += 0.05
+    with rt.steady(reuse_for=0.25):  # nothing else changed: the look stands
+        assert rt.trust().trusted
+    workspace.write("project", ["first note", "arrived with the skills"])
+    clock[0] += 0.05
+    with rt.steady(reuse_for=0.25):
+        assert not rt.trust().trusted
+        assert rt.notes("project") == []
+    workspace.write("global", ["a global note"])  # the global store ends it too
+    with rt.steady(reuse_for=0.25):
+        assert rt.trust().trusted is False
