@@ -239,10 +239,15 @@ def _hit_rows(
     matrix: bytes,
     empty: int,
     threshold: float,
+    dense_cutoff: int | None = None,
 ) -> Iterator[list[Pair]]:
     """Each row's ``(row, column, score)`` close pairs from ``matrix``, the uint8 matrix of
     rows ``start`` to ``end`` against the ``width`` keys from ``start``: a cell holding
-    ``empty`` holds no pair, any other is scored with ``ratio`` against ``threshold``."""
+    ``empty`` holds no pair, any other is scored with ``ratio`` against ``threshold``.
+
+    ``dense_cutoff``: the matrix is a filter's (:func:`_filtered_rows`); from a row where
+    many of its cells pass (:data:`DENSE_ROW`) on, the rest of the block is scored as a
+    ``ratio`` matrix with this cutoff instead."""
     from rapidfuzz import fuzz
 
     ratio = fuzz.ratio
@@ -253,8 +258,14 @@ def _hit_rows(
         lo, hi = r * width + r + 1, (r + 1) * width
         # Almost every row is all blank: counting them is a C loop (~10x faster than
         # a regex over the row), and only a row with a hit is searched.
-        if matrix.count(blank, lo, hi) == hi - lo:
+        passed = hi - lo - matrix.count(blank, lo, hi)
+        if passed == 0:
             continue
+        if dense_cutoff is not None and passed > DENSE_ROW and passed * DENSE_SHARE > hi - lo:
+            first = start + r
+            scores = _score_block(ranked[first:end], ranked[first : start + width], dense_cutoff, 1)
+            yield from _hit_rows(ranked, first, end, width - r, scores, 0, threshold)
+            return
         key = ranked[start + r]
         row: list[Pair] = []
         # A blank cell made 0 (a C pass over the row), so that one pattern finds the hits
@@ -270,6 +281,17 @@ def _hit_rows(
                 row.append((start + r, c, score))
         if row:
             yield row
+
+
+DENSE_ROW = 32
+DENSE_SHARE = 16
+"""From a row of :func:`_filtered_rows` where more than :data:`DENSE_ROW` cells, and more
+than one in :data:`DENSE_SHARE`, pass the filter, the rest of its block is scored as a
+``ratio`` matrix (in C, as the server's pass scores): each cell that passes costs ~0.9 us
+scored in Python, a cell of the matrix ~35 ns (keys of 64 characters or less). A store
+whose notes differ only in the filter's dropped characters (8,000 of ``qzqzqzqzqz`` and 30
+of `` eta``) passed every cell: 16 s, against 0.6 s for the server's matrix. The
+benchmark's stores pass a few thousand cells in all, and none of their rows gets here."""
 
 
 def _blocks(lengths: list[int], cutoff: int, block: int) -> list[tuple[int, int, int]]:
@@ -452,16 +474,6 @@ of a SIMD vector, one of 17-32 an eighth) and the filter stays exact: see
 
 _DROPPED_BYTES = DROPPED.encode("ascii")
 
-DENSE_CELLS = 1024
-DENSE_SHARE = 16
-"""A block of :func:`_filtered_rows` whose filter passes more than :data:`DENSE_CELLS` cells
-and more than one in :data:`DENSE_SHARE` is scored as a ``ratio`` matrix instead: each
-cell that passes costs ~0.9 us in Python, a cell of the ``ratio`` matrix ~35 ns in C
-(keys of 64 characters or less). A store whose notes differ only in those characters
-(8,000 of ``qzqzqzqzqz`` and 30 of `` eta``) passed every cell: 16 s, against 0.6 s for
-the server's ``ratio`` matrix. The benchmark's stores pass under 0.5% of their cells
-(a few thousand in all): they never get here."""
-
 
 def _without_dropped(keys: list[str]) -> list[str]:
     """``keys`` without :data:`DROPPED`'s characters (all at once: a few C passes).
@@ -497,7 +509,8 @@ def _filtered_rows(
     threshold is within ``(100 - threshold)%`` of its two lengths, and no two keys of the
     block are longer than its longest row's and its window's last: a cell over that bound
     (which ``cdist`` writes as bound + 1) holds no pair; every other cell is scored with
-    ``ratio`` and kept as the matrix pass keeps it. A block whose bound does not fit a
+    ``ratio`` and kept as the matrix pass keeps it (from a row where most cells pass on, the
+    rest of the block as a ``ratio`` matrix: :data:`DENSE_ROW`). A block whose bound does not fit a
     byte is scored as a ``ratio`` matrix (:func:`_block_rows`).
     """
     lengths = p.lengths
@@ -508,13 +521,9 @@ def _filtered_rows(
         yield from _block_rows(p.ranked, start, end, stop, p.cutoff, p.threshold, 1)
         return
     distances = _distance_block(p.short[start:end], p.short[start:stop], bound)
-    passed = len(distances) - distances.count(bytes((bound + 1,)))
-    if passed > DENSE_CELLS and passed * DENSE_SHARE > len(distances):
-        # Keys alike but for DROPPED's characters: most cells pass, and scoring each in
-        # Python would cost far more than the ratio matrix (in C) of the block.
-        yield from _block_rows(p.ranked, start, end, stop, p.cutoff, p.threshold, 1)
-        return
-    yield from _hit_rows(p.ranked, start, end, stop - start, distances, bound + 1, p.threshold)
+    yield from _hit_rows(
+        p.ranked, start, end, stop - start, distances, bound + 1, p.threshold, p.cutoff
+    )
 
 
 def _distance_block(queries: list[str], choices: list[str], bound: int) -> bytes:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import random
 import sys
+from collections.abc import Iterable, Iterator
 
 import pytest
 from hypothesis import given, settings
@@ -17,6 +18,7 @@ from memory_ls.core.similar import (
     DEFAULT_THRESHOLD,
     SERVER_BLOCK,
     SIMILAR_LIMIT,
+    Pair,
     ScoredBlocks,
     SimilarPass,
     key_pairs,
@@ -113,22 +115,26 @@ def test_a_block_stops_after_the_row_that_reaches_the_limit(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # 300 near-identical keys: each row of the first block holds ~300 pairs; at a limit of
-    # 50 a block's first row reaches it, and no later row of it is scored in Python.
+    # 50 a block's first row reaches it, and no later row of it is scored (the rows are
+    # scored as they are read).
     keys = [f"run cache step {i:05d}" for i in range(300)]
-    scored_rows: list[int] = []
-    hit_rows = similar._hit_rows
+    read: list[int] = []
+    rule = similar.rows_to_limit
 
-    def counted(*args: object) -> object:
-        for row in hit_rows(*args):  # type: ignore[arg-type]
-            scored_rows.append(row[0][0])
-            yield row
+    def counted(rows: Iterable[list[Pair]], limit: int | None) -> tuple[list[Pair], bool]:
+        def reading() -> Iterator[list[Pair]]:
+            for row in rows:
+                read.append(row[0][0])
+                yield row
 
-    monkeypatch.setattr(similar, "_hit_rows", counted)
+        return rule(reading(), limit)
+
+    monkeypatch.setattr(similar, "rows_to_limit", counted)
     p = SimilarPass(keys, DEFAULT_THRESHOLD, 50)
     assert p.matrix and len(p.blocks) > 5
     pairs = score_block(p, 3)
     assert len(pairs) == 50 and {r for r, _, _ in pairs} == {3 * SERVER_BLOCK}
-    assert scored_rows == [3 * SERVER_BLOCK]
+    assert read == [3 * SERVER_BLOCK]
     # Block 0 reaches the limit: no other block is needed, whatever was scored before.
     scored = ScoredBlocks(p)
     scored.put(len(p.blocks) - 1, score_block(p, len(p.blocks) - 1))
@@ -150,26 +156,28 @@ def test_the_rule_keeps_the_best_hits_of_the_row_that_reaches_the_limit() -> Non
     assert rows_to_limit(rows, None) == ([p for row in rows for p in row], False)
 
 
-def test_keys_alike_but_for_the_dropped_characters_are_scored_as_a_ratio_matrix(
+def test_keys_alike_but_for_the_dropped_characters_are_scored_in_c(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # Every cell passes the filter (the short keys are all "qzqzqzqzqz"): the block is
-    # scored as a ratio matrix, not cell by cell in Python; the same pairs either way.
+    # Every cell passes the filter (the short keys are all "qzqzqzqzqz"): each block is
+    # scored as a ratio matrix from its first row on, not cell by cell in Python; the
+    # same pairs either way.
     rng = random.Random(4)
     keys = list(dict.fromkeys("qz" * 5 + "".join(rng.choices(" eta", k=14)) for _ in range(400)))
-    ratio_blocks: list[int] = []
-    block_rows = similar._block_rows
+    matrices: list[int] = []
+    score = similar._score_block
 
-    def counted(ranked: list[str], start: int, *args: object) -> object:
-        ratio_blocks.append(start)
-        return block_rows(ranked, start, *args)  # type: ignore[arg-type]
+    def counted(queries: list[str], choices: list[str], cutoff: int, workers: int) -> bytes:
+        matrices.append(len(queries))
+        return score(queries, choices, cutoff, workers)
 
-    monkeypatch.setattr(similar, "_block_rows", counted)
+    monkeypatch.setattr(similar, "_score_block", counted)
     p = SimilarPass(keys, DEFAULT_THRESHOLD, None)
     assert p.matrix
     found = pass_pairs(p, [score_block(p, k) for k in range(len(p.blocks))])
-    assert len(ratio_blocks) >= len(p.blocks) - 2  # (the last, small ones may not be)
+    assert sum(matrices) > len(keys) - 2 * similar.DENSE_SHARE * similar.DENSE_ROW
     assert found == naive(keys, DEFAULT_THRESHOLD)
+    assert len(found) > 100
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="fork: Linux only")
