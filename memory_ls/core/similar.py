@@ -65,7 +65,8 @@ def similar_pairs(
     """All pairs ``(i, j, score)`` with ``i < j`` whose score reaches ``threshold``.
 
     Pairs with equal keys are left out: the ``duplicate`` check reports them.
-    ``limit`` caps the pairs returned (a store of near-identical notes has millions).
+    ``limit`` caps the pairs returned (a store of near-identical notes has millions) under
+    :func:`rows_to_limit`'s rule; the editor and ``check`` both pass :data:`SIMILAR_LIMIT`.
 
     Keys are sorted by length and each is scored only against the longer keys that
     can still reach the threshold (``ratio`` is at most ``2 * shorter / (shorter +
@@ -78,7 +79,8 @@ def similar_pairs(
     -1 (every core, blocks of :data:`BLOCK` rows), 1 (blocks of
     :data:`SERVER_BLOCK` rows) for the language server's pass in its background thread.
     With ``limit``, both ways stop after the row that reaches it and keep that row's
-    best hits (``process.extract``'s order: score, then column): the same pairs then too.
+    best hits (score, then column: :func:`rows_to_limit`): the same pairs then too, and
+    no block after that row's is scored.
     """
     n = len(keys)
     if n < 2:
