@@ -250,6 +250,21 @@ def test_check_of_the_shared_file_reports_the_refusal_as_check_of_the_project_do
         assert rows(str(spelled)) == whole, spelled
 
 
+def test_check_reports_the_one_file_once_and_its_refusal_once(shared: SharedStore) -> None:
+    """Both stores are one file: ``check`` reports it once (not the project store's
+    refusal, then the same file again as the global store), the refusal said once, under
+    the project store's path it is about."""
+    shared.store.write_text(f"{shared.text}- shared note\n")  # a duplicate, as global
+    r = shared.run("check", "--trusted")
+    assert r.returncode == 1, r.stderr
+    assert r.stderr == "1 files checked: 1 errors, 1 warnings, 0 other\n"
+    store = f"{shared.root}/.pi/memory.md"
+    assert r.stdout.splitlines() == [
+        f"{store}:1:1: outside-project {shared.message}",
+        f"{store}:4:3: duplicate Duplicate of the note on line 3: shared note",
+    ]
+
+
 @pytest.fixture
 def bind_mounted_agent_dir(workspace: Workspace, tmp_path: Path) -> Iterator[Path]:
     """The project's ``.pi`` bind-mounted as the agent dir: one folder under two paths
