@@ -265,6 +265,23 @@ def test_check_reports_the_one_file_once_and_its_refusal_once(shared: SharedStor
     ]
 
 
+def test_the_doctor_lists_the_one_bytefly_json_once_and_the_refusal_once(
+    shared: SharedStore,
+) -> None:
+    """The agent dir is the project's ``.pi``: its ``bytefly.json`` is one file, the
+    global layer, listed once (not again as the project layer); the project scope's
+    refusal is one problem (its inbox, refused with it, is not a second)."""
+    (shared.store.parent / "bytefly.json").write_text('{"memory": {"maxInjectBytes": 600}}')
+    report = json.loads(shared.run("doctor", "--trusted", "--json").stdout)
+    sources = report["config"]["sources"]
+    assert [s["status"] for s in sources] == ["used"], sources
+    assert report["config"]["maxInjectBytes"] == 600
+    assert report["problems"] == [f"project: {shared.message}"]
+    text = shared.run("doctor", "--trusted").stdout
+    assert text.count("bytefly.json") == 1, text
+    assert text.count(shared.message) == 2, text  # the project's ERROR line, its problem
+
+
 @pytest.fixture
 def bind_mounted_agent_dir(workspace: Workspace, tmp_path: Path) -> Iterator[Path]:
     """The project's ``.pi`` bind-mounted as the agent dir: one folder under two paths
