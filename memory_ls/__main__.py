@@ -60,23 +60,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     memory_ls``), a verb of :data:`QUICK_VERBS` ends the process here once its
     output is flushed, with the code it would have returned.
     """
-    quick = argv is None and len(sys.argv) > 1 and sys.argv[1] in QUICK_VERBS
-    if quick:
-        gc.disable()  # a read verb makes no garbage worth a collection before it ends
-    else:
-        # A quick verb keeps Python's own handler: its KeyboardInterrupt reaches the
-        # `except` below (no server or library of its own to swallow it or turn it into
-        # another error), and `signal` with its enums of every signal (~1 ms) is not
-        # imported.
-        import signal
-
-        # A SIGINT the parent set to be ignored (a background job) stays ignored.
-        if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
-            signal.signal(signal.SIGINT, _on_sigint)
     try:
+        # All of it inside: a Ctrl-C during `import signal`, or while the output is
+        # flushed at the end, is an interrupt like any other, not a traceback.
+        quick = argv is None and len(sys.argv) > 1 and sys.argv[1] in QUICK_VERBS
+        if quick:
+            gc.disable()  # a read verb makes no garbage worth a collection before it ends
+        else:
+            # A quick verb keeps Python's own handler: its KeyboardInterrupt reaches the
+            # `except` below (no server or library of its own to swallow it or turn it
+            # into another error), and `signal` with its enums of every signal (~1 ms) is
+            # not imported.
+            _remember_interrupts()
         from memory_ls.cli import main as cli_main
 
         code = cli_main(argv)
+        if _interrupted:  # the interrupt was caught on the way (``serve`` on stdio)
+            _exit_interrupted()
+        if argv is None and _output_failed():
+            # The text still buffered for the failed stream cannot be written either: the
+            # interpreter's exit would try again and print a traceback of its own.
+            os._exit(code)
+        if argv is None and len(sys.argv) > 1 and sys.argv[1] in ENDS_AT_ONCE:
+            _end_now(code)
     except KeyboardInterrupt:
         _exit_interrupted()
     except BaseException:
@@ -86,15 +92,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         if _interrupted:
             _exit_interrupted()
         raise
-    if _interrupted:  # the interrupt was caught on the way (``serve`` on stdio)
-        _exit_interrupted()
-    if argv is None and _output_failed():
-        # The text still buffered for the failed stream cannot be written either: the
-        # interpreter's exit would try again and print a traceback of its own.
-        os._exit(code)
-    if argv is None and len(sys.argv) > 1 and sys.argv[1] in ENDS_AT_ONCE:
-        _end_now(code)
     return code
+
+
+def _remember_interrupts() -> None:
+    """Put :func:`_on_sigint` in the place of Python's own Ctrl-C handler."""
+    import signal
+
+    # A SIGINT the parent set to be ignored (a background job) stays ignored.
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, _on_sigint)
 
 
 def _output_failed() -> bool:

@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 from lsprotocol import types as lsp
-from lsprotocol.converters import get_converter
 
 from memory_ls.core import fixes
 from memory_ls.core.config import without_infinities
@@ -22,7 +21,7 @@ from memory_ls.core.models import RevealResult, other_scope
 from memory_ls.core.text import MAX_STORE_BYTES, utf8_length
 from memory_ls.server import instructions
 from memory_ls.server.documents import MemoryDocument
-from memory_ls.server.edits import text_edits, text_range
+from memory_ls.server.edits import range_from_json, range_json, text_edits, text_range
 from memory_ls.server.positions import from_client, to_client
 from memory_ls.server.protocol import CLIENT_TIMEOUT
 
@@ -33,7 +32,6 @@ FIX_ALL = "source.fixAll.memory"
 REWRITE = lsp.CodeActionKind.RefactorRewrite.value
 MOVE = "refactor.move"
 QUICKFIX = lsp.CodeActionKind.QuickFix.value
-CONVERTER = get_converter()
 KINDS = [QUICKFIX, REWRITE, MOVE, FIX_ALL]
 REVEAL = "memory.reveal"
 """The command a fix that selects (rather than edits) runs: ``window/showDocument``."""
@@ -138,7 +136,7 @@ def _edit_action(
     if fix.select is not None:
         sel = fix.select
         where = text_range(doc, sel.line, sel.start, sel.line, sel.end, ls.analysis.encoding)
-        shown = {"uri": doc.uri, "range": CONVERTER.unstructure(where)}
+        shown = {"uri": doc.uri, "range": range_json(where)}
         return lsp.CodeAction(
             title=fix.title,
             kind=kind,
@@ -179,7 +177,7 @@ def _data_for(ls: MemoryServer, doc: MemoryDocument, diag: lsp.Diagnostic) -> An
     line) matches nothing, so it cannot lend that other note's data: "Forget this note"
     never forgets a note the user did not point at.
     """
-    where = CONVERTER.unstructure(diag.range)
+    where = range_json(diag.range)
     if ls.document(doc.uri) is not None:
         note = diag.data.get("noteHash") if isinstance(diag.data, dict) else None
         if not isinstance(note, str):
@@ -246,10 +244,7 @@ async def reveal(ls: MemoryServer, arg: dict[str, Any]) -> RevealResult:
     store, or the range is not one (the argument that is not an object at all is
     ``InvalidParams``, as for every command: :func:`memory_ls.server.commands.argument`)."""
     uri = arg.get("uri")
-    try:
-        selection = CONVERTER.structure(arg.get("range"), lsp.Range)
-    except Exception:
-        selection = None
+    selection = range_from_json(arg.get("range"))
     if not isinstance(uri, str) or selection is None:
         return {"shown": False, "error": "memory.reveal needs a uri and a range"}
     found = ls.document(uri)

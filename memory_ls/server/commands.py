@@ -52,7 +52,7 @@ from memory_ls.server.uris import path_of_uri
 from memory_ls.store.bridges import read_import_files
 from memory_ls.store.git import failed_sync
 from memory_ls.store.git import sync as git_sync
-from memory_ls.store.paths import canonical_path, refused_project_store
+from memory_ls.store.paths import canonical_path
 from memory_ls.store.runtime import MemoryRuntime
 
 if TYPE_CHECKING:
@@ -162,12 +162,8 @@ def runtime_for(
     if uri:
         fs = path_of_uri(uri) if "://" in uri else uri
         path = Path(fs) if fs else None
-    if path is None or refused_project_store(path) is not None:
-        return ls.projects.runtime_for_uri_path(path)
-    missing = ls.projects.missing_project(path)
-    if missing is not None:
-        return _refused(ls, command, arg, missing)
-    return ls.projects.runtime_for_uri_path(path)
+    found = ls.projects.runtime_for_command(path)
+    return _refused(ls, command, arg, found) if isinstance(found, str) else found
 
 
 def _refused(ls: MemoryServer, command: str, arg: Mapping[str, Any], error: str) -> MemoryResult:

@@ -12,6 +12,12 @@ if TYPE_CHECKING:
     from memory_ls.server.server import MemoryServer
 
 
+REFUSED_TITLE = "project memory refused: never read, recalled or written"
+"""The lens of a project store whose ``.pi`` leads out of the project (SPEC §1)."""
+SHARED_PREFIX = "refused as project memory · as global memory: "
+"""Before the counts of the global store that is also the project's store file."""
+
+
 def register(ls: MemoryServer) -> None:
     """The budget lens."""
     ls.feature(lsp.TEXT_DOCUMENT_CODE_LENS, lsp.CodeLensOptions(resolve_provider=False))(code_lens)
@@ -26,16 +32,24 @@ def lens_title(ls: MemoryServer, uri: str) -> str | None:
     scope = state.info.scope
     if scope is None:
         return None
+    runtime = state.info.runtime
+    if scope == "project" and runtime.store_refusal("project") is not None:
+        # Its `.pi` leads out of the project: not one of its notes is read or recalled
+        # (the `outside-project` error says why; the lens runs the doctor).
+        return REFUSED_TITLE
+    # The global store that is also the project's store file (the agent dir is its
+    # `.pi`): refused as project memory, its notes recalled as global memory.
+    shared = SHARED_PREFIX if runtime.shared_store_refusal(scope) is not None else ""
     count = len(doc.notes())
-    plan, _ = ls.projects.plan(state.info.runtime)
-    trusted = state.info.runtime.trust().trusted
+    plan, _ = ls.projects.plan(runtime)
+    trusted = runtime.trust().trusted
     verdict = scope_recall(plan, scope, trusted=trusted)
     if verdict.state == "untrusted":
-        return f"{count} notes · not recalled: {state.info.runtime.trust().summary}"
+        return f"{shared}{count} notes · not recalled: {runtime.trust().summary}"
     if verdict.state == "recall-off":
-        return f"{count} notes · recall off"
+        return f"{shared}{count} notes · recall off"
     budget = f"{plan.used}/{plan.max_bytes} bytes in recall"
-    return f"{count} notes · {budget} · {verdict.left_out} left out"
+    return f"{shared}{count} notes · {budget} · {verdict.left_out} left out"
 
 
 def code_lens(ls: MemoryServer, params: lsp.CodeLensParams) -> list[lsp.CodeLens] | None:

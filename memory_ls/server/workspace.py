@@ -26,6 +26,7 @@ from memory_ls.core.recall import RecallPlan, incremental_plan, recall_plan
 from memory_ls.server.documents import MemoryDocument
 from memory_ls.server.settings import Settings
 from memory_ls.store.paths import (
+    StorePath,
     canonical_path,
     classify_store_path,
     no_project_message,
@@ -179,7 +180,31 @@ class Projects:
         real = _resolved(path)
         if real is None:
             return default  # names nothing (a NUL byte); missing_project refused it first
-        found = classify_store_path(path, default.paths["global"])
+        return self._runtime_for(path, real, classify_store_path(path, default.paths["global"]))
+
+    def runtime_for_command(self, path: Path | None) -> MemoryRuntime | str:
+        """:meth:`runtime_for_uri_path`, or why the ``uri`` picks no project
+        (:meth:`missing_project`), the path classified once for both.
+
+        The store of a project whose ``.pi`` leads out of it is judged first: it names
+        that project (and so gets its exact refusal) even when the link dangles.
+        """
+        default = self.default_runtime()
+        if path is None:
+            return default
+        real = _resolved(path)
+        found = None if real is None else classify_store_path(path, default.paths["global"])
+        if found is None or found.scope != "project" or found.refusal is None:
+            missing = self.missing_project(path)
+            if missing is not None:
+                return missing
+        assert real is not None  # (a path that names nothing is missing)
+        return self._runtime_for(path, real, found)
+
+    def _runtime_for(self, path: Path, real: Path, found: StorePath | None) -> MemoryRuntime:
+        """The runtime for a command's ``uri`` path, its canonical form ``real`` and its
+        classification ``found``."""
+        default = self.default_runtime()
         if found is not None and found.root is not None and found.refusal is not None:
             # `<root>/.pi/memory.md` of a project whose .pi leads out (maybe to the
             # agent dir), or that the agent dir makes the global store: the uri names

@@ -16,7 +16,12 @@ from memory_ls.core.config import (
     skipped_layer,
     unreadable_layer,
 )
-from memory_ls.store.paths import project_folder_refusal, read_small_text
+from memory_ls.store.paths import (
+    global_store_path,
+    project_folder_refusal,
+    read_small_text,
+    shared_store_message,
+)
 
 CONFIG_FILE_NAME = "bytefly.json"
 
@@ -40,12 +45,17 @@ def load_config(agent_dir: Path, project_root: Path, trusted: bool) -> Effective
     The project layer of an untrusted project is not read at all (it is
     repository-controlled), and is recorded as ``skipped-untrusted``. Nor is it
     read through a ``.pi`` that resolves outside the project: that file is
-    another folder's, and is recorded as ``ignored`` with the refusal (SPEC §1).
+    another folder's, and is recorded as ``ignored`` with the refusal (SPEC §1). When the
+    agent dir is the project's ``.pi`` (the project scope is refused: SPEC §1), its
+    ``bytefly.json`` is the agent dir's, read and listed once, as the global layer.
     """
     layers: list[ConfigLayer] = [_read_layer(global_config_path(agent_dir))]
     project_path = project_config_path(project_root)
-    refusal = project_folder_refusal(project_root)
-    if refusal is not None:
+    global_store = global_store_path(agent_dir)
+    refusal = project_folder_refusal(project_root, global_store=global_store)
+    if refusal is not None and refusal == shared_store_message(project_root, global_store):
+        pass  # the agent dir is this `.pi`: its file is the layer above, read and listed once
+    elif refusal is not None:
         layers.append(unreadable_layer(str(project_path), refusal))
     elif trusted:
         layers.append(_read_layer(project_path))

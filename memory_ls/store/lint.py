@@ -307,16 +307,19 @@ def lint_path(
         report = lint_file(path, runtime, "global", run=run)
         # Also that project's store: its refusal, as `check` without FILE and the editor say.
         refusal = found.refusal or runtime.shared_store_refusal("global")
-        if refusal is None:
-            return report
-        from memory_ls.core.checks import file_findings
-
-        refused = file_findings(report.lines, FileContext(outside_project=refusal))
-        found_all = sort_findings([*refused, *report.findings])
-        return FileReport(report.path, report.lines, found_all, report.error)
+        return report if refusal is None else _with_refusal(report, refusal, report.path)
     assert found.root is not None  # a `.pi/memory.md` always names its project
     runtime = MemoryRuntime(found.root, agent_dir=agent_dir, trusted=trusted)
     return lint_file(path, runtime, "project", found.real_store, run)
+
+
+def _with_refusal(report: FileReport, refusal: str, path: str) -> FileReport:
+    """The global store's ``report``, under ``path``, with the refusal of the project scope
+    whose store file it also is (the agent dir is that project's ``.pi``)."""
+    from memory_ls.core.checks import file_findings
+
+    refused = file_findings(report.lines, FileContext(outside_project=refusal))
+    return FileReport(path, report.lines, sort_findings([*refused, *report.findings]), report.error)
 
 
 def lint_paths(
@@ -339,6 +342,11 @@ def lint_stores(
     else on a second thread; ``thread=False`` scores it on this one (the same reports).
     """
     started: list[_Started] = []
+    # The agent dir is the project's `.pi` (or a link either way, or a bind mount): both
+    # stores are one file, checked once, as the global store with the project scope's
+    # refusal. (A `.pi` that leads out, even to the agent dir, is another matter: that
+    # project store is a link, never read, reported as refused beside the global store.)
+    shared = runtime.shared_store_refusal("global")
     with _Run(thread, fork) as run:
         try:
             for scope in ("project", "global"):
@@ -348,10 +356,14 @@ def lint_stores(
                 )
                 if facts.exists or facts.outside_project is not None:
                     started.append(_start_report(facts, runtime, scope, None, run))
-            return [s.finish() for s in started]
+            reports = [s.finish() for s in started]
         finally:
             for s in started:
                 s.stop()
+    if shared is not None and len(reports) == 2:
+        # Under the project store's path, which the refusal is about.
+        return [_with_refusal(reports[1], shared, reports[0].path)]
+    return reports
 
 
 def _severity_level(severity: str) -> str:

@@ -221,46 +221,80 @@ def classify_store_path(path: Path, global_store: Path) -> StorePath | None:
     why that project scope is refused, when its path says so); a ``.pi/memory.md``
     (as written, or once its folder's symlinks are resolved), which is its
     project's store or names it.
+
+    A project's ``.pi`` is judged once (:func:`project_folder_refusal` with the global
+    store: a folder leading out, and a folder that is the agent dir's under another
+    path, a bind mount, in one look): this runs for every store an editor opens and
+    every command's ``uri``.
     """
-    refused = refused_project_store(path)
-    if refused is not None:
-        return StorePath("project", refused[0], refusal=refused[1])
+    written = _written_root(path)
+    refusal = None
+    if written is not None and written[1] is not None:
+        root = written[1]
+        refusal = project_folder_refusal(root, global_store=global_store)
+        if refusal is not None and refusal != shared_store_message(root, global_store):
+            return StorePath("project", root, refusal=refusal)  # leads out: judged as written
     canon = canonical_path(path)
     if canon == canonical_path(global_store):
-        return _global_store(path, canon, global_store)
-    if is_pi_memory(path):
-        holder = path.parent.parent
+        if written is not None and written[1] is not None and refusal is not None:
+            # The root's `.pi/memory.md` as written, which is the global store's file:
+            # `refusal` is the shared-store one (its real folder is the agent dir's).
+            return StorePath("global", written[1], refusal=refusal)
+        return _global_store(Path(canon), global_store)
+    if written is not None:
+        root = written[0]
+        if written[1] is not None:
+            # Its own root's store as written (canonical: the same file), judged above.
+            if refusal is not None:
+                # The agent dir is this `.pi` under a path no symlink explains (a bind
+                # mount, `.PI` on a case-insensitive disk): the global store's file.
+                return StorePath("global", root, refusal=refusal)
+            return StorePath("project", root)
     elif is_pi_memory(Path(canon)):
-        holder = Path(canon).parent.parent
+        root = project_root_for(Path(canon).parent.parent)
     else:
         return None
-    root = project_root_for(holder)
     store = canonical_path(project_store_path(root))
     if canon != store:
         return StorePath(None, root, real_store=store)
     refusal = project_folder_refusal(root, global_store=global_store)
     if refusal is not None and refusal == shared_store_message(root, global_store):
-        # The agent dir is this `.pi` under a path no symlink explains (a bind mount,
-        # `.PI` on a case-insensitive disk): the file is the global store's, as above.
         return StorePath("global", root, refusal=refusal)
     return StorePath("project", root)
 
 
-def _global_store(path: Path, canon: str, global_store: Path) -> StorePath:
-    """The global store at ``path``; when it is also a project's ``.pi/memory.md`` (as
-    written or canonical: an agent dir that is the project's ``.pi``, links to it, or is
-    where ``.pi`` links), that project and why its scope is refused, so that every entry
-    point that takes this path reports what ``check`` of that project does (SPEC §1)."""
-    for spelled in (path, Path(canon)):
-        if not is_pi_memory(spelled):
-            continue
-        holder = spelled.parent.parent
+def _written_root(path: Path) -> tuple[Path, Path | None] | None:
+    """For a ``path`` that ends in ``.pi/memory.md`` as written: the project root holding
+    it, and that root again when the path is that root's own store (else ``None``: a
+    ``.pi/memory.md`` below the root, or in a linked worktree). ``None`` for any other path."""
+    if not is_pi_memory(path):
+        return None
+    holder = path.parent.parent
+    root = project_root_for(holder)
+    return root, (root if root == _real_folder(holder) else None)
+
+
+def _real_folder(path: Path) -> Path:
+    """``path`` canonical (as :func:`project_root_for` resolves its start)."""
+    try:
+        return Path(os.path.realpath(path))
+    except ValueError:
+        return Path(os.path.abspath(path))
+
+
+def _global_store(canon: Path, global_store: Path) -> StorePath:
+    """The global store, at the canonical ``canon``; when that is also a project's
+    ``.pi/memory.md`` (an agent dir that links to the project's ``.pi``, or is where
+    ``.pi`` links), that project and why its scope is refused, so that every entry
+    point that takes this path reports what ``check`` of that project does (SPEC §1).
+    (A path that is such a store as written is judged by :func:`classify_store_path`.)"""
+    if is_pi_memory(canon):
+        holder = canon.parent.parent
         root = project_root_for(holder)
-        if root != Path(os.path.realpath(holder)):
-            continue  # a `.pi/memory.md` below the root is not a project store
-        refusal = project_folder_refusal(root, global_store=global_store)
-        if refusal is not None:
-            return StorePath("global", root, refusal=refusal)
+        if root == holder:  # (a `.pi/memory.md` below the root is not a project store)
+            refusal = project_folder_refusal(root, global_store=global_store)
+            if refusal is not None:
+                return StorePath("global", root, refusal=refusal)
     return StorePath("global")
 
 

@@ -885,7 +885,9 @@ class MemoryRuntime:
         # The review inboxes' unreadable files and bad lines (SPEC §12), by line number only.
         from memory_ls.store.review import Review
 
-        report["problems"].extend(f"inbox: {w}" for w in Review(self).listing()[1])
+        # (A refused project store's inbox is refused with the store: said once, above.)
+        said = {facts[scope].refused for scope in facts}
+        report["problems"].extend(f"inbox: {w}" for w in Review(self).listing()[1] if w not in said)
         return report
 
     def _review_findings(self, scope: Scope) -> tuple[Finding, ...]:

@@ -174,6 +174,49 @@ def test_ctrl_c_that_a_library_turns_into_another_error_still_ends_quietly(
     assert (done.returncode, done.stderr.decode()) == (130, QUIET)
 
 
+INTERRUPTED_AT = {
+    # `import signal`, which `main` ran before its `try` (every verb but the quick ones).
+    "import signal": (
+        "import builtins\n"
+        "real = builtins.__import__\n"
+        "def importing(name, *args, **kwargs):\n"
+        "    if name == 'signal':\n"
+        "        raise KeyboardInterrupt\n"
+        "    return real(name, *args, **kwargs)\n"
+        "builtins.__import__ = importing\n"
+        "entry.main(['check'])\n"
+    ),
+    # The last flush of a quick verb's output, which `main` ran after its `try`.
+    "the last flush": (
+        "import sys\n"
+        "class Stdout:\n"  # Ctrl-C comes once, during the first flush
+        "    pressed = False\n"
+        "    def write(self, text): return len(text)\n"
+        "    def flush(self):\n"
+        "        if not Stdout.pressed:\n"
+        "            Stdout.pressed = True\n"
+        "            raise KeyboardInterrupt\n"
+        "cli.main = lambda argv: 0\n"
+        "sys.argv = ['memory-ls', 'path']\n"
+        "sys.stdout = Stdout()\n"
+        "entry.main()\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("where", INTERRUPTED_AT)
+def test_ctrl_c_before_and_after_the_verb_runs_ends_quietly(
+    workspace: Workspace, where: str
+) -> None:
+    """Ctrl-C can come at any moment of ``main``, not only while the verb runs: arriving
+    in ``import signal`` or the last flush, it gave a Python traceback."""
+    script = "import memory_ls.__main__ as entry, memory_ls.cli as cli\n" + INTERRUPTED_AT[where]
+    done = subprocess.run(
+        [sys.executable, "-c", script], env=workspace.env(), capture_output=True, timeout=60
+    )
+    assert (done.returncode, done.stderr.decode()) == (130, QUIET)
+
+
 @pytest.mark.parametrize(
     "fmt", [["--json"], ["--format", "sarif"], []], ids=["json", "sarif", "text"]
 )

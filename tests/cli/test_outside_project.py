@@ -250,6 +250,38 @@ def test_check_of_the_shared_file_reports_the_refusal_as_check_of_the_project_do
         assert rows(str(spelled)) == whole, spelled
 
 
+def test_check_reports_the_one_file_once_and_its_refusal_once(shared: SharedStore) -> None:
+    """Both stores are one file: ``check`` reports it once (not the project store's
+    refusal, then the same file again as the global store), the refusal said once, under
+    the project store's path it is about."""
+    shared.store.write_text(f"{shared.text}- shared note\n")  # a duplicate, as global
+    r = shared.run("check", "--trusted")
+    assert r.returncode == 1, r.stderr
+    assert r.stderr == "1 files checked: 1 errors, 1 warnings, 0 other\n"
+    store = f"{shared.root}/.pi/memory.md"
+    assert r.stdout.splitlines() == [
+        f"{store}:1:1: outside-project {shared.message}",
+        f"{store}:4:3: duplicate Duplicate of the note on line 3: shared note",
+    ]
+
+
+def test_the_doctor_lists_the_one_bytefly_json_once_and_the_refusal_once(
+    shared: SharedStore,
+) -> None:
+    """The agent dir is the project's ``.pi``: its ``bytefly.json`` is one file, the
+    global layer, listed once (not again as the project layer); the project scope's
+    refusal is one problem (its inbox, refused with it, is not a second)."""
+    (shared.store.parent / "bytefly.json").write_text('{"memory": {"maxInjectBytes": 600}}')
+    report = json.loads(shared.run("doctor", "--trusted", "--json").stdout)
+    sources = report["config"]["sources"]
+    assert [s["status"] for s in sources] == ["used"], sources
+    assert report["config"]["maxInjectBytes"] == 600
+    assert report["problems"] == [f"project: {shared.message}"]
+    text = shared.run("doctor", "--trusted").stdout
+    assert text.count("bytefly.json") == 1, text
+    assert text.count(shared.message) == 2, text  # the project's ERROR line, its problem
+
+
 @pytest.fixture
 def bind_mounted_agent_dir(workspace: Workspace, tmp_path: Path) -> Iterator[Path]:
     """The project's ``.pi`` bind-mounted as the agent dir: one folder under two paths

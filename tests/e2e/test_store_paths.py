@@ -7,10 +7,14 @@ The store layer decides both for the editor and ``check`` alike: one classifier
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from lsprotocol import types as lsp
 
 from memory_ls.core.text import HEADER
+
+from .conftest import TIMEOUT
 
 
 async def test_a_folder_linked_to_pi_opens_the_project_store(start, workspace):
@@ -73,3 +77,48 @@ async def test_an_agent_dir_in_the_projects_pi_refuses_the_project_scope(start, 
     inject = await s.command("memory.inject")
     assert inject["included"] == 2 and "project:" not in inject["body"]
     assert inject["body"].count("- shared note") == 1
+
+
+async def lens_title(s, uri):
+    lenses = await asyncio.wait_for(
+        s.client.text_document_code_lens_async(
+            lsp.CodeLensParams(text_document=lsp.TextDocumentIdentifier(uri=uri))
+        ),
+        TIMEOUT,
+    )
+    assert lenses and lenses[0].command is not None
+    assert lenses[0].command.command == "memory.doctor"
+    return lenses[0].command.title
+
+
+async def test_the_agent_dir_in_the_projects_pi_lens_and_doctor_say_so_once(start, workspace):
+    """The agent dir is the project's ``.pi``: the open file's lens says the project scope
+    is refused before the counts it has as global memory, and ``memory.doctor`` lists
+    the one ``bytefly.json`` once and the refusal once."""
+    pi = workspace.root / ".pi"
+    store = workspace.write("project", ["shared note", "other note"])
+    (pi / "bytefly.json").write_text('{"memory": {"maxInjectBytes": 600}}')
+    s = await start(init_options={"agentDir": str(pi), "trusted": True})
+    uri = s.open(store)
+    await s.codes(uri, "outside-project")
+    title = await lens_title(s, uri)
+    inject = await s.command("memory.inject")
+    assert title == (
+        f"refused as project memory · as global memory: 2 notes · "
+        f"{inject['bytes']}/600 bytes in recall · 0 left out"
+    )
+    doctor = await s.command("memory.doctor")
+    assert [src["path"] for src in doctor["config"]["sources"]] == [str(pi / "bytefly.json")]
+    assert len([p for p in doctor["problems"] if "memory must be two files" in p]) == 1
+    assert doctor["text"].count("bytefly.json") == 1
+
+
+async def test_a_refused_project_stores_lens_shows_no_counts(start, workspace, tmp_path):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "memory.md").write_text(f"{HEADER}\n\n- out there\n")
+    (workspace.root / ".pi").symlink_to(elsewhere)
+    s = await start(init_options={"trusted": True})
+    uri = s.open(workspace.project_store, text=f"{HEADER}\n\n- one\n- two\n")
+    await s.codes(uri, "outside-project")
+    assert await lens_title(s, uri) == "project memory refused: never read, recalled or written"

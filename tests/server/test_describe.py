@@ -9,9 +9,11 @@ from typing import Any
 from lsprotocol import types as lsp
 
 from memory_ls.server.document_sync import did_close
+from memory_ls.server.server import MemoryServer
 from memory_ls.server.settings import Settings
 from memory_ls.server.settings_sync import apply_settings
 from memory_ls.server.workspace import Projects
+from memory_ls.store.runtime import MemoryRuntime
 from tests.conftest import Workspace, store_text
 
 from .conftest import InProcess
@@ -169,3 +171,39 @@ def hover_text(server: InProcess, uri: str, line: int) -> str:
     contents = found.contents
     assert isinstance(contents, lsp.MarkupContent)
     return contents.value
+
+
+def test_a_commands_uri_judges_its_projects_pi_once(
+    workspace: Workspace, tmp_path: Path, monkeypatch: Any
+) -> None:
+    """A command's ``uri`` naming a store is classified once: whether its project's
+    ``.pi`` leads out (which spares a dangling link the "no such project" check) and
+    which project it picks are one look at that ``.pi``, not one each."""
+    from memory_ls.server.commands import runtime_for
+    from memory_ls.store import paths
+
+    (workspace.root / ".pi").mkdir()
+    away = tmp_path / "away"
+    (away / ".git").mkdir(parents=True)
+    (away / ".pi").symlink_to(tmp_path / "gone")  # dangling, leading out
+    ls = MemoryServer()
+    ls.projects.configure(Settings(agent_dir=str(workspace.agent_dir)), [workspace.root])
+    judged: list[Path] = []
+    real_refusal = paths.project_folder_refusal
+
+    def counted(project_root: Path, *args: Any, **kwargs: Any) -> str | None:
+        judged.append(project_root)
+        return real_refusal(project_root, *args, **kwargs)
+
+    monkeypatch.setattr(paths, "project_folder_refusal", counted)
+    for store, root in (
+        (workspace.project_store, workspace.root.resolve()),
+        (away / ".pi" / "memory.md", away.resolve()),
+    ):
+        judged.clear()
+        runtime = runtime_for(ls, "memory.list", {"uri": store.as_uri()})
+        assert isinstance(runtime, MemoryRuntime), runtime
+        assert runtime.project_root == root
+        assert judged == [root], store
+    missing = runtime_for(ls, "memory.list", {"uri": (tmp_path / "typo").as_uri()})
+    assert isinstance(missing, dict) and missing["error"].startswith("No such project directory")

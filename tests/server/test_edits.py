@@ -154,3 +154,29 @@ def test_columns_round_trip_over_a_lone_surrogate(encoding: str) -> None:
     line = "a\ud800é😀b"
     for col in range(len(line) + 1):
         assert from_client(line, to_client(line, col, encoding), encoding) == col
+
+
+def test_ranges_read_from_a_client_are_checked_not_coerced() -> None:
+    """``memory.reveal``'s ``range`` (any JSON a caller sends) is read by hand, not by a
+    converter: only integers in LSP's uinteger range are positions."""
+    from memory_ls.server.edits import range_from_json, range_json
+
+    good = {"start": {"line": 2, "character": 0}, "end": {"line": 2, "character": 7}}
+    read = range_from_json(good)
+    assert read == lsp.Range(lsp.Position(2, 0), lsp.Position(2, 7))
+    assert read is not None and range_json(read) == good
+    end = good["end"]
+    for bad in (
+        None,
+        [],
+        "1:2",
+        {"start": {"line": 2, "character": 0}},
+        {"start": 1, "end": end},
+        {"start": {"line": "2", "character": 0}, "end": end},
+        {"start": {"line": 2.0, "character": 0}, "end": end},
+        {"start": {"line": True, "character": 0}, "end": end},
+        {"start": {"line": -1, "character": 0}, "end": end},
+        {"start": {"line": 2**31, "character": 0}, "end": end},
+        {"start": {"line": 2}, "end": end},
+    ):
+        assert range_from_json(bad) is None, bad

@@ -483,3 +483,45 @@ def test_any_other_file_is_no_store(stores: tuple[Path, Path]) -> None:
     root, global_store = stores
     assert classify_store_path(root / "notes.md", global_store) is None
     assert classify_store_path(root / "memory.md", global_store) is None
+
+
+def test_a_store_path_is_judged_with_one_look_at_its_projects_pi(
+    stores: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every store an editor opens and every command's ``uri`` is classified: its
+    project's ``.pi`` is judged once (leading out, and being the agent dir's folder, in
+    one :func:`project_folder_refusal`), not once for each case."""
+    from memory_ls.store import paths
+
+    root, global_store = stores
+    (root / ".pi").mkdir()
+    (root / "notes").symlink_to(".pi")
+    store = root / ".pi" / "memory.md"
+    (tmp_path / "agent-link").symlink_to(root / ".pi")
+    linked = tmp_path / "agent-link" / "memory.md"
+    away = make_repo(tmp_path / "away")
+    (away / ".pi").symlink_to(global_store.parent)
+    judged: list[Path] = []
+    real_refusal = paths.project_folder_refusal
+
+    def counted(project_root: Path, *args: object, **kwargs: object) -> str | None:
+        judged.append(project_root)
+        return real_refusal(project_root, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(paths, "project_folder_refusal", counted)
+    cases = [
+        (store, global_store, StorePath("project", root)),
+        (root / "notes" / "memory.md", global_store, StorePath("project", root)),
+        (store, store, StorePath("global", root, refusal=shared_store_message(root, store))),
+        (linked, store, StorePath("global", root, refusal=shared_store_message(root, store))),
+        (store, linked, StorePath("global", root, refusal=shared_store_message(root, linked))),
+    ]
+    for spelled, global_, expected in cases:
+        judged.clear()
+        assert classify_store_path(spelled, global_) == expected, (spelled, global_)
+        assert judged == [root], (spelled, global_)
+    judged.clear()
+    found = classify_store_path(away / ".pi" / "memory.md", global_store)
+    assert found is not None and found.scope == "project" and found.refusal is not None
+    assert "resolves outside the project" in found.refusal
+    assert judged == [away]

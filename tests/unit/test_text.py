@@ -298,7 +298,13 @@ def test_every_unseen_character_the_unicode_database_knows_is_escaped() -> None:
             assert within(code, UNSEEN_RANGES), hex(code)
         if within(code, HIDDEN_RANGES):
             assert within(code, UNSEEN_RANGES) and hidden_characters(char) == [0], hex(code)
-        assert (escape_unseen(char) != char) == within(code, (*UNSEEN_RANGES, (0xD800, 0xDFFF)))
+        unseen = within(code, (*UNSEEN_RANGES, (0xD800, 0xDFFF)))
+        assert (escape_unseen(char) != char) == unseen
+        # escape_unseen, hidden_characters and remove_hidden return printable text as it
+        # is, without their patterns: an unseen character must never be printable.
+        assert not (unseen and char.isprintable()), hex(code)
+    assert escape_unseen("日本 😀 ok") == "日本 😀 ok"  # printable: as it is
+    assert escape_unseen("日本\u202e😀") == "日本\\u202e😀"
     assert escape_unseen("a\n\u202eb\udce9\U000e0041\xad") == (
         "a\\n\\u202eb\\udce9\\U000e0041\\xad"
     )
