@@ -9,9 +9,10 @@ so read-only CLI verbs that never ask for hints do not pay for it.
 from __future__ import annotations
 
 import bisect
+import itertools
 import re
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from memory_ls.core.checks import Finding, Related, SimilarData
@@ -19,6 +20,17 @@ from memory_ls.core.notes import Bullet
 from memory_ls.core.text import escape_unseen
 
 DEFAULT_THRESHOLD = 85.0
+
+SIMILAR_LIMIT = 2000
+"""At most this many ``similar`` pairs per store, in the editor and in ``check`` alike: hints,
+not a flood. A store of near-identical notes (10,000 within the store cap) holds tens of
+millions of close pairs; every pass stops after the row that reaches this many
+(:func:`rows_to_limit`), so its time and memory stay those of a few blocks. A normal
+store has far fewer (the benchmark's paraphrase-heavy store: 1,497)."""
+
+Pair = tuple[int, int, float]
+"""``(row, column, score)`` in a pass (positions in the keys sorted by length), or
+``(i, j, score)`` in the keys as given."""
 
 
 BLOCK = 256
@@ -49,11 +61,12 @@ def similar_pairs(
     *,
     matrix: bool | None = None,
     workers: int = -1,
-) -> list[tuple[int, int, float]]:
+) -> list[Pair]:
     """All pairs ``(i, j, score)`` with ``i < j`` whose score reaches ``threshold``.
 
     Pairs with equal keys are left out: the ``duplicate`` check reports them.
-    ``limit`` caps the pairs returned (a store of near-identical notes has millions).
+    ``limit`` caps the pairs returned (a store of near-identical notes has millions) under
+    :func:`rows_to_limit`'s rule; the editor and ``check`` both pass :data:`SIMILAR_LIMIT`.
 
     Keys are sorted by length and each is scored only against the longer keys that
     can still reach the threshold (``ratio`` is at most ``2 * shorter / (shorter +
@@ -66,7 +79,8 @@ def similar_pairs(
     -1 (every core, blocks of :data:`BLOCK` rows), 1 (blocks of
     :data:`SERVER_BLOCK` rows) for the language server's pass in its background thread.
     With ``limit``, both ways stop after the row that reaches it and keep that row's
-    best hits (``process.extract``'s order: score, then column): the same pairs then too.
+    best hits (score, then column: :func:`rows_to_limit`): the same pairs then too, and
+    no block after that row's is scored.
     """
     n = len(keys)
     if n < 2:
@@ -101,14 +115,40 @@ def _reach(lengths: list[int], length: int, cutoff: int, lo: int) -> int:
     return bisect.bisect_right(lengths, longest, lo=lo)
 
 
+def rows_to_limit(rows: Iterable[list[Pair]], limit: int | None) -> tuple[list[Pair], bool]:
+    """The pairs of ``rows`` (each row's close pairs, rows in the keys' length order) under
+    the rule every pass keeps to at a ``limit``, and whether the limit was reached.
+
+    The rule: rows are taken in order, whole, and the taking stops after the row that
+    brings the count to ``limit`` or more; of that row, its best hits are kept (score
+    descending, then column: ``process.extract``'s order), as many as make ``limit``.
+    ``rows`` is read no further than that row, so a lazy source scores nothing past it.
+    """
+    out: list[Pair] = []
+    for row in rows:
+        out += row
+        if limit is not None and len(out) >= limit:
+            del out[len(out) - len(row) :]
+            out += sorted(row, key=lambda hit: (-hit[2], hit[1]))
+            del out[limit:]
+            return out, True
+    return out, False
+
+
 def _row_pairs(
     ranked: list[str], lengths: list[int], cutoff: int, threshold: float, limit: int | None
-) -> list[tuple[int, int, float]]:
+) -> list[Pair]:
     """(row, column, score) of every close pair, one key against its window at a time."""
+    return rows_to_limit(_one_by_one(ranked, lengths, cutoff, threshold), limit)[0]
+
+
+def _one_by_one(
+    ranked: list[str], lengths: list[int], cutoff: int, threshold: float
+) -> Iterator[list[Pair]]:
+    """Each row's close pairs (the rows with any), one key against its window at a time."""
     from rapidfuzz import fuzz, process
 
     extract, ratio = process.extract, fuzz.ratio
-    out: list[tuple[int, int, float]] = []
     for r, key in enumerate(ranked):
         if r % YIELD_EVERY == 0:
             # extract holds the GIL: let a waiting thread in (the server's event loop,
@@ -118,13 +158,14 @@ def _row_pairs(
         if stop <= r + 1:
             continue
         hits = extract(key, ranked[r + 1 : stop], scorer=ratio, score_cutoff=threshold, limit=None)
-        for other, score, c in hits:
-            # rapidfuzz's cutoff is applied in its own precision: the threshold decides.
-            if other != key and score >= threshold:
-                out.append((r, r + 1 + c, float(score)))
-        if limit is not None and len(out) >= limit:
-            return out[:limit]
-    return out
+        # rapidfuzz's cutoff is applied in its own precision: the threshold decides.
+        row = [
+            (r, r + 1 + c, float(score))
+            for other, score, c in hits
+            if other != key and score >= threshold
+        ]
+        if row:
+            yield row
 
 
 def _cdist() -> tuple[Callable[..., Any], int] | None:
@@ -183,7 +224,7 @@ def _block_rows(
     cutoff: int,
     threshold: float,
     workers: int,
-) -> Iterator[list[tuple[int, int, float]]]:
+) -> Iterator[list[Pair]]:
     """Rows ``start`` to ``end`` scored against the keys ``start`` to ``stop`` with ``cdist``:
     each row's ``(row, column, score)`` close pairs (only the rows with any)."""
 
@@ -200,10 +241,15 @@ def _hit_rows(
     matrix: bytes,
     empty: int,
     threshold: float,
-) -> Iterator[list[tuple[int, int, float]]]:
+    dense_cutoff: int | None = None,
+) -> Iterator[list[Pair]]:
     """Each row's ``(row, column, score)`` close pairs from ``matrix``, the uint8 matrix of
     rows ``start`` to ``end`` against the ``width`` keys from ``start``: a cell holding
-    ``empty`` holds no pair, any other is scored with ``ratio`` against ``threshold``."""
+    ``empty`` holds no pair, any other is scored with ``ratio`` against ``threshold``.
+
+    ``dense_cutoff``: the matrix is a filter's (:func:`_filtered_rows`); from a row where
+    many of its cells pass (:data:`DENSE_ROW`) on, the rest of the block is scored as a
+    ``ratio`` matrix with this cutoff instead."""
     from rapidfuzz import fuzz
 
     ratio = fuzz.ratio
@@ -214,10 +260,16 @@ def _hit_rows(
         lo, hi = r * width + r + 1, (r + 1) * width
         # Almost every row is all blank: counting them is a C loop (~10x faster than
         # a regex over the row), and only a row with a hit is searched.
-        if matrix.count(blank, lo, hi) == hi - lo:
+        passed = hi - lo - matrix.count(blank, lo, hi)
+        if passed == 0:
             continue
+        if dense_cutoff is not None and passed > DENSE_ROW and passed * DENSE_SHARE > hi - lo:
+            first = start + r
+            scores = _score_block(ranked[first:end], ranked[first : start + width], dense_cutoff, 1)
+            yield from _hit_rows(ranked, first, end, width - r, scores, 0, threshold)
+            return
         key = ranked[start + r]
-        row: list[tuple[int, int, float]] = []
+        row: list[Pair] = []
         # A blank cell made 0 (a C pass over the row), so that one pattern finds the hits
         # whatever the blank (a pattern per bound was ~40 compiles a pass: ~7 ms).
         cells = matrix[lo:hi] if swap is None else matrix[lo:hi].translate(swap)
@@ -231,6 +283,17 @@ def _hit_rows(
                 row.append((start + r, c, score))
         if row:
             yield row
+
+
+DENSE_ROW = 32
+DENSE_SHARE = 16
+"""From a row of :func:`_filtered_rows` where more than :data:`DENSE_ROW` cells, and more
+than one in :data:`DENSE_SHARE`, pass the filter, the rest of its block is scored as a
+``ratio`` matrix (in C, as the server's pass scores): each cell that passes costs ~0.9 us
+scored in Python, a cell of the matrix ~35 ns (keys of 64 characters or less). A store
+whose notes differ only in the filter's dropped characters (8,000 of ``qzqzqzqzqz`` and 30
+of `` eta``) passed every cell: 16 s, against 0.6 s for the server's matrix. The
+benchmark's stores pass a few thousand cells in all, and none of their rows gets here."""
 
 
 def _blocks(lengths: list[int], cutoff: int, block: int) -> list[tuple[int, int, int]]:
@@ -252,19 +315,15 @@ def _matrix_pairs(
     limit: int | None,
     block: int,
     workers: int,
-) -> list[tuple[int, int, float]]:
-    """(row, column, score) of every close pair, scored in blocks of rows with ``cdist``."""
-    out: list[tuple[int, int, float]] = []
-    for start, end, stop in _blocks(lengths, cutoff, block):
-        for row in _block_rows(ranked, start, end, stop, cutoff, threshold, workers):
-            out += row
-            if limit is not None and len(out) >= limit:
-                # The row pass keeps the best hits of the row that reaches the limit
-                # (process.extract's order: score, then column); so does this one.
-                del out[len(out) - len(row) :]
-                out += sorted(row, key=lambda hit: (-hit[2], hit[1]))
-                return out[:limit]
-    return out
+) -> list[Pair]:
+    """(row, column, score) of every close pair, scored in blocks of rows with ``cdist``
+    (no block after the one whose row reaches ``limit``)."""
+
+    def rows() -> Iterator[list[Pair]]:
+        for start, end, stop in _blocks(lengths, cutoff, block):
+            yield from _block_rows(ranked, start, end, stop, cutoff, threshold, workers)
+
+    return rows_to_limit(rows(), limit)[0]
 
 
 def similar_to(key: str, keys: Sequence[str], threshold: float) -> list[tuple[int, float]]:
@@ -281,14 +340,18 @@ class SimilarPass:
     Each block (:func:`score_block`) is scored on its own, in any order and on any
     thread (``cdist`` releases the GIL while it scores), and :func:`pass_pairs` puts the
     blocks' pairs back together: the same pairs as :func:`key_pairs`, which runs the
-    blocks one after the other. Plain data: whoever runs the blocks (the shell:
-    ``memory_ls.store.similar_pass``) owns the threads or the process they run in.
+    blocks one after the other, and as :func:`similar_pairs` at the same ``limit``.
+    :class:`ScoredBlocks` keeps the blocks' pairs and says which blocks are still needed:
+    none after the block whose row reaches the limit. Plain data: whoever runs the blocks
+    (the shell: ``memory_ls.store.similar_pass``) owns the threads or the process they
+    run in.
     """
 
     __slots__ = (
         "blocks",
         "cutoff",
         "lengths",
+        "limit",
         "matrix",
         "order",
         "ranked",
@@ -296,10 +359,14 @@ class SimilarPass:
         "threshold",
     )
 
-    def __init__(self, keys: Sequence[str], threshold: float) -> None:
-        """``keys``: the keys compared, each once (:func:`compared_keys`)."""
+    def __init__(
+        self, keys: Sequence[str], threshold: float, limit: int | None = SIMILAR_LIMIT
+    ) -> None:
+        """``keys``: the keys compared, each once (:func:`compared_keys`); ``limit``: the
+        pairs kept (:func:`rows_to_limit`), ``None`` for every pair."""
         n = len(keys)
         self.threshold = threshold
+        self.limit = limit
         self.cutoff = max(0, min(100, int(threshold)))
         self.order = sorted(range(n), key=lambda i: len(keys[i]))
         self.ranked = [keys[i] for i in self.order]
@@ -336,15 +403,67 @@ def compared_keys(notes: Sequence[Bullet]) -> list[str]:
     return [b.key for b in notes]
 
 
-def score_block(p: SimilarPass, index: int) -> list[tuple[int, int, float]]:
-    """The close pairs ``(row, column, score)`` (positions in ``p.ranked``) of block ``index``."""
+def score_block(p: SimilarPass, index: int) -> list[Pair]:
+    """The close pairs ``(row, column, score)`` (positions in ``p.ranked``) of block
+    ``index``, its rows under :func:`rows_to_limit`'s rule at ``p.limit``: at most that
+    many pairs, and no row scored after the one that reaches it (a block of near-identical
+    notes costs one row's hits, not every row's). Fewer pairs than its rows hold only
+    when it reached the limit itself."""
     start, end, stop = p.blocks[index]
     if not p.matrix:
-        return _row_pairs(p.ranked, p.lengths, p.cutoff, p.threshold, None)
-    out: list[tuple[int, int, float]] = []
-    for row in _filtered_rows(p, start, end, stop):
-        out += row
-    return out
+        return _row_pairs(p.ranked, p.lengths, p.cutoff, p.threshold, p.limit)
+    return rows_to_limit(_filtered_rows(p, start, end, stop), p.limit)[0]
+
+
+class ScoredBlocks:
+    """The pairs of the blocks of a :class:`SimilarPass` scored so far, in any order, and
+    how many blocks :func:`pass_pairs` needs: :attr:`end`, the blocks before it.
+
+    A block's pairs (:func:`score_block`) are all its rows' hits unless it reached
+    ``limit`` itself. So wherever blocks ``k`` to ``m`` are all scored and hold ``limit``
+    pairs between them, the rows of blocks 0 to ``m`` hold at least as many: the rule
+    stops in one of them, and no block after ``m`` is needed. Its pairs are dropped as
+    soon as that is known, and it is not worth scoring (:meth:`needed`). A pass scored
+    from both ends holds at most two runs of blocks, each under ``limit`` pairs but for
+    its last block: a few times ``limit`` pairs in all, whatever the store.
+    Not thread-safe: the caller holds a lock around it.
+    """
+
+    __slots__ = ("counts", "done", "end", "limit", "pairs")
+
+    def __init__(self, p: SimilarPass) -> None:
+        self.limit = p.limit
+        self.pairs: list[list[Pair] | None] = [None] * len(p.blocks)
+        """Each block's pairs once scored; ``None`` before, and from :attr:`end` on."""
+        self.counts = [0] * len(p.blocks)
+        """How many pairs each scored block kept."""
+        self.done = bytearray(len(p.blocks))
+        """1 for each block scored (a byte string: its runs are found by C loops)."""
+        self.end = len(p.blocks)
+
+    def needed(self, index: int) -> bool:
+        """Whether block ``index`` may hold pairs that :func:`pass_pairs` keeps."""
+        return index < self.end
+
+    def put(self, index: int, pairs: list[Pair]) -> None:
+        """File the pairs of block ``index``; lower :attr:`end` if the limit is now known
+        to be reached before it."""
+        if index >= self.end:
+            return
+        self.pairs[index], self.counts[index], self.done[index] = pairs, len(pairs), 1
+        if self.limit is None:
+            return
+        # The run of scored blocks around this one (any other run was looked at when
+        # its last block came, and held under the limit).
+        first = self.done.rfind(0, 0, index) + 1
+        last = self.done.find(0, index, self.end)
+        run = self.counts[first : self.end if last < 0 else last]
+        if sum(run) < self.limit:
+            return
+        end = first + bisect.bisect_left(list(itertools.accumulate(run)), self.limit) + 1
+        for k in range(end, self.end):
+            self.pairs[k] = None
+        self.end = end
 
 
 DROPPED = " eta"
@@ -392,7 +511,8 @@ def _filtered_rows(
     threshold is within ``(100 - threshold)%`` of its two lengths, and no two keys of the
     block are longer than its longest row's and its window's last: a cell over that bound
     (which ``cdist`` writes as bound + 1) holds no pair; every other cell is scored with
-    ``ratio`` and kept as the matrix pass keeps it. A block whose bound does not fit a
+    ``ratio`` and kept as the matrix pass keeps it (from a row where most cells pass on, the
+    rest of the block as a ``ratio`` matrix: :data:`DENSE_ROW`). A block whose bound does not fit a
     byte is scored as a ``ratio`` matrix (:func:`_block_rows`).
     """
     lengths = p.lengths
@@ -403,7 +523,9 @@ def _filtered_rows(
         yield from _block_rows(p.ranked, start, end, stop, p.cutoff, p.threshold, 1)
         return
     distances = _distance_block(p.short[start:end], p.short[start:stop], bound)
-    yield from _hit_rows(p.ranked, start, end, stop - start, distances, bound + 1, p.threshold)
+    yield from _hit_rows(
+        p.ranked, start, end, stop - start, distances, bound + 1, p.threshold, p.cutoff
+    )
 
 
 def _distance_block(queries: list[str], choices: list[str], bound: int) -> bytes:
@@ -420,20 +542,30 @@ def _distance_block(queries: list[str], choices: list[str], bound: int) -> bytes
     return memoryview(scores).tobytes()
 
 
-def pass_pairs(
-    p: SimilarPass, scored: Sequence[Sequence[tuple[int, int, float]] | None]
-) -> list[tuple[int, int, float]]:
-    """Every close pair ``(i, j, score)``, ``i < j`` indices in the keys of ``p``, as
-    :func:`similar_pairs` gives them, from every block's pairs."""
-    if len(scored) != len(p.blocks) or any(pairs is None for pairs in scored):
+def pass_pairs(p: SimilarPass, scored: Sequence[Sequence[Pair] | None]) -> list[Pair]:
+    """The close pairs ``(i, j, score)``, ``i < j`` indices in the keys of ``p``, sorted,
+    as :func:`similar_pairs` gives them at ``p.limit``: the blocks' rows walked in order
+    under :func:`rows_to_limit`'s rule. Every block up to the one whose row reaches the
+    limit must be scored (``ValueError`` if one is not); the blocks after it are not read."""
+    if len(scored) != len(p.blocks):
         raise ValueError("every block of the similar pass must be scored")
+
+    def rows() -> Iterator[list[Pair]]:
+        for pairs in scored:
+            if pairs is None:
+                raise ValueError("every block of the similar pass must be scored")
+            row: list[Pair] = []
+            for hit in pairs:
+                if row and hit[0] != row[0][0]:
+                    yield row
+                    row = []
+                row.append(hit)
+            if row:
+                yield row
+
+    kept, _ = rows_to_limit(rows(), p.limit)
     order = p.order
-    found = [
-        (min(order[r], order[c]), max(order[r], order[c]), score)
-        for pairs in scored
-        for r, c, score in pairs or ()
-    ]
-    return sorted(found)
+    return sorted((min(order[r], order[c]), max(order[r], order[c]), s) for r, c, s in kept)
 
 
 def similar_findings(bullets: Sequence[Bullet], threshold: float) -> list[Finding]:
@@ -443,15 +575,23 @@ def similar_findings(bullets: Sequence[Bullet], threshold: float) -> list[Findin
     return pair_findings(notes, key_pairs(compared_keys(notes), threshold))
 
 
-def key_pairs(keys: Sequence[str], threshold: float) -> list[tuple[int, int, float]]:
+def key_pairs(
+    keys: Sequence[str], threshold: float, limit: int | None = SIMILAR_LIMIT
+) -> list[Pair]:
     """The close pairs ``(i, j, score)``, ``i < j`` indices in ``keys`` (each key once),
-    sorted: :func:`pass_pairs` of every block of the :class:`SimilarPass` over ``keys``,
-    scored in turn on this thread."""
-    p = SimilarPass(keys, threshold)
-    return pass_pairs(p, [score_block(p, k) for k in range(len(p.blocks))])
+    sorted: :func:`similar_pairs`'s at ``limit``. The blocks of the :class:`SimilarPass`
+    over ``keys`` scored in turn on this thread, up to the one whose row reaches ``limit``
+    (:func:`pass_pairs`)."""
+    p = SimilarPass(keys, threshold, limit)
+    scored = ScoredBlocks(p)
+    for k in range(len(p.blocks)):
+        if not scored.needed(k):
+            break
+        scored.put(k, score_block(p, k))
+    return pass_pairs(p, scored.pairs)
 
 
-def pair_findings(notes: list[Bullet], pairs: list[tuple[int, int, float]]) -> list[Finding]:
+def pair_findings(notes: list[Bullet], pairs: list[Pair]) -> list[Finding]:
     """One hint per note, pointing at its closest earlier note: a cluster of
     paraphrases must not flood the Problems panel."""
     best: dict[int, tuple[int, float]] = {}

@@ -38,7 +38,7 @@ from memory_ls.core.conflicts import (
 )
 from memory_ls.core.models import Scope
 from memory_ls.core.notes import Bullet
-from memory_ls.core.similar import pair_finding, similar_pairs, similar_to
+from memory_ls.core.similar import SIMILAR_LIMIT, pair_finding, similar_pairs, similar_to
 from memory_ls.core.text import MAX_STORE_BYTES
 from memory_ls.server import review
 from memory_ls.server.documents import MemoryDocument
@@ -50,8 +50,6 @@ from memory_ls.server.workspace import ClaimingNotes, DocumentInfo, Projects
 from memory_ls.store.facts import memory_file_facts
 
 SOURCE = "memory"
-SIMILAR_LIMIT = 2000
-"""At most this many ``similar`` pairs per document: hints, not a flood."""
 CONFLICT_LIMIT = 2000
 """At most this many ``conflict`` diagnostics per document: a store of copies of "use X;
 never use X" would otherwise make every copy conflict with every other (millions)."""

@@ -29,7 +29,7 @@ import sys
 import threading
 from typing import TYPE_CHECKING, NoReturn
 
-from memory_ls.core.similar import DEFAULT_THRESHOLD
+from memory_ls.core.similar import DEFAULT_THRESHOLD, SIMILAR_LIMIT
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
@@ -96,24 +96,37 @@ class ThreadedPass:
     thread while this one does other work; this thread joins in when it asks for the
     pairs, so both cores score what is left (``cdist`` releases the GIL while it scores).
 
-    The blocks are taken one at a time from a shared count, so neither thread waits for
-    the other's share, and they are put back together in their order: the pairs are
-    those of :func:`~memory_ls.core.similar.key_pairs`, whichever thread scored which
-    block. An error in the thread is raised again by :meth:`pairs`; :meth:`stop` (after
-    an error or Ctrl-C on this thread) lets the thread end after its block. It is a
-    daemon: an interrupted ``check`` never waits for it.
+    The thread that starts scoring first takes the blocks from the front (the shortest
+    keys), one at a time, the other from the back, so neither waits for the other's share;
+    they are put back together in their order (:class:`~memory_ls.core.similar.ScoredBlocks`):
+    the pairs are those of :func:`~memory_ls.core.similar.key_pairs`, whichever thread
+    scored which block. From the front, the blocks reach the pass's limit as soon as the
+    rows do: no block after that one is taken any more, and the pairs of those scored
+    from the back are dropped (a store of near-identical notes costs a few blocks).
+    An error in the thread is raised again by :meth:`pairs`; :meth:`stop` (after an error
+    or Ctrl-C on this thread) lets the thread end after its block. It is a daemon: an
+    interrupted ``check`` never waits for it.
     """
 
     def __init__(
-        self, keys: list[str], thread: bool = True, threshold: float = DEFAULT_THRESHOLD
+        self,
+        keys: list[str],
+        thread: bool = True,
+        threshold: float = DEFAULT_THRESHOLD,
+        limit: int | None = SIMILAR_LIMIT,
     ) -> None:
         """``keys``: the keys compared, each once; ``thread``: whether to start the second
-        thread (else every block is scored on this one, when asked)."""
-        from memory_ls.core.similar import SimilarPass
+        thread (else every block is scored on this one, when asked); ``limit``: the pairs
+        kept (:func:`~memory_ls.core.similar.rows_to_limit`)."""
+        from memory_ls.core.similar import ScoredBlocks, SimilarPass
 
-        self._pass = SimilarPass(keys, threshold)
-        self._scored: list[list[tuple[int, int, float]] | None] = [None] * len(self._pass.blocks)
-        self._next = 0
+        self._pass = SimilarPass(keys, threshold, limit)
+        self._scored = ScoredBlocks(self._pass)
+        self._front = 0
+        """The next block from the front."""
+        self._back = len(self._pass.blocks)
+        """The block after the next one from the back."""
+        self._front_taken = False
         self._lock = threading.Lock()
         self._stopped = False
         self._error: BaseException | None = None
@@ -126,7 +139,8 @@ class ThreadedPass:
         """Start the second thread, unless there is one, or no block is left for it (one
         block, a small store: scored on the asking thread alone)."""
         with self._lock:
-            if self._thread is not None or self._stopped or len(self._scored) - self._next < 2:
+            left = min(self._back, self._scored.end) - self._front
+            if self._thread is not None or self._stopped or left < 2:
                 return
             self._thread = threading.Thread(
                 target=self._run, name="memory-ls check: similar", daemon=True
@@ -135,23 +149,30 @@ class ThreadedPass:
             self._holds_switches = True
         self._thread.start()
 
-    def _take(self) -> int | None:
-        """The next block to score: the last first. Its keys are the longest, the dearest
-        cells (~200 ns against ~10-35 ns for keys of 64 characters or less), so the blocks
-        left for the end, when one thread may wait for the other, are the cheap ones."""
+    def _take(self, front: bool) -> int | None:
+        """The next block to score, from the front or the back; ``None`` once every block
+        that may be needed is taken."""
         with self._lock:
-            if self._stopped or self._next >= len(self._scored):
+            self._back = min(self._back, self._scored.end)
+            if self._stopped or self._front >= self._back:
                 return None
-            self._next += 1
-            return len(self._scored) - self._next
+            if front:
+                self._front += 1
+                return self._front - 1
+            self._back -= 1
+            return self._back
 
     def _score(self, widen: Callable[[], bool] | None = None) -> None:
         from memory_ls.core.similar import score_block
 
-        while (index := self._take()) is not None:
+        with self._lock:
+            front, self._front_taken = not self._front_taken, True
+        while (index := self._take(front)) is not None:
             if widen is not None and self._thread is None and widen():
                 self._start_thread()
-            self._scored[index] = score_block(self._pass, index)
+            pairs = score_block(self._pass, index)
+            with self._lock:
+                self._scored.put(index, pairs)
 
     def _run(self) -> None:
         try:
@@ -169,9 +190,10 @@ class ThreadedPass:
             _short_switches(False)
 
     def pairs(self, widen: Callable[[], bool] | None = None) -> list[tuple[int, int, float]]:
-        """The close pairs (:func:`~memory_ls.core.similar.key_pairs`'s), once every block is
-        scored (this thread scores the rest). Without a second thread yet, one is started
-        as soon as ``widen()`` says the other core is free (asked before each block)."""
+        """The close pairs (:func:`~memory_ls.core.similar.key_pairs`'s), once every block
+        that may hold them is scored (this thread scores the rest). Without a second thread
+        yet, one is started as soon as ``widen()`` says the other core is free (asked
+        before each block)."""
         from memory_ls.core.similar import pass_pairs
 
         try:
@@ -182,16 +204,16 @@ class ThreadedPass:
                 self._thread.join()
         if self._error is not None:
             raise self._error
-        return pass_pairs(self._pass, self._scored)
+        return pass_pairs(self._pass, self._scored.pairs)
 
 
-def start_worker(threshold: float) -> SimilarWorker | None:
+def start_worker(threshold: float, limit: int | None = SIMILAR_LIMIT) -> SimilarWorker | None:
     """A forked worker for the ``similar`` passes, or ``None`` where this process may not
     fork (:func:`may_fork`) or cannot (a process limit): a thread then does the same."""
     if not may_fork():
         return None
     try:
-        return SimilarWorker(threshold)
+        return SimilarWorker(threshold, limit)
     except OSError:
         return None
 
@@ -200,8 +222,9 @@ class SimilarWorker:
     """A forked child that scores ``similar`` passes (:func:`~memory_ls.core.similar.key_pairs`)
     for this process, one request at a time, in the order sent."""
 
-    def __init__(self, threshold: float) -> None:
-        """Fork the child; ``OSError`` if there is no process to be had."""
+    def __init__(self, threshold: float, limit: int | None = SIMILAR_LIMIT) -> None:
+        """Fork the child; ``OSError`` if there is no process to be had. Its passes keep
+        ``limit`` pairs each (:func:`~memory_ls.core.similar.rows_to_limit`)."""
         fds: list[int] = []
         parent = os.getpid()
         try:
@@ -217,7 +240,7 @@ class SimilarWorker:
             try:  # nothing raised here may run this process's code (its output, its exit)
                 for fd in (requests_out, replies_in, waits_out):
                     os.close(fd)
-                _serve(requests_in, replies_out, waits_in, threshold, parent)
+                _serve(requests_in, replies_out, waits_in, threshold, limit, parent)
             finally:
                 os._exit(1)
         for fd in (requests_in, replies_out, waits_in):
@@ -357,7 +380,9 @@ def _widen(fd: int) -> None:
             fcntl.fcntl(fd, setsize, PIPE_SIZE)
 
 
-def _serve(requests: int, replies: int, waits: int, threshold: float, parent: int) -> NoReturn:
+def _serve(
+    requests: int, replies: int, waits: int, threshold: float, limit: int | None, parent: int
+) -> NoReturn:
     """The child: import the scorer, then answer each request until the pipe closes or
     ``parent`` is gone, and leave at once (``os._exit``: nothing of the parent's, its buffered output or exit
     handlers, runs here; an error ends the child, and the parent scores the pass).
@@ -393,7 +418,7 @@ def _serve(requests: int, replies: int, waits: int, threshold: float, parent: in
             if os.getppid() != parent:  # killed (SIGKILL): its requests need no answers
                 break
             keys = marshal.loads(body)
-            pairs = ThreadedPass(keys, thread=False, threshold=threshold).pairs(parent_waits)
+            pairs = ThreadedPass(keys, False, threshold, limit).pairs(parent_waits)
             reply = marshal.dumps(pairs)
             data = memoryview(len(reply).to_bytes(_LENGTH, "little") + reply)
             while data:

@@ -13,8 +13,8 @@ import random
 import pytest
 from rapidfuzz import fuzz
 
-from memory_ls.core.similar import MATRIX_FROM, SERVER_BLOCK, similar_pairs
-from memory_ls.server.diagnostics import SIMILAR_LIMIT, Analysis
+from memory_ls.core.similar import MATRIX_FROM, SERVER_BLOCK, SIMILAR_LIMIT, similar_pairs
+from memory_ls.server.diagnostics import Analysis
 from tests.unit.test_similar_pairs import random_store_from
 
 WORDS = ["run", "tests", "before", "push", "pnpm", "npm", "always", "never", "deploy", "😀"]

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from rapidfuzz import process
 
 from memory_ls.core.bridges import EXPORT_BEGIN, EXPORT_END
 from memory_ls.core.instruction_duplicates import (
@@ -14,6 +19,7 @@ from memory_ls.core.instruction_duplicates import (
     repeated_line,
 )
 from memory_ls.core.notes import parse_lines
+from memory_ls.core.similar import similar_to
 from memory_ls.core.text import key_of_normalised, normalise
 
 AGENTS = f"""\
@@ -123,3 +129,63 @@ def test_a_huge_instruction_file_is_scored_in_part_and_matched_by_key_in_full():
         key_of_normalised(normalise("Rule number 1 says: keep module 1 tidy and small")), index
     )
     assert near is not None and near[0].line == 1
+
+
+def repeated_line_naively(key: str, texts_by_path: dict[str, str], threshold: float) -> object:
+    """:func:`repeated_line` by its definition: an equal key, else every fuzzy key scored."""
+    index = instruction_index(texts_by_path)
+    same = index.by_key.get(key)
+    if same is not None:
+        return same, 100.0
+    hits = similar_to(key, index.keys, threshold)
+    if not hits:
+        return None
+    i, score = min(hits, key=lambda hit: (-hit[1], hit[0]))
+    return index.lines[i], score
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    lines=st.lists(st.text(alphabet="ab c😀", min_size=1, max_size=16), max_size=30),
+    note=st.text(alphabet="ab c😀", min_size=1, max_size=16),
+    threshold=st.one_of(st.sampled_from([0.0, 50.0, 85.0, 85.5, 100.0]), st.floats(0, 100)),
+)
+def test_only_the_lines_of_a_reachable_length_are_scored_and_the_answer_is_the_same(
+    lines: list[str], note: str, threshold: float
+) -> None:
+    # Short keys over a tiny alphabet, at every threshold: the length bound is met
+    # exactly, often; equal scores tie often (the earliest line wins).
+    text = "".join(f"- {line}\n" for line in lines)
+    key = key_of_normalised(normalise(note))
+    if not key:
+        return
+    index = instruction_index({"AGENTS.md": text})
+    assert repeated_line(key, index, threshold) == repeated_line_naively(
+        key, {"AGENTS.md": text}, threshold
+    )
+
+
+def test_a_file_of_short_lines_costs_a_store_of_longer_notes_nothing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # 64,000 one-character lines (the fuzzy budget) took 26 s against a full store: no
+    # line of theirs can reach a note of 20 characters, and none is scored.
+    text = "".join(f"{chr(0x4E00 + i % 20000)}\n" for i in range(MAX_FUZZY_CHARS))
+    index = instruction_index({"AGENTS.md": text})
+    assert len(index.keys) == MAX_FUZZY_CHARS
+    scored: list[int] = []
+    extract_one = process.extractOne
+
+    def counted(key: str, keys: Sequence[str], **kwargs: Any) -> Any:
+        scored.append(len(keys))
+        return extract_one(key, keys, **kwargs)
+
+    monkeypatch.setattr(process, "extractOne", counted)
+    bullets = parse_lines([f"- run cache step {i:05d}" for i in range(300)]).bullets
+    assert instruction_duplicate_findings(bullets, index) == []
+    assert scored == []
+    assert repeated_line(chr(0x4E00), index) is not None  # (an equal key: still found)
+    assert repeated_line("一二", index) is None  # at most 67% alike: under 85
+    assert scored == []
+    assert repeated_line("一二", index, 60.0) is not None
+    assert scored == [MAX_FUZZY_CHARS]

@@ -230,9 +230,10 @@ def test_check_s_blocks_scored_in_any_order_give_the_naive_findings(seed: int) -
 
 
 def pass_pairs_of(keys: list[str], threshold: float) -> list[tuple[int, int, float]]:
-    """``check``'s pass (the filter of short keys, then ``ratio``) over ``keys``."""
+    """``check``'s pass (the filter of short keys, then ``ratio``) over ``keys``, every
+    pair kept (no limit: these stores may hold more than SIMILAR_LIMIT)."""
     bullets = [b for b in parse_lines([f"- {k}" for k in keys]).bullets if b.note]
-    p = SimilarPass(compared_keys(compared_notes(bullets)), threshold)
+    p = SimilarPass(compared_keys(compared_notes(bullets)), threshold, None)
     return pass_pairs(p, [score_block(p, k) for k in range(len(p.blocks))])
 
 

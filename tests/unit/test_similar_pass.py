@@ -21,7 +21,7 @@ from memory_ls.core import similar
 from memory_ls.core.checks import Finding
 from memory_ls.core.notes import parse_bullets
 from memory_ls.core.scopes import SCOPES
-from memory_ls.core.similar import DEFAULT_THRESHOLD, key_pairs, similar_findings
+from memory_ls.core.similar import DEFAULT_THRESHOLD, SIMILAR_LIMIT, key_pairs, similar_findings
 from memory_ls.core.text import split_text
 from memory_ls.store import lint, similar_pass
 from memory_ls.store.lint import FileReport, lint_file, lint_stores
@@ -48,8 +48,8 @@ def forks(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[SimilarWorker]]:
     made: list[SimilarWorker] = []
     start = SimilarWorker.__init__
 
-    def recorded(self: SimilarWorker, threshold: float) -> None:
-        start(self, threshold)
+    def recorded(self: SimilarWorker, threshold: float, limit: int | None = SIMILAR_LIMIT) -> None:
+        start(self, threshold, limit)
         made.append(self)
 
     monkeypatch.setattr(SimilarWorker, "__init__", recorded)
@@ -160,22 +160,23 @@ def test_a_pass_widened_after_any_block_finds_the_same_pairs(after: int) -> None
 
 def test_a_full_pipe_both_ways_does_not_deadlock(monkeypatch: pytest.MonkeyPatch) -> None:
     # The child stuck writing a big answer (~3 MB: 600 near-identical keys make ~180,000
-    # pairs) while this process sends a request bigger than the request pipe: the sender
-    # must take the answer in as it writes, whenever the child gets to it.
+    # pairs, every one kept: no limit) while this process sends a request bigger than the
+    # request pipe: the sender must take the answer in as it writes, whenever the child
+    # gets to it.
     monkeypatch.setattr(similar_pass, "PIPE_SIZE", 4096)
     rng = random.Random(5)
     alike = [f"the same note, number {i}" for i in range(600)]
     other = [" ".join(rng.choices(WORDS, k=9)) + f" {i}" for i in range(1000)]
     assert len("".join(other)) > 4 * 4096
-    worker = SimilarWorker(DEFAULT_THRESHOLD)
+    worker = SimilarWorker(DEFAULT_THRESHOLD, None)
     try:
         first = worker.submit(alike)
         second = worker.submit(other)
         assert first == 0 and second == 1
         big = worker.pairs(first)
-        assert big == key_pairs(alike, DEFAULT_THRESHOLD)
+        assert big == key_pairs(alike, DEFAULT_THRESHOLD, None)
         assert big is not None and len(big) > 100_000
-        assert worker.pairs(second) == key_pairs(other, DEFAULT_THRESHOLD)
+        assert worker.pairs(second) == key_pairs(other, DEFAULT_THRESHOLD, None)
     finally:
         worker.close()
 
