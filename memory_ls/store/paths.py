@@ -196,8 +196,13 @@ def refused_folder_on_the_way(path: Path) -> tuple[Path, str] | None:
     parts = path.parts
     if ".pi" not in parts:
         return None
+    if not path.is_absolute():  # (as `realpath` takes it: from the current directory)
+        try:
+            parts = Path(os.getcwd(), path).parts
+        except OSError:
+            return None  # the current directory is gone: a relative path names nothing
     for i, part in enumerate(parts):
-        if part != ".pi" or i == 0:
+        if part != ".pi":
             continue
         holder = Path(*parts[:i])
         root = project_root_for(holder)
