@@ -214,6 +214,14 @@ def refused_folder_on_the_way(path: Path) -> tuple[Path, str] | None:
     return None
 
 
+def project_start(path: Path) -> Path:
+    """The folder a ``--project`` names: the project whose ``.pi`` it is in when that
+    ``.pi`` leads out (:func:`refused_folder_on_the_way`), so that its store is refused
+    rather than a project made where the link leads; else ``path`` itself."""
+    through = refused_folder_on_the_way(path)
+    return path if through is None else through[0]
+
+
 def canonical_path(path: Path) -> str:
     """``path`` with its folder's symlinks resolved; the file itself may be a symlink.
 
