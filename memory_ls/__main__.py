@@ -146,10 +146,13 @@ def _exit_interrupted() -> NoReturn:
     keep the interpreter from shutting down, and a second Ctrl-C would then print
     the very traceback this avoids.
     """
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(Exception):
-            stream.flush()
-    with contextlib.suppress(Exception):
+    # `BaseException`: a second Ctrl-C (a flush blocked on a full pipe or a slow terminal)
+    # is a KeyboardInterrupt raised right here; it ends the flush, not in a traceback.
+    with contextlib.suppress(BaseException):
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(BaseException):
+                stream.flush()
+    with contextlib.suppress(BaseException):
         os.write(sys.stderr.fileno(), f"{INTERRUPTED_MESSAGE}\n".encode())
     os._exit(EXIT_INTERRUPTED)
 

@@ -719,10 +719,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _runtime(args: argparse.Namespace) -> Any:
+    from memory_ls.store.paths import project_start
     from memory_ls.store.runtime import MemoryRuntime
 
     # SPEC §8's canonical form: project_root_for resolves the path (once; not here too).
-    start = Path(os.path.expanduser(args.project or os.getcwd()))
+    # A `--project` in a `.pi` that leads out names that `.pi`'s project, as written.
+    start = project_start(Path(os.path.expanduser(args.project or os.getcwd())))
     return MemoryRuntime(start, agent_dir=args.agent_dir, trusted=getattr(args, "trusted", None))
 
 

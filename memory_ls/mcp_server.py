@@ -45,6 +45,7 @@ from memory_ls.core.models import MemoryResult, Scope
 from memory_ls.core.render import result_text
 from memory_ls.core.text import without_lone_surrogates
 from memory_ls.schemas import memory_result_schema
+from memory_ls.store.paths import project_start
 from memory_ls.store.runtime import MemoryRuntime
 
 log = logging.getLogger("memory_ls.mcp")
@@ -469,7 +470,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     logging.getLogger("asyncio").addFilter(_QuietInterrupt())
     runtime = MemoryRuntime(
-        Path(args.project).expanduser().resolve(),
+        # A `--project` in a `.pi` that leads out names that `.pi`'s project, as written.
+        project_start(Path(args.project).expanduser()).resolve(),
         agent_dir=args.agent_dir,
         trusted=args.trusted,
         read_only=args.read_only,

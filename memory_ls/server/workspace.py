@@ -29,8 +29,10 @@ from memory_ls.store.paths import (
     StorePath,
     canonical_path,
     classify_store_path,
+    is_pi_memory,
     no_project_message,
     project_root_for,
+    refused_folder_on_the_way,
     repository_root_for,
 )
 from memory_ls.store.runtime import MemoryRuntime
@@ -180,7 +182,22 @@ class Projects:
         real = _resolved(path)
         if real is None:
             return default  # names nothing (a NUL byte); missing_project refused it first
-        return self._runtime_for(path, real, classify_store_path(path, default.paths["global"]))
+        return self._runtime_for(path, real, self._classify(path, default.paths["global"]))
+
+    @staticmethod
+    def _classify(path: Path, global_store: Path) -> StorePath | None:
+        """Which store a ``uri``'s ``path`` is (:func:`classify_store_path`); or, for a
+        path in a project's ``.pi`` that leads out of it, that project with its refusal
+        (:func:`refused_folder_on_the_way`): never the project where the link leads."""
+        found = classify_store_path(path, global_store)
+        if found is not None and found.refusal is not None:
+            return found
+        # The `.pi` of `<root>/.pi/memory.md` was judged just now (once: SPEC §1's rule
+        # runs for every command); any `.pi` above it was not.
+        through = refused_folder_on_the_way(path.parent.parent if is_pi_memory(path) else path)
+        if through is None:
+            return found
+        return StorePath("project", through[0], refusal=through[1])
 
     def runtime_for_command(self, path: Path | None) -> MemoryRuntime | str:
         """:meth:`runtime_for_uri_path`, or why the ``uri`` picks no project
@@ -193,7 +210,7 @@ class Projects:
         if path is None:
             return default
         real = _resolved(path)
-        found = None if real is None else classify_store_path(path, default.paths["global"])
+        found = None if real is None else self._classify(path, default.paths["global"])
         if found is None or found.scope != "project" or found.refusal is None:
             missing = self.missing_project(path)
             if missing is not None:
@@ -205,10 +222,13 @@ class Projects:
         """The runtime for a command's ``uri`` path, its canonical form ``real`` and its
         classification ``found``."""
         default = self.default_runtime()
-        if found is not None and found.root is not None and found.refusal is not None:
-            # `<root>/.pi/memory.md` of a project whose .pi leads out (maybe to the
-            # agent dir), or that the agent dir makes the global store: the uri names
-            # that project (its project scope refused), whatever file it leads to.
+        if found is not None and found.root is not None:
+            # `<root>/.pi/memory.md` (or a path in that `.pi`) of a project whose .pi
+            # leads out (maybe to the agent dir), or that the agent dir makes the global
+            # store: the uri names that project (its project scope refused), whatever
+            # file it leads to. And a project's store, or a `.pi/memory.md` that names
+            # it, names that project as the editor describes it: outside any repository
+            # and folder, not the `.pi` folder the file is in.
             return self.runtime_for_path(found.root)
         if found is not None and found.scope == "global":
             # The global store belongs to no project: it picks the default one, not

@@ -182,6 +182,46 @@ def refused_project_store(path: Path) -> tuple[Path, str] | None:
     return None if refusal is None else (root, refusal)
 
 
+def refused_folder_on_the_way(path: Path) -> tuple[Path, str] | None:
+    """The project root and refusal when ``path``, as written, is or lies under the
+    ``.pi`` folder of a project whose ``.pi`` leads out of it (SPEC §1).
+
+    A command's ``uri`` may name any file in a workspace folder, so one in its project's
+    ``.pi`` too. Where that ``.pi`` leads out, the path's canonical form is wherever the
+    link leads (another folder, the agent dir): judged there, it would pick the project
+    out there and create a store in it, written through the refused ``.pi``. Judged as
+    written, it names this project, whose store is refused. The outermost such ``.pi``
+    counts; a path without a ``.pi`` part costs nothing.
+    """
+    parts = path.parts
+    if ".pi" not in parts:
+        return None
+    if not path.is_absolute():  # (as `realpath` takes it: from the current directory)
+        try:
+            parts = Path(os.getcwd(), path).parts
+        except OSError:
+            return None  # the current directory is gone: a relative path names nothing
+    for i, part in enumerate(parts):
+        if part != ".pi":
+            continue
+        holder = Path(*parts[:i])
+        root = project_root_for(holder)
+        if root != _real_folder(holder):
+            continue  # a `.pi` below the root (or in a linked worktree) is not its `.pi`
+        refusal = project_folder_refusal(root)
+        if refusal is not None:
+            return root, refusal
+    return None
+
+
+def project_start(path: Path) -> Path:
+    """The folder a ``--project`` names: the project whose ``.pi`` it is in when that
+    ``.pi`` leads out (:func:`refused_folder_on_the_way`), so that its store is refused
+    rather than a project made where the link leads; else ``path`` itself."""
+    through = refused_folder_on_the_way(path)
+    return path if through is None else through[0]
+
+
 def canonical_path(path: Path) -> str:
     """``path`` with its folder's symlinks resolved; the file itself may be a symlink.
 

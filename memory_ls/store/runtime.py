@@ -275,9 +275,19 @@ class MemoryRuntime:
         if cached is not None and cached[0] == self._settings_key(cached[1]):
             answer = cached[1], cached[2]
         else:
+            # The key is taken before what it keys is read: taken after, a file changed in
+            # between (`trust.json` rewritten to revoke trust as the server starts) was
+            # keyed by its new stamp with the answer its old text gave, and that answer
+            # stood until the file changed again. The paths are the last decision's (a
+            # first one decides twice); a decision that consults others is keyed anew
+            # at the next look, which then decides again.
+            probe = cached[1] if cached is not None else None
+            if probe is None:
+                probe = decide_trust(self.project_root, self.agent_dir, self.explicit_trust)
+            key = self._settings_key(probe)
             trust = decide_trust(self.project_root, self.agent_dir, self.explicit_trust)
             config = load_config(self.agent_dir, self.project_root, trust.trusted)
-            self._settings_cache = (self._settings_key(trust), trust, config)
+            self._settings_cache = (key, trust, config)
             answer = trust, config
         if memo is not None:
             memo["settings"] = answer

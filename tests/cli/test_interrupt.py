@@ -201,6 +201,17 @@ INTERRUPTED_AT = {
         "sys.stdout = Stdout()\n"
         "entry.main()\n"
     ),
+    # A second Ctrl-C while `main` flushes the output on its way out after the first.
+    "the goodbye": (
+        "import sys\n"
+        "class Stdout:\n"
+        "    def write(self, text): return len(text)\n"
+        "    def flush(self): raise KeyboardInterrupt\n"
+        "def interrupted(argv): raise KeyboardInterrupt\n"
+        "cli.main = interrupted\n"
+        "sys.stdout = Stdout()\n"
+        "entry.main(['check'])\n"
+    ),
 }
 
 
@@ -209,7 +220,8 @@ def test_ctrl_c_before_and_after_the_verb_runs_ends_quietly(
     workspace: Workspace, where: str
 ) -> None:
     """Ctrl-C can come at any moment of ``main``, not only while the verb runs: arriving
-    in ``import signal`` or the last flush, it gave a Python traceback."""
+    in ``import signal`` or the last flush, it gave a Python traceback; so did a second
+    one while the output was flushed after the first."""
     script = "import memory_ls.__main__ as entry, memory_ls.cli as cli\n" + INTERRUPTED_AT[where]
     done = subprocess.run(
         [sys.executable, "-c", script], env=workspace.env(), capture_output=True, timeout=60

@@ -327,3 +327,17 @@ def test_an_agent_dir_that_is_the_projects_pi_by_a_bind_mount_refuses_the_projec
     for spelled in (store, bind_mounted_agent_dir / "memory.md"):
         r = run_cli("check", "--trusted", str(spelled), cwd=workspace.root, env=env)
         assert r.stdout == f"{spelled}:1:1: outside-project {message}\n", spelled
+
+
+@pytest.mark.parametrize("inside", [".pi", ".pi/sub/.."])
+def test_a_project_named_inside_its_pi_that_leads_out_is_refused(clone: Clone, inside: str) -> None:
+    """``--project`` naming the ``.pi`` that leads out (or a path through it) names that
+    project, whose store is refused: it named the folder the link leads to, and ``add``
+    created a store there."""
+    if inside != ".pi":
+        (clone.target / "sub").mkdir()
+    r = clone.run("add", "--trusted", "planted note", "--project", str(clone.project / inside))
+    assert (r.returncode, r.stderr) == (1, f"Error: {clone.message}\n")
+    if inside != ".pi":
+        (clone.target / "sub").rmdir()
+    clone.outside_untouched()

@@ -14,7 +14,7 @@ from lsprotocol import types as lsp
 
 from memory_ls.core.text import HEADER
 
-from .conftest import TIMEOUT
+from .conftest import TIMEOUT, uri_of
 
 
 async def test_a_folder_linked_to_pi_opens_the_project_store(start, workspace):
@@ -122,3 +122,42 @@ async def test_a_refused_project_stores_lens_shows_no_counts(start, workspace, t
     uri = s.open(workspace.project_store, text=f"{HEADER}\n\n- one\n- two\n")
     await s.codes(uri, "outside-project")
     assert await lens_title(s, uri) == "project memory refused: never read, recalled or written"
+
+
+async def test_a_uri_in_a_pi_that_leads_out_names_that_project(start, workspace, tmp_path):
+    """A command's ``uri`` may name a file in a workspace folder, so also one in its
+    project's ``.pi``: where that ``.pi`` leads out of the project, such a ``uri`` (the
+    folder itself, a file in it, a missing one) picks this project, whose store is
+    refused. It picked the project where the link leads (here the agent dir), and
+    ``memory.add`` created a store there: written through the refused ``.pi``."""
+    workspace.write("global", ["global note"])
+    (workspace.root / ".pi").symlink_to(workspace.agent_dir)
+    (workspace.agent_dir / "SYSTEM.md").write_text("a file in the agent dir\n")
+    pi = workspace.root / ".pi"
+    message = f"Refusing to use {pi}: it resolves outside the project ({workspace.agent_dir})."
+    s = await start(init_options={"trusted": True})
+    nested = pi / "x" / ".pi" / "memory.md"  # (the store of a project out there)
+    for spelled in (pi, pi / "SYSTEM.md", pi / "settings.json", pi / "sub" / "..", nested):
+        for name in ("memory.add", "memory.list"):
+            r = await s.command(name, {"text": "planted", "uri": uri_of(spelled)})
+            assert r["error"] == message, (spelled, name)
+            assert (r["project"], r["global"]) == ([], ["global note"]), (spelled, name)
+        path = await s.command("memory.path", {"uri": uri_of(spelled)})
+        assert path["project"] == str(workspace.project_store), spelled
+    assert not (workspace.agent_dir / ".pi").exists()
+    assert not (workspace.agent_dir / "x").exists()
+
+
+async def test_a_store_outside_any_repository_picks_its_own_project(start, workspace, tmp_path):
+    """``<dir>/.pi/memory.md`` outside every repository and workspace folder is the
+    store of ``<dir>`` (as the editor says when it is opened): a command with that
+    ``uri`` took the file's folder ``<dir>/.pi`` for the project, listed nothing, and
+    ``memory.add`` created ``<dir>/.pi/.pi/memory.md``."""
+    other = tmp_path / "other"
+    store = workspace.write(other / ".pi" / "memory.md", ["other note"])
+    s = await start(init_options={"trusted": True})
+    path = await s.command("memory.path", {"uri": uri_of(store)})
+    assert path["project"] == str(store)
+    r = await s.command("memory.add", {"text": "second note", "uri": uri_of(store)})
+    assert r["project"] == ["other note", "second note"] and "error" not in r
+    assert not (other / ".pi" / ".pi").exists()

@@ -84,3 +84,15 @@ async def test_an_agent_dir_in_the_projects_pi_refuses_the_project_scope(
         assert "project:" not in recall and recall.count("- shared note") == 1
         assert f"project: {message}" in (await m.read("memory://doctor")).text
     assert store.read_text(encoding="utf-8") == f"{before}- global note\n"
+
+
+async def test_a_project_named_inside_its_pi_that_leads_out_is_refused(
+    memory: Any, workspace: Workspace
+) -> None:
+    """``--project <root>/.pi``, where that ``.pi`` leads to the agent dir, names the
+    project whose store is refused, not a project in the agent dir to create a store in."""
+    workspace.global_store.write_text(GLOBAL_TEXT, encoding="utf-8")
+    (workspace.root / ".pi").symlink_to(workspace.agent_dir)
+    async with memory("--project", str(workspace.root / ".pi"), "--trusted") as m:
+        await refuses_project_writes(m, message_for(workspace), "global note")
+    assert sorted(p.name for p in workspace.agent_dir.iterdir()) == ["memory.md"]

@@ -525,3 +525,29 @@ def test_a_store_path_is_judged_with_one_look_at_its_projects_pi(
     assert found is not None and found.scope == "project" and found.refusal is not None
     assert "resolves outside the project" in found.refusal
     assert judged == [away]
+
+
+def test_a_path_in_a_pi_that_leads_out_names_its_project_as_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A path in a project's ``.pi`` that leads out (the folder, a file in it, one with
+    ``..`` after it, relative to the current directory) names that project and its
+    refusal; a path in a ``.pi`` that stays inside, or in none, names nothing here."""
+    from memory_ls.store.paths import project_folder_refusal, refused_folder_on_the_way
+
+    root = make_repo(tmp_path / "p").resolve()
+    away = tmp_path / "away"
+    away.mkdir()
+    (root / ".pi").symlink_to(away)
+    refused = (root, project_folder_refusal(root))
+    assert refused[1] is not None
+    for spelled in (root / ".pi", root / ".pi" / "SYSTEM.md", root / ".pi" / ".." / "x"):
+        assert refused_folder_on_the_way(spelled) == refused, spelled
+    monkeypatch.chdir(root)
+    assert refused_folder_on_the_way(Path(".pi") / "x") == refused
+    assert refused_folder_on_the_way(Path("x") / ".." / ".pi") == refused
+    inside = make_repo(tmp_path / "q").resolve()
+    (inside / "real").mkdir()
+    (inside / ".pi").symlink_to("real")
+    for spelled in (inside / ".pi" / "x", root / "src", Path("src"), Path("/")):
+        assert refused_folder_on_the_way(spelled) is None, spelled

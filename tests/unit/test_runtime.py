@@ -774,3 +774,30 @@ def test_a_steady_look_is_not_reused_once_a_store_changed(
     workspace.write("global", ["a global note"])  # the global store ends it too
     with rt.steady(reuse_for=0.25):
         assert rt.trust().trusted is False
+
+
+def test_trust_revoked_while_it_is_being_decided_is_seen_next(
+    workspace: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``trust.json`` rewritten between the decision's reading it and the runtime's
+    keying of that decision (here: while the configuration is read, the first time): the
+    next look decides again. It kept the old decision under the new file's stamp, so a
+    server that started as trust was revoked went on reading and writing the project."""
+    import memory_ls.store.config as config_module
+
+    root = os.path.realpath(workspace.root)
+    trust_json = workspace.agent_dir / "trust.json"
+    trust_json.write_text(json.dumps({root: True}))
+    rt = workspace.runtime(trusted=None)
+    revoked: list[bool] = []
+    real_load = config_module.load_config
+
+    def revoking(*args: Any, **kwargs: Any) -> Any:
+        if not revoked:
+            revoked.append(True)
+            trust_json.write_text(json.dumps({root: False}))
+        return real_load(*args, **kwargs)
+
+    monkeypatch.setattr(runtime_module, "load_config", revoking)
+    assert rt.trust().trusted  # decided on the text read before the change
+    assert revoked and not rt.trust().trusted
