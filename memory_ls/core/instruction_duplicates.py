@@ -76,8 +76,9 @@ class InstructionIndex:
     """The keys of the first ``lines``, in order, up to :data:`MAX_FUZZY_CHARS` (what
     ``similar`` scores against; every line is still found by an equal key)."""
     by_length: tuple[int, ...] = ()
-    """The positions in :attr:`keys`, shortest key first (then in order): a note's key
-    is scored only against the keys whose length can reach the threshold."""
+    """The positions in :attr:`keys` of the first line of each key, shortest key first
+    (then in order): a note's key is scored only against the keys whose length can reach
+    the threshold, each once."""
     lengths: tuple[int, ...] = ()
     """The lengths of the keys of :attr:`by_length`, in its order."""
 
@@ -127,7 +128,13 @@ def instruction_index(texts: Mapping[str, str]) -> InstructionIndex:
         if budget < 0:
             break
         keys.append(x.key)
-    by_length = sorted(range(len(keys)), key=lambda i: len(keys[i]))
+    # Each key once, at its first line: an equal key scores the same, and the earliest
+    # line among equal scores is the answer (a file of one line repeated 64,000 times is
+    # one key to score, not 64,000).
+    firsts: dict[str, int] = {}
+    for i, k in enumerate(keys):
+        firsts.setdefault(k, i)
+    by_length = sorted(firsts.values(), key=lambda i: len(keys[i]))
     lengths = tuple(len(keys[i]) for i in by_length)
     return InstructionIndex(lines, by_key, tuple(keys), tuple(by_length), lengths)
 
@@ -142,17 +149,16 @@ def repeated_line(
     if not index.keys:
         return None
     # Only the keys whose length can reach the threshold (``ratio`` is at most
-    # ``2 * shorter / (shorter + longer)``), in the file's order: a file of a thousand
-    # one-character lines costs a note nothing, where each scan of them took ~3 ms (a
-    # store of 10,000 notes against 64,000 such lines: 26 s of `check`).
-    lo, hi = _reachable(index.lengths, len(key), threshold)
-    if lo >= hi:
+    # ``2 * shorter / (shorter + longer)``, and under ``1 - 1 / length`` for two keys of
+    # one length), each once, in the file's order: a file of a thousand one-character
+    # lines costs a note nothing, where each scan of them took ~3 ms (a store of 10,000
+    # notes against 64,000 such lines: 26 s of `check`); nor does a note of one or two
+    # characters, whatever the lines (20,000 of `- x` against 64,000 lines of `y`: ~2 min).
+    spans = _reachable(index.lengths, len(key), threshold)
+    positions = sorted(i for lo, hi in spans for i in index.by_length[lo:hi])
+    if not positions:
         return None
-    positions: list[int] | None = None
-    window: Sequence[str] = index.keys
-    if hi - lo < len(index.keys):
-        positions = sorted(index.by_length[lo:hi])
-        window = [index.keys[i] for i in positions]
+    window = [index.keys[i] for i in positions]
     from rapidfuzz import fuzz, process
 
     # The best score; the earliest line among equals (extractOne keeps the first best).
@@ -161,19 +167,30 @@ def repeated_line(
     if best is None:
         return None
     _, score, i = best
-    return index.lines[i if positions is None else positions[i]], float(score)
+    return index.lines[positions[i]], float(score)
 
 
-def _reachable(lengths: Sequence[int], length: int, threshold: float) -> tuple[int, int]:
-    """The positions in ``lengths`` (sorted) of the keys whose ``ratio`` with a key of
-    ``length`` can reach ``threshold``: ``2 * shorter / (shorter + longer) * 100`` at
-    least ``int(threshold)``, in integers (a bound exactly reached is never lost)."""
+def _reachable(
+    lengths: Sequence[int], length: int, threshold: float
+) -> tuple[tuple[int, int], tuple[int, int]]:
+    """The spans of positions in ``lengths`` (sorted) of the keys whose ``ratio`` with
+    another key of ``length`` can reach ``threshold``: at least ``int(threshold)``, in
+    integers (a bound exactly reached is never lost). ``ratio`` is ``100 * (1 - d / (a +
+    b))`` for the Indel distance ``d`` of two keys of lengths ``a`` and ``b``, which is
+    at least ``|a - b|``, and at least 2 for two different keys of one length: the keys
+    shorter than ``length`` in the first span, the longer ones in the second, and those
+    of ``length`` in one of them when ``1 - 1 / length`` reaches it."""
     cutoff = max(0, min(100, int(threshold)))
     if cutoff == 0:
-        return 0, len(lengths)
+        return (0, len(lengths)), (0, 0)
     shortest = -(-cutoff * length // (200 - cutoff))
     longest = length * (200 - cutoff) // cutoff
-    return bisect.bisect_left(lengths, shortest), bisect.bisect_right(lengths, longest)
+    lo, hi = bisect.bisect_left(lengths, shortest), bisect.bisect_right(lengths, longest)
+    if 100 * (length - 1) >= cutoff * length:
+        return (lo, hi), (0, 0)
+    below = bisect.bisect_left(lengths, length, lo, hi)
+    above = bisect.bisect_right(lengths, length, lo, hi)
+    return (lo, below), (above, hi)
 
 
 def instruction_duplicate_finding(b: Bullet, x: InstructionLine, score: float) -> Finding:
@@ -202,10 +219,16 @@ def instruction_duplicate_findings(
     """An ``instruction-duplicate`` finding on each note an instruction file already says,
     with related information at that file's line."""
     out: list[Finding] = []
+    # Each key judged once, as the editor's judge caches it: a store of one note repeated
+    # is one note to score.
+    hits: dict[str, tuple[InstructionLine, float] | None] = {}
     for b in bullets:
         if b.blank:
             continue
-        hit = repeated_line(b.key, index, threshold)
+        if b.key in hits:
+            hit = hits[b.key]
+        else:
+            hit = hits[b.key] = repeated_line(b.key, index, threshold)
         if hit is not None:
             out.append(instruction_duplicate_finding(b, *hit))
     return out

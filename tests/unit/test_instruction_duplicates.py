@@ -188,4 +188,30 @@ def test_a_file_of_short_lines_costs_a_store_of_longer_notes_nothing(
     assert repeated_line("一二", index) is None  # at most 67% alike: under 85
     assert scored == []
     assert repeated_line("一二", index, 60.0) is not None
-    assert scored == [MAX_FUZZY_CHARS]
+    assert scored == [20000]  # each key once: the lines repeat every 20,000
+
+
+def test_a_short_note_or_a_repeated_one_is_scored_once_and_a_line_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A store of 20,000 `- x` against 64,000 lines of `y` scanned the 64,000 keys for each
+    # note (~5 ms a note: ~2 min of `check`). Two different keys of one or two characters
+    # are at most 50% alike, so no line is scored; a note repeated is judged once, and a
+    # line repeated is scored once (the first: the earliest line among equal scores).
+    index = instruction_index({"AGENTS.md": "y\n" * MAX_FUZZY_CHARS})
+    scored: list[int] = []
+    extract_one = process.extractOne
+
+    def counted(key: str, keys: Sequence[str], **kwargs: Any) -> Any:
+        scored.append(len(keys))
+        return extract_one(key, keys, **kwargs)
+
+    monkeypatch.setattr(process, "extractOne", counted)
+    bullets = parse_lines(["- x"] * 2000 + ["- xy"] * 2000).bullets
+    assert instruction_duplicate_findings(bullets, index) == []
+    assert scored == []
+    # Four characters reach a line of three (86%): the line's key is scored once.
+    index = instruction_index({"AGENTS.md": "- abc\n" * 1000 + "- abd\n"})
+    found = instruction_duplicate_findings(parse_lines(["- abcd"] * 500).bullets, index)
+    assert len(found) == 500 and {f.related[0].line for f in found} == {0}
+    assert scored == [2]
