@@ -215,3 +215,15 @@ def test_a_short_note_or_a_repeated_one_is_scored_once_and_a_line_once(
     found = instruction_duplicate_findings(parse_lines(["- abcd"] * 500).bullets, index)
     assert len(found) == 500 and {f.related[0].line for f in found} == {0}
     assert scored == [2]
+
+
+def test_equal_scores_of_keys_of_two_lengths_give_the_earlier_line() -> None:
+    # 20% alike both (rapidfuzz: 19.999999999999996); the shorter key, on the later line, is
+    # scored first. Scored again at a cutoff of its score, the earlier line came out under
+    # it and lost the tie.
+    index = instruction_index({"AGENTS.md": "- aabbbbbbbbbbbbbbb\n- abbbbbb\n"})
+    hit = repeated_line("aaa", index, 10.0)
+    assert hit is not None and hit[0].line == 0
+    assert hit == repeated_line_naively(
+        "aaa", {"AGENTS.md": "- aabbbbbbbbbbbbbbb\n- abbbbbb\n"}, 10.0
+    )
