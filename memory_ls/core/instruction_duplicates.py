@@ -84,6 +84,11 @@ class InstructionIndex:
     ranked: tuple[str, ...] = ()
     """The keys of :attr:`by_length`, in its order (the keys of one length are scored as
     one slice of it)."""
+    firsts: dict[str, int] | None = None
+    """The position in :attr:`keys` of each key's first line."""
+    deletions: dict[str, int] | None = None
+    """Each key of up to :data:`DELETION_KEYS` characters with one character left out, and
+    the first position in :attr:`keys` of a key it comes from (:func:`_one_step`)."""
 
 
 def instruction_lines(path: str, text: str) -> list[InstructionLine]:
@@ -140,7 +145,49 @@ def instruction_index(texts: Mapping[str, str]) -> InstructionIndex:
     by_length = sorted(firsts.values(), key=lambda i: len(keys[i]))
     lengths = tuple(len(keys[i]) for i in by_length)
     ranked = tuple(keys[i] for i in by_length)
-    return InstructionIndex(lines, by_key, tuple(keys), tuple(by_length), lengths, ranked)
+    deletions: dict[str, int] = {}
+    for k, i in firsts.items():  # in the keys' order: the first position is kept
+        if len(k) <= DELETION_KEYS:
+            for c in range(len(k)):
+                deletions.setdefault(k[:c] + k[c + 1 :], i)
+    return InstructionIndex(
+        lines, by_key, tuple(keys), tuple(by_length), lengths, ranked, firsts, deletions
+    )
+
+
+DELETION_KEYS = 16
+"""The longest keys of :attr:`InstructionIndex.deletions` (at 85, a key one step from a
+note has at most 14 characters)."""
+
+
+def _one_step(key: str, length: int, index: InstructionIndex, cutoff: int) -> int | None:
+    """The first position in ``index.keys`` of a key of ``length`` one step from ``key`` (a
+    character added, left out, or one each), where only such a key can reach ``cutoff``,
+    else -1 (scored in full).
+
+    Two keys of lengths ``a`` and ``b`` at Indel distance ``d`` are ``100 * (1 - d / (a +
+    b))`` alike; ``d`` is at least ``|a - b|`` (2 for two different keys of one length), and
+    of the same parity as ``a + b``. When the next distance up cannot reach ``cutoff``,
+    only the least one can: the shorter key is the longer with one character left out, or
+    both keys are one key with a character left out each. These are found in a dict: a
+    store of 24,000 notes of three characters against 16,000 lines of four scanned every
+    line for each note (~1 ms: 25 s of `check`). Every such key is as alike as the other."""
+    total, least = len(key) + length, abs(len(key) - length) or 2
+    if abs(len(key) - length) > 1 or 100 * (total - least - 2) >= cutoff * total:
+        return -1
+    firsts, deletions = index.firsts, index.deletions
+    if firsts is None or deletions is None:
+        return -1
+    if length > len(key):  # the note with a character added
+        return deletions.get(key) if length <= DELETION_KEYS else -1
+    shorter = [key[:c] + key[c + 1 :] for c in range(len(key))]
+    if length < len(key):  # a character left out of the note
+        found = [i for d in shorter if (i := firsts.get(d)) is not None]
+    elif length <= DELETION_KEYS:  # one left out of each
+        found = [i for d in shorter if (i := deletions.get(d)) is not None]
+    else:
+        return -1
+    return min(found) if found else None
 
 
 def repeated_line(
@@ -168,9 +215,22 @@ def repeated_line(
     # equals ``key``: every line's key is in ``by_key``.
     best: tuple[float, int] | None = None
     lengths, ranked = index.lengths, index.ranked
+    cutoff = max(0, min(100, int(threshold)))
     for lo, hi in _reachable(lengths, len(key), threshold):
         while lo < hi:
             end = bisect.bisect_right(lengths, lengths[lo], lo, hi)
+            step = _one_step(key, lengths[lo], index, cutoff) if cutoff else -1
+            if step is None:
+                lo = end
+                continue
+            if step >= 0:
+                score = float(fuzz.ratio(key, index.keys[step]))
+                if score >= threshold and (
+                    best is None or score > best[0] or (score == best[0] and step < best[1])
+                ):
+                    best = (score, step)
+                lo = end
+                continue
             # At the threshold, not at the best score so far: a score scored against a
             # cutoff equal to it may come out under it, and lose a tie it wins.
             hit = process.extractOne(key, ranked[lo:end], scorer=fuzz.ratio, score_cutoff=threshold)
