@@ -76,10 +76,19 @@ class InstructionIndex:
     """The keys of the first ``lines``, in order, up to :data:`MAX_FUZZY_CHARS` (what
     ``similar`` scores against; every line is still found by an equal key)."""
     by_length: tuple[int, ...] = ()
-    """The positions in :attr:`keys`, shortest key first (then in order): a note's key
-    is scored only against the keys whose length can reach the threshold."""
+    """The positions in :attr:`keys` of the first line of each key, shortest key first
+    (then in order): a note's key is scored only against the keys whose length can reach
+    the threshold, each once."""
     lengths: tuple[int, ...] = ()
     """The lengths of the keys of :attr:`by_length`, in its order."""
+    ranked: tuple[str, ...] = ()
+    """The keys of :attr:`by_length`, in its order (the keys of one length are scored as
+    one slice of it)."""
+    firsts: dict[str, int] | None = None
+    """The position in :attr:`keys` of each key's first line."""
+    deletions: dict[str, int] | None = None
+    """Each key of up to :data:`DELETION_KEYS` characters with one character left out, and
+    the first position in :attr:`keys` of a key it comes from (:func:`_one_step`)."""
 
 
 def instruction_lines(path: str, text: str) -> list[InstructionLine]:
@@ -127,9 +136,58 @@ def instruction_index(texts: Mapping[str, str]) -> InstructionIndex:
         if budget < 0:
             break
         keys.append(x.key)
-    by_length = sorted(range(len(keys)), key=lambda i: len(keys[i]))
+    # Each key once, at its first line: an equal key scores the same, and the earliest
+    # line among equal scores is the answer (a file of one line repeated 64,000 times is
+    # one key to score, not 64,000).
+    firsts: dict[str, int] = {}
+    for i, k in enumerate(keys):
+        firsts.setdefault(k, i)
+    by_length = sorted(firsts.values(), key=lambda i: len(keys[i]))
     lengths = tuple(len(keys[i]) for i in by_length)
-    return InstructionIndex(lines, by_key, tuple(keys), tuple(by_length), lengths)
+    ranked = tuple(keys[i] for i in by_length)
+    deletions: dict[str, int] = {}
+    for k, i in firsts.items():  # in the keys' order: the first position is kept
+        if len(k) <= DELETION_KEYS:
+            for c in range(len(k)):
+                deletions.setdefault(k[:c] + k[c + 1 :], i)
+    return InstructionIndex(
+        lines, by_key, tuple(keys), tuple(by_length), lengths, ranked, firsts, deletions
+    )
+
+
+DELETION_KEYS = 16
+"""The longest keys of :attr:`InstructionIndex.deletions` (at 85, a key one step from a
+note has at most 14 characters)."""
+
+
+def _one_step(key: str, length: int, index: InstructionIndex, cutoff: int) -> int | None:
+    """The first position in ``index.keys`` of a key of ``length`` one step from ``key`` (a
+    character added, left out, or one each), where only such a key can reach ``cutoff``,
+    else -1 (scored in full).
+
+    Two keys of lengths ``a`` and ``b`` at Indel distance ``d`` are ``100 * (1 - d / (a +
+    b))`` alike; ``d`` is at least ``|a - b|`` (2 for two different keys of one length), and
+    of the same parity as ``a + b``. When the next distance up cannot reach ``cutoff``,
+    only the least one can: the shorter key is the longer with one character left out, or
+    both keys are one key with a character left out each. These are found in a dict: a
+    store of 24,000 notes of three characters against 16,000 lines of four scanned every
+    line for each note (~1 ms: 25 s of `check`). Every such key is as alike as the other."""
+    total, least = len(key) + length, abs(len(key) - length) or 2
+    if abs(len(key) - length) > 1 or 100 * (total - least - 2) >= cutoff * total:
+        return -1
+    firsts, deletions = index.firsts, index.deletions
+    if firsts is None or deletions is None:
+        return -1
+    if length > len(key):  # the note with a character added
+        return deletions.get(key) if length <= DELETION_KEYS else -1
+    shorter = [key[:c] + key[c + 1 :] for c in range(len(key))]
+    if length < len(key):  # a character left out of the note
+        found = [i for d in shorter if (i := firsts.get(d)) is not None]
+    elif length <= DELETION_KEYS:  # one left out of each
+        found = [i for d in shorter if (i := deletions.get(d)) is not None]
+    else:
+        return -1
+    return min(found) if found else None
 
 
 def repeated_line(
@@ -142,38 +200,71 @@ def repeated_line(
     if not index.keys:
         return None
     # Only the keys whose length can reach the threshold (``ratio`` is at most
-    # ``2 * shorter / (shorter + longer)``), in the file's order: a file of a thousand
-    # one-character lines costs a note nothing, where each scan of them took ~3 ms (a
-    # store of 10,000 notes against 64,000 such lines: 26 s of `check`).
-    lo, hi = _reachable(index.lengths, len(key), threshold)
-    if lo >= hi:
-        return None
-    positions: list[int] | None = None
-    window: Sequence[str] = index.keys
-    if hi - lo < len(index.keys):
-        positions = sorted(index.by_length[lo:hi])
-        window = [index.keys[i] for i in positions]
+    # ``2 * shorter / (shorter + longer)``, and under ``1 - 1 / length`` for two keys of
+    # one length), each once, in the file's order: a file of a thousand one-character
+    # lines costs a note nothing, where each scan of them took ~3 ms (a store of 10,000
+    # notes against 64,000 such lines: 26 s of `check`); nor does a note of one or two
+    # characters, whatever the lines (20,000 of `- x` against 64,000 lines of `y`: ~2 min).
     from rapidfuzz import fuzz, process
 
-    # The best score; the earliest line among equals (extractOne keeps the first best).
-    # No key scored equals ``key``: every line's key is in ``by_key``.
-    best = process.extractOne(key, window, scorer=fuzz.ratio, score_cutoff=threshold)
+    # The best score; the earliest line among equals. The keys of one length are in the
+    # file's order, so extractOne (which keeps the first best) gives each length's
+    # earliest; a length's best counts if it beats the others', or ties them earlier.
+    # (One merged window in the file's order cost ~0.7 ms a note to build, as much as
+    # scoring it: 16,000 keys of 4 characters against each note of 3.) No key scored
+    # equals ``key``: every line's key is in ``by_key``.
+    best: tuple[float, int] | None = None
+    lengths, ranked = index.lengths, index.ranked
+    cutoff = max(0, min(100, int(threshold)))
+    for lo, hi in _reachable(lengths, len(key), threshold):
+        while lo < hi:
+            end = bisect.bisect_right(lengths, lengths[lo], lo, hi)
+            step = _one_step(key, lengths[lo], index, cutoff) if cutoff else -1
+            if step is None:
+                lo = end
+                continue
+            if step >= 0:
+                score = float(fuzz.ratio(key, index.keys[step]))
+                if score >= threshold and (
+                    best is None or score > best[0] or (score == best[0] and step < best[1])
+                ):
+                    best = (score, step)
+                lo = end
+                continue
+            # At the threshold, not at the best score so far: a score scored against a
+            # cutoff equal to it may come out under it, and lose a tie it wins.
+            hit = process.extractOne(key, ranked[lo:end], scorer=fuzz.ratio, score_cutoff=threshold)
+            if hit is not None:
+                score, position = float(hit[1]), index.by_length[lo + hit[2]]
+                if best is None or score > best[0] or (score == best[0] and position < best[1]):
+                    best = (score, position)
+            lo = end
     if best is None:
         return None
-    _, score, i = best
-    return index.lines[i if positions is None else positions[i]], float(score)
+    return index.lines[best[1]], best[0]
 
 
-def _reachable(lengths: Sequence[int], length: int, threshold: float) -> tuple[int, int]:
-    """The positions in ``lengths`` (sorted) of the keys whose ``ratio`` with a key of
-    ``length`` can reach ``threshold``: ``2 * shorter / (shorter + longer) * 100`` at
-    least ``int(threshold)``, in integers (a bound exactly reached is never lost)."""
+def _reachable(
+    lengths: Sequence[int], length: int, threshold: float
+) -> tuple[tuple[int, int], tuple[int, int]]:
+    """The spans of positions in ``lengths`` (sorted) of the keys whose ``ratio`` with
+    another key of ``length`` can reach ``threshold``: at least ``int(threshold)``, in
+    integers (a bound exactly reached is never lost). ``ratio`` is ``100 * (1 - d / (a +
+    b))`` for the Indel distance ``d`` of two keys of lengths ``a`` and ``b``, which is
+    at least ``|a - b|``, and at least 2 for two different keys of one length: the keys
+    shorter than ``length`` in the first span, the longer ones in the second, and those
+    of ``length`` in one of them when ``1 - 1 / length`` reaches it."""
     cutoff = max(0, min(100, int(threshold)))
     if cutoff == 0:
-        return 0, len(lengths)
+        return (0, len(lengths)), (0, 0)
     shortest = -(-cutoff * length // (200 - cutoff))
     longest = length * (200 - cutoff) // cutoff
-    return bisect.bisect_left(lengths, shortest), bisect.bisect_right(lengths, longest)
+    lo, hi = bisect.bisect_left(lengths, shortest), bisect.bisect_right(lengths, longest)
+    if 100 * (length - 1) >= cutoff * length:
+        return (lo, hi), (0, 0)
+    below = bisect.bisect_left(lengths, length, lo, hi)
+    above = bisect.bisect_right(lengths, length, lo, hi)
+    return (lo, below), (above, hi)
 
 
 def instruction_duplicate_finding(b: Bullet, x: InstructionLine, score: float) -> Finding:
@@ -202,10 +293,16 @@ def instruction_duplicate_findings(
     """An ``instruction-duplicate`` finding on each note an instruction file already says,
     with related information at that file's line."""
     out: list[Finding] = []
+    # Each key judged once, as the editor's judge caches it: a store of one note repeated
+    # is one note to score.
+    hits: dict[str, tuple[InstructionLine, float] | None] = {}
     for b in bullets:
         if b.blank:
             continue
-        hit = repeated_line(b.key, index, threshold)
+        if b.key in hits:
+            hit = hits[b.key]
+        else:
+            hit = hits[b.key] = repeated_line(b.key, index, threshold)
         if hit is not None:
             out.append(instruction_duplicate_finding(b, *hit))
     return out

@@ -115,6 +115,24 @@ def _reach(lengths: list[int], length: int, cutoff: int, lo: int) -> int:
     return bisect.bisect_right(lengths, longest, lo=lo)
 
 
+def _first_column(lengths: list[int], cutoff: int, row: int, first: int, stop: int) -> int:
+    """The first key (from ``first``, the key after the first row of a block, up to ``stop``)
+    that the rows of ``row``'s length can reach: past the keys of that length when two
+    different keys of one length cannot reach ``cutoff`` (their Indel distance is at least
+    2, so ``ratio`` is at most ``100 * (1 - 1 / length)``: under 85 up to 6 characters).
+    A store of 43,000 different one-character notes scored 900 million such cells: ~9 s of
+    ``check``, ~12 s of the editor's pass, for no pair."""
+    length = lengths[row]
+    if _one_length_pairs(length, cutoff):
+        return first
+    return max(first, bisect.bisect_right(lengths, length, first, stop))
+
+
+def _one_length_pairs(length: int, cutoff: int) -> bool:
+    """Whether two different keys of ``length`` can reach ``cutoff`` (in integers)."""
+    return cutoff == 0 or 100 * (length - 1) >= cutoff * length
+
+
 def rows_to_limit(rows: Iterable[list[Pair]], limit: int | None) -> tuple[list[Pair], bool]:
     """The pairs of ``rows`` (each row's close pairs, rows in the keys' length order) under
     the rule every pass keeps to at a ``limit``, and whether the limit was reached.
@@ -155,12 +173,13 @@ def _one_by_one(
             # while this runs in its worker) instead of making it wait a switch interval.
             time.sleep(0)
         stop = _reach(lengths, lengths[r], cutoff, r + 1)
-        if stop <= r + 1:
+        first = _first_column(lengths, cutoff, r, r + 1, stop)
+        if stop <= first:
             continue
-        hits = extract(key, ranked[r + 1 : stop], scorer=ratio, score_cutoff=threshold, limit=None)
+        hits = extract(key, ranked[first:stop], scorer=ratio, score_cutoff=threshold, limit=None)
         # rapidfuzz's cutoff is applied in its own precision: the threshold decides.
         row = [
-            (r, r + 1 + c, float(score))
+            (r, first + c, float(score))
             for other, score, c in hits
             if other != key and score >= threshold
         ]
@@ -224,13 +243,16 @@ def _block_rows(
     cutoff: int,
     threshold: float,
     workers: int,
+    col: int,
 ) -> Iterator[list[Pair]]:
-    """Rows ``start`` to ``end`` scored against the keys ``start`` to ``stop`` with ``cdist``:
+    """Rows ``start`` to ``end`` scored against the keys ``col`` to ``stop`` with ``cdist``
+    (``col``: ``start``, or the first key past the rows' length, :func:`_first_column`):
     each row's ``(row, column, score)`` close pairs (only the rows with any)."""
-
-    scores = _score_block(ranked[start:end], ranked[start:stop], cutoff, workers)
+    if col >= stop:
+        return
+    scores = _score_block(ranked[start:end], ranked[col:stop], cutoff, workers)
     # A cell under the cutoff is 0; any other is the score rounded to a byte: the float decides.
-    yield from _hit_rows(ranked, start, end, stop - start, scores, 0, threshold)
+    yield from _hit_rows(ranked, start, end, stop - col, scores, 0, threshold, None, col)
 
 
 def _hit_rows(
@@ -242,9 +264,11 @@ def _hit_rows(
     empty: int,
     threshold: float,
     dense_cutoff: int | None = None,
+    col: int | None = None,
 ) -> Iterator[list[Pair]]:
     """Each row's ``(row, column, score)`` close pairs from ``matrix``, the uint8 matrix of
-    rows ``start`` to ``end`` against the ``width`` keys from ``start``: a cell holding
+    rows ``start`` to ``end`` against the ``width`` keys from ``col`` (``start`` if
+    ``None``; never after a row's own key but past the rows): a cell holding
     ``empty`` holds no pair, any other is scored with ``ratio`` against ``threshold``.
 
     ``dense_cutoff``: the matrix is a filter's (:func:`_filtered_rows`); from a row where
@@ -255,9 +279,12 @@ def _hit_rows(
     ratio = fuzz.ratio
     blank = bytes((empty,))
     swap = bytes.maketrans(bytes((0, empty)), bytes((empty, 0))) if empty else None
+    if col is None:
+        col = start
     for r in range(end - start):
         # Only the cells right of the diagonal: the lower triangle repeats them.
-        lo, hi = r * width + r + 1, (r + 1) * width
+        skip = max(0, start + r + 1 - col)
+        lo, hi = r * width + skip, (r + 1) * width
         # Almost every row is all blank: counting them is a C loop (~10x faster than
         # a regex over the row), and only a row with a hit is searched.
         passed = hi - lo - matrix.count(blank, lo, hi)
@@ -265,8 +292,11 @@ def _hit_rows(
             continue
         if dense_cutoff is not None and passed > DENSE_ROW and passed * DENSE_SHARE > hi - lo:
             first = start + r
-            scores = _score_block(ranked[first:end], ranked[first : start + width], dense_cutoff, 1)
-            yield from _hit_rows(ranked, first, end, width - r, scores, 0, threshold)
+            left = max(col, first)
+            scores = _score_block(ranked[first:end], ranked[left : col + width], dense_cutoff, 1)
+            yield from _hit_rows(
+                ranked, first, end, col + width - left, scores, 0, threshold, None, left
+            )
             return
         key = ranked[start + r]
         row: list[Pair] = []
@@ -274,7 +304,7 @@ def _hit_rows(
         # whatever the blank (a pattern per bound was ~40 compiles a pass: ~7 ms).
         cells = matrix[lo:hi] if swap is None else matrix[lo:hi].translate(swap)
         for hit in _NOT_BLANK.finditer(cells):
-            c = start + r + 1 + hit.start()
+            c = col + skip + hit.start()
             other = ranked[c]
             if other == key:
                 continue
@@ -301,9 +331,15 @@ def _blocks(lengths: list[int], cutoff: int, block: int) -> list[tuple[int, int,
     against the keys up to ``stop``, the last one its longest key can reach."""
     n = len(lengths)
     out = []
-    for start in range(0, n, block):
+    start = 0
+    while start < n:
         end = min(n, start + block)
+        if not _one_length_pairs(lengths[start], cutoff):
+            # Rows that do not reach keys of their own length: one length a block, scored
+            # against the longer keys only (:func:`_first_column`).
+            end = min(end, bisect.bisect_right(lengths, lengths[start], start))
         out.append((start, end, _reach(lengths, lengths[end - 1], cutoff, end)))
+        start = end
     return out
 
 
@@ -321,7 +357,8 @@ def _matrix_pairs(
 
     def rows() -> Iterator[list[Pair]]:
         for start, end, stop in _blocks(lengths, cutoff, block):
-            yield from _block_rows(ranked, start, end, stop, cutoff, threshold, workers)
+            col = _first_column(lengths, cutoff, start, start, stop)
+            yield from _block_rows(ranked, start, end, stop, cutoff, threshold, workers, col)
 
     return rows_to_limit(rows(), limit)[0]
 
@@ -516,15 +553,18 @@ def _filtered_rows(
     byte is scored as a ``ratio`` matrix (:func:`_block_rows`).
     """
     lengths = p.lengths
+    col = _first_column(lengths, p.cutoff, start, start, stop)
+    if col >= stop:
+        return  # rows that reach no key
     bound = int((100 - p.threshold) * (lengths[end - 1] + lengths[stop - 1]) / 100 + 1e-6)
     if bound < 0:
         return  # a threshold over 100: no pair
     if bound > 254:
-        yield from _block_rows(p.ranked, start, end, stop, p.cutoff, p.threshold, 1)
+        yield from _block_rows(p.ranked, start, end, stop, p.cutoff, p.threshold, 1, col)
         return
-    distances = _distance_block(p.short[start:end], p.short[start:stop], bound)
+    distances = _distance_block(p.short[start:end], p.short[col:stop], bound)
     yield from _hit_rows(
-        p.ranked, start, end, stop - start, distances, bound + 1, p.threshold, p.cutoff
+        p.ranked, start, end, stop - col, distances, bound + 1, p.threshold, p.cutoff, col
     )
 
 

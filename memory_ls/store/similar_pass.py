@@ -320,6 +320,11 @@ class SimilarWorker:
                 break
             body = bytes(self._inbox[_LENGTH : _LENGTH + size])
             del self._inbox[: _LENGTH + size]
+            if self._received >= self._sent:
+                # An answer to no request: the child is out of step, and nothing more it
+                # says is taken (IndexError here ended `check` with a traceback).
+                self._lose()
+                return
             ticket = self._received
             self._received += 1
             try:

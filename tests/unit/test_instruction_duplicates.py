@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from typing import Any
 
@@ -19,7 +20,7 @@ from memory_ls.core.instruction_duplicates import (
     repeated_line,
 )
 from memory_ls.core.notes import parse_lines
-from memory_ls.core.similar import similar_to
+from memory_ls.core.similar import DEFAULT_THRESHOLD, similar_to
 from memory_ls.core.text import key_of_normalised, normalise
 
 AGENTS = f"""\
@@ -188,4 +189,75 @@ def test_a_file_of_short_lines_costs_a_store_of_longer_notes_nothing(
     assert repeated_line("一二", index) is None  # at most 67% alike: under 85
     assert scored == []
     assert repeated_line("一二", index, 60.0) is not None
-    assert scored == [MAX_FUZZY_CHARS]
+    # One character from two: found in the index's dict of keys, no line scanned.
+    assert scored == []
+    assert repeated_line("一二三", index, 50.0) is not None  # 50% alike: scored in full
+    assert scored == [20000]  # each key once: the lines repeat every 20,000
+
+
+def test_a_short_note_or_a_repeated_one_is_scored_once_and_a_line_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A store of 20,000 `- x` against 64,000 lines of `y` scanned the 64,000 keys for each
+    # note (~5 ms a note: ~2 min of `check`). Two different keys of one or two characters
+    # are at most 50% alike, so no line is scored; a note repeated is judged once, and a
+    # line repeated is scored once (the first: the earliest line among equal scores).
+    index = instruction_index({"AGENTS.md": "y\n" * MAX_FUZZY_CHARS})
+    scored: list[int] = []
+    extract_one = process.extractOne
+
+    def counted(key: str, keys: Sequence[str], **kwargs: Any) -> Any:
+        scored.append(len(keys))
+        return extract_one(key, keys, **kwargs)
+
+    monkeypatch.setattr(process, "extractOne", counted)
+    bullets = parse_lines(["- x"] * 2000 + ["- xy"] * 2000).bullets
+    assert instruction_duplicate_findings(bullets, index) == []
+    assert scored == []
+    # Four characters reach a line of three (86%) only one character away: found by a
+    # dict of the keys with a character left out, no line scanned.
+    index = instruction_index({"AGENTS.md": "- abc\n" * 1000 + "- abd\n"})
+    found = instruction_duplicate_findings(parse_lines(["- abcd"] * 500).bullets, index)
+    assert len(found) == 500 and {f.related[0].line for f in found} == {0}
+    assert scored == []
+
+
+def test_a_store_of_short_notes_against_short_lines_scans_no_line(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # 24,000 notes of three characters against 16,000 lines of four scanned every line for
+    # each note (~1 ms: 25 s of `check`). At 85 only a key one step away can be alike (a
+    # character added, left out, or one each): a dict lookup, the same answer.
+    alphabet = "bcdfghjklmnpqrsvwxz0123456789"
+    lines = [
+        "".join(p) for p in itertools.islice(itertools.product(alphabet, repeat=4), 0, None, 37)
+    ]
+    text = "".join(f"- {line}\n" for line in lines[:4000])
+    index = instruction_index({"AGENTS.md": text})
+    notes = ["".join(p) for p in itertools.product("bcdfg", repeat=3)]
+    notes += ["".join(p) for p in itertools.product("bcd0", repeat=4)][:40]
+    notes += ["".join(p) for p in itertools.product("bc0", repeat=5)][:40]
+    expected = [repeated_line_naively(n, {"AGENTS.md": text}, DEFAULT_THRESHOLD) for n in notes]
+    scored: list[int] = []
+    extract_one = process.extractOne
+
+    def counted(key: str, keys: Sequence[str], **kwargs: Any) -> Any:
+        scored.append(len(keys))
+        return extract_one(key, keys, **kwargs)
+
+    monkeypatch.setattr(process, "extractOne", counted)
+    assert [repeated_line(n, index) for n in notes] == expected
+    assert any(hit is not None and hit[1] < 100 for hit in expected)
+    assert scored == []
+
+
+def test_equal_scores_of_keys_of_two_lengths_give_the_earlier_line() -> None:
+    # 20% alike both (rapidfuzz: 19.999999999999996); the shorter key, on the later line, is
+    # scored first. Scored again at a cutoff of its score, the earlier line came out under
+    # it and lost the tie.
+    index = instruction_index({"AGENTS.md": "- aabbbbbbbbbbbbbbb\n- abbbbbb\n"})
+    hit = repeated_line("aaa", index, 10.0)
+    assert hit is not None and hit[0].line == 0
+    assert hit == repeated_line_naively(
+        "aaa", {"AGENTS.md": "- aabbbbbbbbbbbbbbb\n- abbbbbb\n"}, 10.0
+    )

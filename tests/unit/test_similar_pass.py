@@ -473,3 +473,60 @@ def test_check_runs_where_signals_cannot_be_held(
     runtime = big_workspace(workspace).runtime()
     monkeypatch.delattr(signal, "pthread_sigmask")
     assert same_as_on_one_thread(lint_stores(runtime), workspace)
+
+
+class _Nonsense:
+    """The child's pass, answering pairs of notes that are not there."""
+
+    def __init__(self, keys: list[str], *args: object) -> None:
+        self.size = len(keys)
+
+    def pairs(self, widen: object = None) -> list[tuple[int, int, float]]:
+        return [(0, self.size + 5, 99.0)]
+
+
+def test_nonsense_from_the_worker_s_pass_is_not_believed(
+    workspace: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # (The child scores with ThreadedPass, not key_pairs: the test above forks a child
+    # that answers what the pass finds.)
+    runtime = big_workspace(workspace).runtime()
+    monkeypatch.setattr(similar_pass, "ThreadedPass", _Nonsense)
+    worker = SimilarWorker(DEFAULT_THRESHOLD)  # forked with the bad pass
+    monkeypatch.undo()
+    monkeypatch.setattr(similar_pass, "start_worker", lambda threshold: worker)
+    reports = lint_stores(runtime)
+    monkeypatch.undo()
+    assert same_as_on_one_thread(reports, workspace)
+    assert worker._pid is None
+
+
+def test_an_answer_to_no_request_ends_the_worker_not_check(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A child that answers twice: the second answer was filed under a ticket never given
+    # (IndexError, a traceback from `check`). Now the child is ended and the passes left
+    # to the caller.
+    import marshal
+
+    def serve(requests: int, replies: int, *args: object) -> None:
+        similar_pass._read_message(requests)
+        reply = marshal.dumps([])
+        os.write(replies, 2 * (len(reply).to_bytes(4, "little") + reply))
+        while similar_pass._read_message(requests) is not None:
+            pass
+        os._exit(0)
+
+    monkeypatch.setattr(similar_pass, "_serve", serve)
+    worker = SimilarWorker(DEFAULT_THRESHOLD)
+    monkeypatch.undo()
+    try:
+        ticket = worker.submit(["a", "b"])
+        assert ticket is not None
+        answer = worker.pairs(ticket)
+        assert answer in ([], None)
+        later = worker.submit(["abc", "abd"])
+        assert later is None or worker.pairs(later) is None
+    finally:
+        worker.close()
+    assert worker._pid is None
