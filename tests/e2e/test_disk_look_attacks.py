@@ -221,7 +221,6 @@ async def test_a_malformed_burst_of_changes_ends_on_the_last_version(start, work
     workspace.write("project", ["first note", "second note"])
     s = await start(init_options={"trusted": True})
     uri = s.open(workspace.project_store)
-    method = lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS
 
     def raw(version: int, start: tuple[int, int], end: tuple[int, int], text: str) -> None:
         s.client.text_document_did_change(
@@ -248,13 +247,11 @@ async def test_a_malformed_burst_of_changes_ends_on_the_last_version(start, work
     for _ in range(100):
         typed(s, uri, 2, "z")
     s.versions[uri] = 200
-    waiting = s.client.protocol.wait_for_notification_async(method)
     s.replace_all(uri, "# Project memory\n\n- one note\n- One note.\n")
-    while True:
-        params = await asyncio.wait_for(waiting, TIMEOUT)
-        if params.uri == uri and params.version == 201:
-            break
-        waiting = s.client.protocol.wait_for_notification_async(method)
-    assert [str(d.code) for d in params.diagnostics] == ["duplicate"]
+    # The last push is read, not each push awaited in turn: a burst of publishes read in
+    # one go resolves one waiter and the rest pass unseen (the test then timed out under
+    # load). Only version 201's text has a duplicate.
+    found = await s.wait_for(uri, lambda ds: [str(d.code) for d in ds] == ["duplicate"])
+    assert [str(d.code) for d in found] == ["duplicate"]
     # and the server still answers
     assert (await s.command("memory.path"))["trusted"] is True
