@@ -268,10 +268,21 @@ class Projects:
         self.by_path[canonical_path(doc.path)] = doc
 
     def close(self, uri: str) -> MemoryDocument | None:
-        """Stop tracking a document."""
+        """Stop tracking a document.
+
+        One file can be open under two URIs (a path through a symlinked folder, and the
+        real one): closing one leaves the other as the file's open document, so a
+        command's change still reaches that buffer (else its next save would undo it).
+        """
         doc = self.documents.pop(uri, None)
         if doc is not None:
-            self.by_path.pop(canonical_path(doc.path), None)
+            key = canonical_path(doc.path)
+            if self.by_path.get(key) is doc:
+                del self.by_path[key]
+                for other in self.documents.values():
+                    if canonical_path(other.path) == key:
+                        self.by_path[key] = other
+                        break
         return doc
 
     def open_store(self, runtime: MemoryRuntime, scope: Scope) -> MemoryDocument | None:

@@ -207,3 +207,28 @@ def test_a_commands_uri_judges_its_projects_pi_once(
         assert judged == [root], store
     missing = runtime_for(ls, "memory.list", {"uri": (tmp_path / "typo").as_uri()})
     assert isinstance(missing, dict) and missing["error"].startswith("No such project directory")
+
+
+def test_closing_one_of_two_uris_of_a_file_keeps_the_other_as_its_open_document(
+    workspace: Workspace, tmp_path: Path
+) -> None:
+    # The same store opened through a symlinked folder and through its real path: a
+    # command's change must still reach the buffer left open once the other closes.
+    from memory_ls.server.documents import MemoryDocument
+
+    link = tmp_path / "linked"
+    link.symlink_to(workspace.root, target_is_directory=True)
+    projects = projects_for(workspace)
+    runtime = projects.default_runtime()
+    real = MemoryDocument("file:///real", workspace.project_store, "- a\n", 1)
+    linked = MemoryDocument("file:///linked", link / ".pi" / "memory.md", "- a\n", 1)
+    projects.open(real)
+    projects.open(linked)
+    assert projects.open_store(runtime, "project") is linked
+    projects.close("file:///linked")
+    assert projects.open_store(runtime, "project") is real
+    projects.open(linked)
+    projects.close("file:///real")  # not the one the file maps to: nothing moves
+    assert projects.open_store(runtime, "project") is linked
+    projects.close("file:///linked")
+    assert projects.open_store(runtime, "project") is None
