@@ -145,6 +145,19 @@ def repeated_line_naively(key: str, texts_by_path: dict[str, str], threshold: fl
     return index.lines[i], score
 
 
+def count_scans(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The number of lines each ``process.extractOne`` call scans, from now on."""
+    scored: list[int] = []
+    extract_one = process.extractOne
+
+    def counted(key: str, keys: Sequence[str], **kwargs: Any) -> Any:
+        scored.append(len(keys))
+        return extract_one(key, keys, **kwargs)
+
+    monkeypatch.setattr(process, "extractOne", counted)
+    return scored
+
+
 @settings(max_examples=300, deadline=None)
 @given(
     lines=st.lists(st.text(alphabet="ab c😀", min_size=1, max_size=16), max_size=30),
@@ -174,14 +187,7 @@ def test_a_file_of_short_lines_costs_a_store_of_longer_notes_nothing(
     text = "".join(f"{chr(0x4E00 + i % 20000)}\n" for i in range(MAX_FUZZY_CHARS))
     index = instruction_index({"AGENTS.md": text})
     assert len(index.keys) == MAX_FUZZY_CHARS
-    scored: list[int] = []
-    extract_one = process.extractOne
-
-    def counted(key: str, keys: Sequence[str], **kwargs: Any) -> Any:
-        scored.append(len(keys))
-        return extract_one(key, keys, **kwargs)
-
-    monkeypatch.setattr(process, "extractOne", counted)
+    scored = count_scans(monkeypatch)
     bullets = parse_lines([f"- run cache step {i:05d}" for i in range(300)]).bullets
     assert instruction_duplicate_findings(bullets, index) == []
     assert scored == []
@@ -203,14 +209,7 @@ def test_a_short_note_or_a_repeated_one_is_scored_once_and_a_line_once(
     # are at most 50% alike, so no line is scored; a note repeated is judged once, and a
     # line repeated is scored once (the first: the earliest line among equal scores).
     index = instruction_index({"AGENTS.md": "y\n" * MAX_FUZZY_CHARS})
-    scored: list[int] = []
-    extract_one = process.extractOne
-
-    def counted(key: str, keys: Sequence[str], **kwargs: Any) -> Any:
-        scored.append(len(keys))
-        return extract_one(key, keys, **kwargs)
-
-    monkeypatch.setattr(process, "extractOne", counted)
+    scored = count_scans(monkeypatch)
     bullets = parse_lines(["- x"] * 2000 + ["- xy"] * 2000).bullets
     assert instruction_duplicate_findings(bullets, index) == []
     assert scored == []
@@ -238,14 +237,7 @@ def test_a_store_of_short_notes_against_short_lines_scans_no_line(
     notes += ["".join(p) for p in itertools.product("bcd0", repeat=4)][:40]
     notes += ["".join(p) for p in itertools.product("bc0", repeat=5)][:40]
     expected = [repeated_line_naively(n, {"AGENTS.md": text}, DEFAULT_THRESHOLD) for n in notes]
-    scored: list[int] = []
-    extract_one = process.extractOne
-
-    def counted(key: str, keys: Sequence[str], **kwargs: Any) -> Any:
-        scored.append(len(keys))
-        return extract_one(key, keys, **kwargs)
-
-    monkeypatch.setattr(process, "extractOne", counted)
+    scored = count_scans(monkeypatch)
     assert [repeated_line(n, index) for n in notes] == expected
     assert any(hit is not None and hit[1] < 100 for hit in expected)
     assert scored == []
