@@ -7,6 +7,7 @@ comments say where Python's defaults differ from them.
 from __future__ import annotations
 
 import re
+from codecs import utf_8_decode
 from pathlib import PurePath
 
 from memory_ls.core.records import record
@@ -176,14 +177,48 @@ def utf16_length(text: str) -> int:
 
 
 def utf8_length(text: str) -> int:
-    """Length in UTF-8 bytes (lone surrogates count as U+FFFD would)."""
+    """Length in UTF-8 bytes (lone surrogates count as U+FFFD would: 3 bytes, as
+    ``surrogatepass`` encodes them)."""
     if text.isascii():  # the common case, and the recall plan's hot loop
         return len(text)
+    if len(text) <= UTF8_PIECE:
+        return len(text.encode("utf-8", "surrogatepass"))
+    # In pieces: a whole store's text is not encoded again just to be measured (each
+    # fresh page costs the first open of a store, issue 11).
+    return sum(
+        len(text[at : at + UTF8_PIECE].encode("utf-8", "surrogatepass"))
+        for at in range(0, len(text), UTF8_PIECE)
+    )
+
+
+UTF8_PIECE = 16_384
+"""How much :func:`utf8_length` and :func:`is_utf8` handle at a time: a store is checked
+without building its whole text (256 KB of UTF-8 with one emoji is 1 MB of ``str``)."""
+
+
+def is_utf8(data: bytes, complete: bool = True) -> bool:
+    """Whether ``data`` is valid UTF-8; for ``data`` that is only the start of a file
+    (``complete=False``), a character cut off at its end is no error.
+
+    Decoded a piece at a time and thrown away: nothing the size of the file is built.
+    """
+    if data.isascii():
+        return True
+    view = memoryview(data)
+    at = 0
+    end = UTF8_PIECE
     try:
-        return len(text.encode())  # (a scan for surrogates first took 5x as long)
-    except UnicodeEncodeError:  # a lone surrogate, the one thing UTF-8 refuses
-        # "replace" would encode it as "?" (1 byte), not as U+FFFD (3).
-        return len(compiled(_SURROGATE).sub("\ufffd", text).encode())
+        while True:
+            last = end >= len(data)
+            # Not final before the last piece: a character across the cut is carried on
+            # (``at`` stays before it), and each piece reaches further than the last.
+            used = utf_8_decode(view[at:end], "strict", last and complete)[1]
+            if last:
+                return True
+            at += used
+            end += UTF8_PIECE
+    except UnicodeDecodeError:
+        return False
 
 
 def has_controls(text: str) -> bool:
@@ -288,11 +323,13 @@ def split_text(content: str) -> SplitText:
 
 def first_invalid_utf8(data: bytes) -> int | None:
     """Offset of the first byte that is not valid UTF-8, or ``None``."""
+    if is_utf8(data):
+        return None
     try:
         data.decode("utf-8")
     except UnicodeDecodeError as exc:
         return exc.start
-    return None
+    return None  # (unreachable: is_utf8 said it is not UTF-8)
 
 
 def decode_for_display(data: bytes) -> str:

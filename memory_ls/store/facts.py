@@ -16,7 +16,7 @@ import stat
 from pathlib import Path
 
 from memory_ls.core.records import record
-from memory_ls.core.text import display_path
+from memory_ls.core.text import display_path, is_utf8
 from memory_ls.store.paths import project_folder_refusal, refused_project_store
 
 TYPE_CHECKING = False  # not `typing`'s: the read verbs do without importing it (~3.5 ms)
@@ -130,9 +130,11 @@ def invalid_utf8_position(data: bytes, complete: bool = True) -> tuple[int, int,
     ``data`` that is only the start of a file (``complete=False``), a character
     cut off at the end is not an error.
     """
+    if is_utf8(data, complete):
+        return None
     try:
         data.decode("utf-8")
-        return None
+        return None  # (unreachable: is_utf8 said it is not UTF-8)
     except UnicodeDecodeError as exc:
         if not complete and exc.end == len(data) and exc.reason == "unexpected end of data":
             return None

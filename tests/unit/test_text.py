@@ -8,6 +8,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from memory_ls.core import text as text_module
 from memory_ls.core.text import (
     BOM,
     HEADER,
@@ -17,6 +18,7 @@ from memory_ls.core.text import (
     first_invalid_utf8,
     has_controls,
     hidden_characters,
+    is_utf8,
     near_duplicate_key,
     normalise,
     remove_hidden,
@@ -316,6 +318,44 @@ def test_first_invalid_utf8() -> None:
     assert first_invalid_utf8(b"abc\xffdef") == 3
     assert first_invalid_utf8(b"ab\xe6\x97") == 2  # truncated sequence
     assert first_invalid_utf8(b"\xed\xa0\x80") == 0  # encoded surrogate
+
+
+def _reference_is_utf8(data: bytes, complete: bool) -> bool:
+    """The rule, decoded whole: what ``is_utf8`` must say whatever its pieces."""
+    try:
+        data.decode("utf-8")
+        return True
+    except UnicodeDecodeError as exc:
+        return not complete and exc.end == len(data) and exc.reason == "unexpected end of data"
+
+
+_UTF8_PIECES = st.lists(
+    st.one_of(
+        st.text(max_size=4).map(lambda t: t.encode("utf-8", "surrogatepass")),
+        st.binary(max_size=3),
+        st.sampled_from([b"\xe6\x97", b"\xf0\x9f", b"\xf0\x9f\x98", b"\xed\xa0\x80", b"\xc0\xaf"]),
+    ),
+    max_size=12,
+).map(b"".join)
+
+
+@given(_UTF8_PIECES, st.booleans(), st.integers(min_value=1, max_value=9))
+@example(b"ab\xe6\x97", False, 3)  # a character cut off at the very end
+@example(b"ab\xe6\x97\xa5x", True, 3)  # a character across the cut between pieces
+@settings(max_examples=600)
+def test_is_utf8_in_pieces_is_the_whole_decode(data: bytes, complete: bool, piece: int) -> None:
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(text_module, "UTF8_PIECE", piece)
+        assert is_utf8(data, complete) == _reference_is_utf8(data, complete)
+        assert (first_invalid_utf8(data) is None) == _reference_is_utf8(data, True)
+
+
+@given(st.text(ANY_CHARACTERS, max_size=40), st.integers(min_value=1, max_value=9))
+@settings(max_examples=300)
+def test_utf8_length_in_pieces_is_the_whole_length(text: str, piece: int) -> None:
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(text_module, "UTF8_PIECE", piece)
+        assert utf8_length(text) == len(without_lone_surrogates(text).encode("utf-8"))
 
 
 def test_decode_for_display_replaces_bad_bytes() -> None:
