@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from memory_ls.core.checks import Finding, InstructionDuplicateData, Related
 from memory_ls.core.notes import Bullet, parse_bullet
 from memory_ls.core.records import record
-from memory_ls.core.similar import DEFAULT_THRESHOLD
+from memory_ls.core.similar import DEFAULT_THRESHOLD, score_floor
 from memory_ls.core.text import (
     display_path,
     escape_unseen,
@@ -233,8 +233,12 @@ def repeated_line(
                 continue
             # At the threshold, not at the best score so far: a score scored against a
             # cutoff equal to it may come out under it, and lose a tie it wins.
-            hit = process.extractOne(key, ranked[lo:end], scorer=fuzz.ratio, score_cutoff=threshold)
-            if hit is not None:
+            # And a little under it: rapidfuzz's cutoff only filters, the score decides
+            # (score_floor).
+            hit = process.extractOne(
+                key, ranked[lo:end], scorer=fuzz.ratio, score_cutoff=score_floor(threshold)
+            )
+            if hit is not None and float(hit[1]) >= threshold:
                 score, position = float(hit[1]), index.by_length[lo + hit[2]]
                 if best is None or score > best[0] or (score == best[0] and position < best[1]):
                     best = (score, position)
