@@ -208,7 +208,7 @@ def _one_by_one(
             yield row
 
 
-def _cdist() -> tuple[Callable[..., Any], int] | None:
+def compiled_cdist() -> tuple[Callable[..., Any], int] | None:
     """rapidfuzz's compiled ``cdist`` and its uint8 type code, or ``None`` where it is missing.
 
     ``rapidfuzz.process.cdist`` is this function wrapped in ``numpy.asarray`` (numpy:
@@ -228,12 +228,12 @@ def load_scorer() -> None:
     from rapidfuzz import fuzz  # noqa: F401
     from rapidfuzz.distance import Indel  # noqa: F401
 
-    _cdist()
+    compiled_cdist()
 
 
 def similar_matrix_available() -> bool:
     """True when the matrix pass can run (rapidfuzz's compiled ``cdist`` is installed)."""
-    return _cdist() is not None
+    return compiled_cdist() is not None
 
 
 def _score_block(queries: list[str], choices: list[str], threshold: float, workers: int) -> bytes:
@@ -248,7 +248,7 @@ def _score_block(queries: list[str], choices: list[str], threshold: float, worke
     """
     from rapidfuzz import fuzz
 
-    found = _cdist()
+    found = compiled_cdist()
     assert found is not None  # similar_pairs checked
     cdist, uint8 = found
     scores = cdist(
@@ -606,7 +606,7 @@ def _distance_block(queries: list[str], choices: list[str], bound: int) -> bytes
     ``bound + 1``; on the calling thread (``cdist`` releases the GIL while it scores)."""
     from rapidfuzz.distance import Indel
 
-    found = _cdist()
+    found = compiled_cdist()
     assert found is not None  # SimilarPass.matrix checked
     cdist, uint8 = found
     scores = cdist(
