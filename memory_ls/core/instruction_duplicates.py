@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import bisect
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 from memory_ls.core.checks import Finding, InstructionDuplicateData, Related
 from memory_ls.core.notes import Bullet, parse_bullet
 from memory_ls.core.records import record
-from memory_ls.core.similar import DEFAULT_THRESHOLD
+from memory_ls.core.similar import DEFAULT_THRESHOLD, score_floor
 from memory_ls.core.text import (
     display_path,
     escape_unseen,
@@ -194,54 +194,137 @@ def repeated_line(
     key: str, index: InstructionIndex, threshold: float = DEFAULT_THRESHOLD
 ) -> tuple[InstructionLine, float] | None:
     """The instruction line a note (its key) repeats, and the score (100 for an equal key)."""
-    same = index.by_key.get(key)
-    if same is not None:
-        return same, 100.0
-    if not index.keys:
-        return None
-    # Only the keys whose length can reach the threshold (``ratio`` is at most
-    # ``2 * shorter / (shorter + longer)``, and under ``1 - 1 / length`` for two keys of
-    # one length), each once, in the file's order: a file of a thousand one-character
-    # lines costs a note nothing, where each scan of them took ~3 ms (a store of 10,000
-    # notes against 64,000 such lines: 26 s of `check`); nor does a note of one or two
-    # characters, whatever the lines (20,000 of `- x` against 64,000 lines of `y`: ~2 min).
-    from rapidfuzz import fuzz, process
+    return repeated_lines([key], index, threshold)[key]
 
-    # The best score; the earliest line among equals. The keys of one length are in the
-    # file's order, so extractOne (which keeps the first best) gives each length's
-    # earliest; a length's best counts if it beats the others', or ties them earlier.
-    # (One merged window in the file's order cost ~0.7 ms a note to build, as much as
-    # scoring it: 16,000 keys of 4 characters against each note of 3.) No key scored
-    # equals ``key``: every line's key is in ``by_key``.
-    best: tuple[float, int] | None = None
+
+Repeat = tuple[InstructionLine, float]
+
+
+def repeated_lines(
+    keys: Iterable[str], index: InstructionIndex, threshold: float = DEFAULT_THRESHOLD
+) -> dict[str, Repeat | None]:
+    """:func:`repeated_line` of each of ``keys`` (each judged once): the keys of one length
+    that must scan the lines of another are scored against them as one matrix.
+
+    The answer: the best score that reaches ``threshold`` (``fuzz.ratio``, as ``similar``
+    scores), the earliest line among equals. Only the keys whose length can reach the
+    threshold are scored (``ratio`` is at most ``2 * shorter / (shorter + longer)``, and
+    under ``1 - 1 / length`` for two keys of one length), each once, in the file's order:
+    a file of a thousand one-character lines costs a note nothing, where each scan of them
+    took ~3 ms (a store of 10,000 notes against 64,000 such lines: 26 s of `check`); nor
+    does a note of one or two characters, whatever the lines (20,000 of `- x` against
+    64,000 lines of `y`: ~2 min). Where only a key one step away can reach the threshold,
+    it is looked up (:func:`_one_step`). Otherwise the keys of one length are scored
+    against the lines of another (:func:`_nearest`) in a matrix of Indel distances: for
+    two given lengths the score falls as the distance grows, so the first line at the
+    least distance is that length's best; one ``extractOne`` a note took ~0.5 ms against
+    6,400 lines of ten characters (24,000 notes of eight: ~13 s of `check`).
+    """
+    out: dict[str, Repeat | None] = {}
+    by_length: dict[int, list[str]] = {}
+    for key in keys:
+        if key in out:
+            continue
+        same = index.by_key.get(key)
+        out[key] = (same, 100.0) if same is not None else None
+        if same is None and index.keys:
+            by_length.setdefault(len(key), []).append(key)
+    # Each key's best so far: (score, position in index.keys). The keys of one length are
+    # in the file's order, so each length's first best is its earliest; a length's best
+    # counts if it beats the others', or ties them earlier. (One merged window in the
+    # file's order cost ~0.7 ms a note to build, as much as scoring it: 16,000 keys of 4
+    # characters against each note of 3.) No key scored equals a note's key: every line's
+    # key is in ``by_key``.
+    best: dict[str, tuple[float, int]] = {}
+
+    def found(key: str, score: float, position: int) -> None:
+        was = best.get(key)
+        if score >= threshold and (
+            was is None or score > was[0] or (score == was[0] and position < was[1])
+        ):
+            best[key] = (score, position)
+
+    from rapidfuzz import fuzz
+
     lengths, ranked = index.lengths, index.ranked
     cutoff = max(0, min(100, int(threshold)))
-    for lo, hi in _reachable(lengths, len(key), threshold):
-        while lo < hi:
-            end = bisect.bisect_right(lengths, lengths[lo], lo, hi)
-            step = _one_step(key, lengths[lo], index, cutoff) if cutoff else -1
-            if step is None:
+    for length, group in by_length.items():
+        for lo, hi in _reachable(lengths, length, threshold):
+            while lo < hi:
+                end = bisect.bisect_right(lengths, lengths[lo], lo, hi)
+                scanned = []
+                for key in group:
+                    step = _one_step(key, lengths[lo], index, cutoff) if cutoff else -1
+                    if step is None:
+                        continue
+                    if step >= 0:
+                        found(key, float(fuzz.ratio(key, index.keys[step])), step)
+                    else:
+                        scanned.append(key)
+                for key, at in _nearest(scanned, ranked, lo, end, cutoff, threshold):
+                    found(key, float(fuzz.ratio(key, ranked[at])), index.by_length[at])
                 lo = end
-                continue
-            if step >= 0:
-                score = float(fuzz.ratio(key, index.keys[step]))
-                if score >= threshold and (
-                    best is None or score > best[0] or (score == best[0] and step < best[1])
-                ):
-                    best = (score, step)
-                lo = end
-                continue
-            # At the threshold, not at the best score so far: a score scored against a
-            # cutoff equal to it may come out under it, and lose a tie it wins.
-            hit = process.extractOne(key, ranked[lo:end], scorer=fuzz.ratio, score_cutoff=threshold)
+    for key, (score, position) in best.items():
+        out[key] = (index.lines[position], score)
+    return out
+
+
+NEAREST_CELLS = 1 << 20
+"""The most cells (bytes) of one distance matrix of :func:`_nearest`: notes are scored in
+batches of as many rows."""
+
+
+def _nearest(
+    keys: list[str], ranked: Sequence[str], lo: int, end: int, cutoff: int, threshold: float
+) -> Iterator[tuple[str, int]]:
+    """For each of ``keys`` (all of one length) that may reach ``threshold`` against
+    ``ranked[lo:end]`` (lines of one length), the position in ``ranked`` of the first
+    line of that slice at the least Indel distance (its best score, the first best as
+    ``extractOne`` gives it). The caller scores it against the threshold.
+
+    One ``cdist`` of distances over a batch of keys (rapidfuzz scores many short keys at
+    once), each distance over ``bound`` written as ``bound + 1``; ``bound`` is the most
+    a pair can be apart and reach ``cutoff`` (the integer under the threshold: a pair at
+    the threshold is never left out). Where the distances do not fit a byte, or there is
+    no compiled ``cdist``, each key is scored with ``extractOne``."""
+    if not keys:
+        return
+    from rapidfuzz import fuzz, process
+
+    from memory_ls.core.similar import compiled_cdist
+
+    total = len(keys[0]) + len(ranked[lo])
+    bound = (100 - cutoff) * total // 100
+    compiled = compiled_cdist()
+    if bound > 254 or compiled is None:
+        floor = score_floor(threshold)
+        for key in keys:
+            hit = process.extractOne(key, ranked[lo:end], scorer=fuzz.ratio, score_cutoff=floor)
             if hit is not None:
-                score, position = float(hit[1]), index.by_length[lo + hit[2]]
-                if best is None or score > best[0] or (score == best[0] and position < best[1]):
-                    best = (score, position)
-            lo = end
-    if best is None:
-        return None
-    return index.lines[best[1]], best[0]
+                yield key, lo + hit[2]
+        return
+    from rapidfuzz.distance import Indel
+
+    cdist, uint8 = compiled
+    least = abs(len(keys[0]) - len(ranked[lo])) or 2
+    wanted = [bytes((d,)) for d in range(least, bound + 1, 2)]  # (of the sum's parity)
+    if not wanted:
+        return
+    choices = ranked[lo:end]
+    width = end - lo
+    rows = max(1, NEAREST_CELLS // width)
+    for first in range(0, len(keys), rows):
+        batch = keys[first : first + rows]
+        matrix = memoryview(
+            cdist(batch, choices, scorer=Indel.distance, score_cutoff=bound, dtype=uint8, workers=1)
+        ).tobytes()
+        for r, key in enumerate(batch):
+            start, stop = r * width, (r + 1) * width
+            for distance in wanted:
+                at = matrix.find(distance, start, stop)
+                if at >= 0:
+                    yield key, lo + at - start
+                    break
 
 
 def _reachable(
@@ -295,14 +378,11 @@ def instruction_duplicate_findings(
     out: list[Finding] = []
     # Each key judged once, as the editor's judge caches it: a store of one note repeated
     # is one note to score.
-    hits: dict[str, tuple[InstructionLine, float] | None] = {}
+    hits = repeated_lines((b.key for b in bullets if not b.blank), index, threshold)
     for b in bullets:
         if b.blank:
             continue
-        if b.key in hits:
-            hit = hits[b.key]
-        else:
-            hit = hits[b.key] = repeated_line(b.key, index, threshold)
+        hit = hits[b.key]
         if hit is not None:
             out.append(instruction_duplicate_finding(b, *hit))
     return out

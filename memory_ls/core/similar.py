@@ -50,6 +50,25 @@ MATRIX_FROM = 64
 """From this many distinct keys on, the matrix pass is the default (below it one call per key
 costs as little, and the row pass offers the GIL between keys)."""
 
+TIE_MARGIN = 0.001
+"""How far under the threshold the ``score_cutoff`` given to rapidfuzz is
+(:func:`score_floor`)."""
+
+
+def score_floor(threshold: float) -> float:
+    """The ``score_cutoff`` to give rapidfuzz for ``threshold``: a little under it, so that
+    it only filters, and ``fuzz.ratio(a, b) >= threshold`` (the definition: the score a
+    hint shows) decides.
+
+    rapidfuzz applies a cutoff in its own precision (part of it in float32, whose step at
+    100 is ~8e-6): at a cutoff equal to the score it drops some pairs that reach it (25
+    against 25 characters at distance 16: 68.0 at 68; 86.4 at 86.4; 93.0 at 93) and keeps
+    some that do not (67.19999999999999 at 67.2), so the passes that trusted it disagreed
+    with those that scored the pair again. Two scores of keys under the cap differ by far
+    more than :data:`TIE_MARGIN`, so the filter admits next to nothing more."""
+    return max(0.0, min(threshold, 100.0) - TIE_MARGIN)
+
+
 _NOT_BLANK = re.compile(b"[^\\x00]")
 """A cell of a uint8 matrix that holds a pair (:func:`_hit_rows` makes every blank 0)."""
 
@@ -91,8 +110,8 @@ def similar_pairs(
     lengths = [len(k) for k in ranked]
     if matrix is None:
         matrix = n >= MATRIX_FROM
-    if cutoff == 0 or not similar_matrix_available():
-        # A cell of 0 means "no pair", and a score of 0 would count; without rapidfuzz's
+    if score_floor(threshold) < 1 or not similar_matrix_available():
+        # A cell of 0 means "no pair", and a score under 1 would count; without rapidfuzz's
         # compiled cdist (its pure-Python fallback) there is no byte matrix to read.
         matrix = False
     if matrix:
@@ -176,7 +195,9 @@ def _one_by_one(
         first = _first_column(lengths, cutoff, r, r + 1, stop)
         if stop <= first:
             continue
-        hits = extract(key, ranked[first:stop], scorer=ratio, score_cutoff=threshold, limit=None)
+        hits = extract(
+            key, ranked[first:stop], scorer=ratio, score_cutoff=score_floor(threshold), limit=None
+        )
         # rapidfuzz's cutoff is applied in its own precision: the threshold decides.
         row = [
             (r, first + c, float(score))
@@ -187,7 +208,7 @@ def _one_by_one(
             yield row
 
 
-def _cdist() -> tuple[Callable[..., Any], int] | None:
+def compiled_cdist() -> tuple[Callable[..., Any], int] | None:
     """rapidfuzz's compiled ``cdist`` and its uint8 type code, or ``None`` where it is missing.
 
     ``rapidfuzz.process.cdist`` is this function wrapped in ``numpy.asarray`` (numpy:
@@ -207,18 +228,19 @@ def load_scorer() -> None:
     from rapidfuzz import fuzz  # noqa: F401
     from rapidfuzz.distance import Indel  # noqa: F401
 
-    _cdist()
+    compiled_cdist()
 
 
 def similar_matrix_available() -> bool:
     """True when the matrix pass can run (rapidfuzz's compiled ``cdist`` is installed)."""
-    return _cdist() is not None
+    return compiled_cdist() is not None
 
 
-def _score_block(queries: list[str], choices: list[str], cutoff: int, workers: int) -> bytes:
+def _score_block(queries: list[str], choices: list[str], threshold: float, workers: int) -> bytes:
     """The ``len(queries) x len(choices)`` uint8 matrix of ``ratio`` scores, row by row.
 
-    A cell is 0 when its score is under ``cutoff`` (``cutoff`` >= 1, so a kept score is not).
+    A cell is 0 when its score is under :func:`score_floor` of ``threshold`` (at least 1,
+    so a kept score is not); the caller scores any other cell again against ``threshold``.
     ``cdist`` releases the GIL while it scores, on ``workers`` threads (-1: every core).
     On one worker it scores in the calling thread and takes the GIL back between its
     steps of 4-32 rows (to look for Ctrl-C), so a waiting thread (the event loop) gets
@@ -226,11 +248,16 @@ def _score_block(queries: list[str], choices: list[str], cutoff: int, workers: i
     """
     from rapidfuzz import fuzz
 
-    found = _cdist()
+    found = compiled_cdist()
     assert found is not None  # similar_pairs checked
     cdist, uint8 = found
     scores = cdist(
-        queries, choices, scorer=fuzz.ratio, score_cutoff=cutoff, dtype=uint8, workers=workers
+        queries,
+        choices,
+        scorer=fuzz.ratio,
+        score_cutoff=score_floor(threshold),
+        dtype=uint8,
+        workers=workers,
     )
     return memoryview(scores).tobytes()
 
@@ -250,9 +277,9 @@ def _block_rows(
     each row's ``(row, column, score)`` close pairs (only the rows with any)."""
     if col >= stop:
         return
-    scores = _score_block(ranked[start:end], ranked[col:stop], cutoff, workers)
+    scores = _score_block(ranked[start:end], ranked[col:stop], threshold, workers)
     # A cell under the cutoff is 0; any other is the score rounded to a byte: the float decides.
-    yield from _hit_rows(ranked, start, end, stop - col, scores, 0, threshold, None, col)
+    yield from _hit_rows(ranked, start, end, stop - col, scores, 0, threshold, False, col)
 
 
 def _hit_rows(
@@ -263,7 +290,7 @@ def _hit_rows(
     matrix: bytes,
     empty: int,
     threshold: float,
-    dense_cutoff: int | None = None,
+    dense: bool = False,
     col: int | None = None,
 ) -> Iterator[list[Pair]]:
     """Each row's ``(row, column, score)`` close pairs from ``matrix``, the uint8 matrix of
@@ -271,9 +298,9 @@ def _hit_rows(
     ``None``; never after a row's own key but past the rows): a cell holding
     ``empty`` holds no pair, any other is scored with ``ratio`` against ``threshold``.
 
-    ``dense_cutoff``: the matrix is a filter's (:func:`_filtered_rows`); from a row where
+    ``dense``: the matrix is a filter's (:func:`_filtered_rows`); from a row where
     many of its cells pass (:data:`DENSE_ROW`) on, the rest of the block is scored as a
-    ``ratio`` matrix with this cutoff instead."""
+    ``ratio`` matrix instead."""
     from rapidfuzz import fuzz
 
     ratio = fuzz.ratio
@@ -290,12 +317,12 @@ def _hit_rows(
         passed = hi - lo - matrix.count(blank, lo, hi)
         if passed == 0:
             continue
-        if dense_cutoff is not None and passed > DENSE_ROW and passed * DENSE_SHARE > hi - lo:
+        if dense and passed > DENSE_ROW and passed * DENSE_SHARE > hi - lo:
             first = start + r
             left = max(col, first)
-            scores = _score_block(ranked[first:end], ranked[left : col + width], dense_cutoff, 1)
+            scores = _score_block(ranked[first:end], ranked[left : col + width], threshold, 1)
             yield from _hit_rows(
-                ranked, first, end, col + width - left, scores, 0, threshold, None, left
+                ranked, first, end, col + width - left, scores, 0, threshold, False, left
             )
             return
         key = ranked[start + r]
@@ -367,8 +394,12 @@ def similar_to(key: str, keys: Sequence[str], threshold: float) -> list[tuple[in
     """Indices in ``keys`` (and scores) of notes close to ``key`` but not equal to it."""
     from rapidfuzz import fuzz, process
 
-    hits = process.extract(key, keys, scorer=fuzz.ratio, score_cutoff=threshold, limit=None)
-    return [(idx, float(score)) for _, score, idx in hits if keys[idx] != key]
+    floor = score_floor(threshold)
+    hits = process.extract(key, keys, scorer=fuzz.ratio, score_cutoff=floor, limit=None)
+    # The threshold decides, not rapidfuzz's cutoff (:func:`score_floor`).
+    return [
+        (idx, float(score)) for _, score, idx in hits if keys[idx] != key and score >= threshold
+    ]
 
 
 class SimilarPass:
@@ -409,7 +440,9 @@ class SimilarPass:
         self.ranked = [keys[i] for i in self.order]
         """The keys, shortest first: a row is scored only against the keys after it."""
         self.lengths = [len(k) for k in self.ranked]
-        self.matrix = n >= MATRIX_FROM and self.cutoff > 0 and similar_matrix_available()
+        self.matrix = (
+            n >= MATRIX_FROM and score_floor(threshold) >= 1 and similar_matrix_available()
+        )
         """Blocks of :data:`SERVER_BLOCK` rows scored with ``cdist`` on the calling thread
         (on one worker: the least CPU; two threads share the cores); otherwise the
         row pass, as one block."""
@@ -564,7 +597,7 @@ def _filtered_rows(
         return
     distances = _distance_block(p.short[start:end], p.short[col:stop], bound)
     yield from _hit_rows(
-        p.ranked, start, end, stop - col, distances, bound + 1, p.threshold, p.cutoff, col
+        p.ranked, start, end, stop - col, distances, bound + 1, p.threshold, True, col
     )
 
 
@@ -573,7 +606,7 @@ def _distance_block(queries: list[str], choices: list[str], bound: int) -> bytes
     ``bound + 1``; on the calling thread (``cdist`` releases the GIL while it scores)."""
     from rapidfuzz.distance import Indel
 
-    found = _cdist()
+    found = compiled_cdist()
     assert found is not None  # SimilarPass.matrix checked
     cdist, uint8 = found
     scores = cdist(

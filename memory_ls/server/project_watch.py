@@ -48,6 +48,7 @@ from memory_ls.core.instruction_duplicates import (
     instruction_duplicate_finding,
     instruction_index,
     repeated_line,
+    repeated_lines,
 )
 from memory_ls.core.notes import Bullet
 from memory_ls.core.stale import (
@@ -197,8 +198,10 @@ class Judge:
             for text in texts:
                 self.stale_of(text, warm=True)
         if self.index is not None:
-            for key in keys:
-                self.repeat_of(key, warm=True)
+            # All at once: the keys of one length are scored against the lines of another
+            # as one matrix (a note at a time: ~0.5 ms each against 6,400 lines).
+            cold = [k for k in keys if k and self._repeats.get(k, _MISSING) is _MISSING]
+            self._repeats.base.update(repeated_lines(cold, self.index))
 
     def findings(self, b: Bullet, line: str) -> list[Finding]:
         """The three codes' findings of one note (``line`` is the note's line).

@@ -4,8 +4,9 @@ and the checks share the two cores.
 - :class:`SimilarWorker`, on Linux: a child forked when ``check`` starts, before any
   store is read, so that it imports the scorer (rapidfuzz, ~15 ms) while this process
   reads and parses the stores (this process then never imports it). Each request is one
-  store's keys, each answer that store's pairs, both ``marshal``-ed and framed by their
-  length. In the child the pass runs as a :class:`ThreadedPass`: on one thread while
+  store's keys, each answer that store's pairs, both ``marshal``-ed with the request's
+  number and framed by their length: an answer that does not name the request awaited
+  (one sent twice, or skipped) ends the child, and its passes are scored here. In the child the pass runs as a :class:`ThreadedPass`: on one thread while
   this process runs its checks, on two once it waits for the answer.
 - :class:`ThreadedPass`: the pass's blocks scored on a second thread and, once asked
   for the pairs, on the calling one too (elsewhere, or where there may be no fork).
@@ -267,7 +268,7 @@ class SimilarWorker:
 
         if self._requests is None:
             return None
-        body = marshal.dumps(keys)
+        body = marshal.dumps((self._sent, keys))
         data = memoryview(len(body).to_bytes(_LENGTH, "little") + body)
         try:
             while data:
@@ -326,12 +327,23 @@ class SimilarWorker:
                 self._lose()
                 return
             ticket = self._received
-            self._received += 1
             try:
-                found = marshal.loads(body)
+                answer = marshal.loads(body)
             except (EOFError, ValueError, TypeError):
-                found = None
-            self._answers[ticket] = _checked(found, self._sizes[ticket])
+                answer = None
+            if not (
+                isinstance(answer, tuple)
+                and len(answer) == 2
+                and type(answer[0]) is int
+                and answer[0] == ticket
+            ):
+                # Not the answer awaited (an answer sent twice, or one skipped, would be
+                # believed as the next store's if its indices fit): the child is out of
+                # step, and none of what it says is taken any more.
+                self._lose()
+                return
+            self._received += 1
+            self._answers[ticket] = _checked(answer[1], self._sizes[ticket])
 
     def _lose(self) -> None:
         """The child is gone: no more requests, and every answer not in is ``None``."""
@@ -422,9 +434,9 @@ def _serve(
         while (body := _read_message(requests)) is not None:
             if os.getppid() != parent:  # killed (SIGKILL): its requests need no answers
                 break
-            keys = marshal.loads(body)
+            ticket, keys = marshal.loads(body)
             pairs = ThreadedPass(keys, False, threshold, limit).pairs(parent_waits)
-            reply = marshal.dumps(pairs)
+            reply = marshal.dumps((ticket, pairs))
             data = memoryview(len(reply).to_bytes(_LENGTH, "little") + reply)
             while data:
                 data = data[os.write(replies, data) :]

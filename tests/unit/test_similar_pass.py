@@ -14,6 +14,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any, NoReturn
 
 import pytest
 
@@ -529,4 +530,74 @@ def test_an_answer_to_no_request_ends_the_worker_not_check(
         assert later is None or worker.pairs(later) is None
     finally:
         worker.close()
+    assert worker._pid is None
+
+
+def _twice(fd: int) -> Any:
+    """``os.write`` that writes everything for ``fd`` twice (a child that answers each
+    request twice, each answer as it should be)."""
+    write = os.write
+
+    def doubled(to: int, data: Any) -> int:
+        if to == fd:
+            write(to, bytes(data))
+        return write(to, data)
+
+    return doubled
+
+
+def test_a_repeated_answer_is_not_taken_for_the_next_request_s(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A child that sends each answer twice, every copy well formed: the second copy of
+    # the first answer came in where the second was awaited and, its indices inside the
+    # second request's keys, was believed (the second store's hints were the first's).
+    # Each answer now names its request: an answer out of step ends the worker, and the
+    # caller scores the pass itself.
+    serve = similar_pass._serve
+
+    def doubling(requests: int, replies: int, *args: Any) -> NoReturn:
+        os.write = _twice(replies)  # (in the child only: this process is not changed)
+        serve(requests, replies, *args)
+
+    monkeypatch.setattr(similar_pass, "_serve", doubling)
+    worker = SimilarWorker(DEFAULT_THRESHOLD)
+    monkeypatch.undo()
+    first = ["keep the cache warm", "keep the caches warm", "a note", "another note"]
+    second = ["run the tests first", "deploy on fridays", "never deploy on fridays", "x"]
+    assert key_pairs(first, DEFAULT_THRESHOLD) != key_pairs(second, DEFAULT_THRESHOLD)
+    try:
+        tickets = [worker.submit(first), worker.submit(second)]
+        assert tickets == [0, 1]
+        assert worker.pairs(0) == key_pairs(first, DEFAULT_THRESHOLD)
+        assert worker.pairs(1) in (None, key_pairs(second, DEFAULT_THRESHOLD))
+    finally:
+        pid = worker._pid
+        worker.close()
+    assert pid is None or reaped(pid)
+
+
+def test_check_with_a_worker_that_repeats_itself_reports_what_the_core_finds(
+    workspace: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Both stores with as many notes, so the first store's pairs fit the second's request.
+    rng = random.Random(7)
+    workspace.write(
+        "project", [f"deploy the service number {i:03d} on fridays" for i in range(120)]
+    )
+    workspace.write("global", [f"{i:03d} " + " ".join(rng.choices(WORDS, k=8)) for i in range(120)])
+    runtime = workspace.runtime()
+    serve = similar_pass._serve
+
+    def doubling(requests: int, replies: int, *args: Any) -> NoReturn:
+        os.write = _twice(replies)
+        serve(requests, replies, *args)
+
+    monkeypatch.setattr(similar_pass, "_serve", doubling)
+    worker = SimilarWorker(DEFAULT_THRESHOLD)
+    monkeypatch.undo()
+    monkeypatch.setattr(similar_pass, "start_worker", lambda threshold: worker)
+    reports = lint_stores(runtime)
+    monkeypatch.undo()
+    assert same_as_on_one_thread(reports, workspace)
     assert worker._pid is None
