@@ -222,6 +222,34 @@ def project_start(path: Path) -> Path:
     return path if through is None else through[0]
 
 
+def as_written(path: Path) -> Path:
+    """``path`` made absolute with each ``..`` taken as the kernel takes it (the parent of
+    where the path so far leads), every other symlink kept as written.
+
+    ``os.path.abspath`` drops ``x/..`` as text: through a symlinked ``x`` that names
+    another file than the one opened (``.pi/../.pi/memory.md``, with ``.pi`` a link, is
+    not the project store), so the file read and the context it is checked in would
+    differ. A symlink that is not followed by ``..`` stays as written, so a project
+    store whose ``.pi`` leads out is still judged where it is written (SPEC §1).
+    """
+    given = os.fspath(path)
+    if ".." not in Path(given).parts:
+        return Path(os.path.abspath(given))
+    try:
+        here = Path(os.getcwd()) if not os.path.isabs(given) else Path("/")
+    except OSError:
+        return Path(os.path.abspath(given))  # the current directory is gone
+    for part in Path(given).parts:
+        if part == "..":
+            try:
+                here = Path(os.path.realpath(here)).parent
+            except ValueError:
+                here = here.parent
+        elif part not in (".", os.sep):
+            here = here / part
+    return here
+
+
 def canonical_path(path: Path) -> str:
     """``path`` with its folder's symlinks resolved; the file itself may be a symlink.
 
