@@ -175,6 +175,9 @@ def refused_project_store(path: Path) -> tuple[Path, str] | None:
     if not is_pi_memory(path):
         return None
     start = path.parent.parent
+    through = refused_folder_on_the_way(start)
+    if through is not None:
+        return through  # `<root>/.pi/…/.pi/memory.md`: in a refused `.pi` further up
     root = project_root_for(start)
     if root != Path(os.path.realpath(start)):
         return None  # a `.pi/memory.md` below the root is not the store at all
@@ -283,9 +286,12 @@ class StorePath:
 def classify_store_path(path: Path, global_store: Path) -> StorePath | None:
     """Which store ``path`` is, given the global store; ``None`` for any other file.
 
-    In order: a project store whose ``.pi`` leads out of the project, judged as
+    In order: a ``.pi/memory.md`` in a refused ``.pi`` further up the path (as commands
+    judge any path in such a ``.pi``: :func:`refused_folder_on_the_way`), that project's
+    refused store; a project store whose ``.pi`` leads out of the project, judged as
     written (its canonical form is wherever the link leads, maybe the global
-    store's file); the global store (with the project it is also the store of, and
+    store's file); the global store (reached through a refused ``.pi``, not as the agent
+    dir names it: that project's refused store) (with the project it is also the store of, and
     why that project scope is refused, when its path says so); a ``.pi/memory.md``
     (as written, or once its folder's symlinks are resolved), which is its
     project's store or names it.
@@ -295,6 +301,31 @@ def classify_store_path(path: Path, global_store: Path) -> StorePath | None:
     path, a bind mount, in one look): this runs for every store an editor opens and
     every command's ``uri``.
     """
+    if is_pi_memory(path):
+        # In a refused `.pi` further up (`<root>/.pi/x/.pi/memory.md`): that project's
+        # refused store, as written, never the store of the project the link leads to.
+        through = refused_folder_on_the_way(path.parent.parent)
+        if through is not None:
+            return StorePath("project", through[0], refusal=through[1])
+    found = _classify(path, global_store)
+    if (
+        found is not None
+        and found.scope == "global"
+        and found.refusal is None
+        and not is_pi_memory(path)
+        and os.path.abspath(path) != os.path.abspath(global_store)
+    ):
+        # The global store's file reached through a project's `.pi` that leads out (to
+        # the agent dir's folder): judged as written, as any path in that `.pi`. Named
+        # as the agent dir names it, it is the global store, whatever links that takes.
+        through = refused_folder_on_the_way(path.parent)
+        if through is not None:
+            return StorePath("project", through[0], refusal=through[1])
+    return found
+
+
+def _classify(path: Path, global_store: Path) -> StorePath | None:
+    """:func:`classify_store_path` but for a refused ``.pi`` further up the path."""
     written = _written_root(path)
     refusal = None
     if written is not None and written[1] is not None:

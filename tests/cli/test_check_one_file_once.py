@@ -156,3 +156,22 @@ def test_dot_dot_after_a_link_is_where_the_kernel_takes_it(
         f"the agent reads {w.root}/inside/deep/memory.md",
         ".pi/../.pi/memory.md:4:3: duplicate Duplicate of the note on line 3: x",
     ]
+
+
+def test_a_store_under_a_refused_pi_is_checked_as_that_refusal(
+    workspace: Workspace, tmp_path: Path
+) -> None:
+    """``check <root>/.pi/x/.pi/memory.md`` where ``<root>/.pi`` leads out: the refusal of
+    this project's ``.pi`` (as the editor and commands judge the path), never the store of
+    the project out there, read and checked through the link."""
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / "x" / ".git").mkdir(parents=True)
+    workspace.write(elsewhere / "x" / ".pi" / "memory.md", DUPLICATE)
+    (workspace.root / ".pi").symlink_to(elsewhere)
+    message = (
+        f"Refusing to use {workspace.root}/.pi: it resolves outside the project ({elsewhere})."
+    )
+    nested = f"{workspace.root}/.pi/x/.pi/memory.md"
+    r = workspace.cli("check", "--trusted", nested, f"{workspace.root}/.pi/memory.md")
+    assert r.stdout.splitlines() == [f"{nested}:1:1: outside-project {message}"]
+    assert r.stderr == "1 files checked: 1 errors, 0 warnings, 0 other\n"
