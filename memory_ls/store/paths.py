@@ -233,7 +233,9 @@ def as_written(path: Path) -> Path:
     another file than the one opened (``.pi/../.pi/memory.md``, with ``.pi`` a link, is
     not the project store), so the file read and the context it is checked in would
     differ. A symlink that is not followed by ``..`` stays as written, so a project
-    store whose ``.pi`` leads out is still judged where it is written (SPEC §1).
+    store whose ``.pi`` leads out is still judged where it is written (SPEC §1); and a
+    ``..`` inside such a ``.pi`` is taken as text, so no ``..`` leads a path out of a
+    refused ``.pi`` to the project the link leads to.
     """
     given = os.fspath(path)
     if ".." not in Path(given).parts:
@@ -244,6 +246,11 @@ def as_written(path: Path) -> Path:
         return Path(os.path.abspath(given))  # the current directory is gone
     for part in Path(given).parts:
         if part == "..":
+            if refused_folder_on_the_way(here) is not None:
+                # A refused `.pi` stays in the path (its `..` taken as text): whatever
+                # the link leads to, the path is judged in that refused `.pi`.
+                here = here.parent
+                continue
             try:
                 here = Path(os.path.realpath(here)).parent
             except ValueError:

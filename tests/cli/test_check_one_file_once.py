@@ -131,18 +131,27 @@ def test_a_pi_leading_to_the_agent_dir_reports_the_refusal_and_the_global_store_
 
 
 def test_dot_dot_after_a_link_is_where_the_kernel_takes_it(
-    leading_to_the_agent_dir: Workspace,
+    leading_to_the_agent_dir: Workspace, tmp_path: Path
 ) -> None:
-    """``<root>/.pi/../.pi/memory.md`` with ``.pi`` a link is not the project store: the
-    ``..`` leaves the folder the link leads to (as ``cat`` would read it), so it is that
-    folder's sibling ``.pi/memory.md``, checked (and missing) there, not taken as text for
-    the project store and not checked in its context."""
+    """``.pi/../.pi/memory.md`` with ``.pi`` a link inside the project is not the project
+    store: the ``..`` leaves the folder the link leads to (as ``cat`` would read it). But
+    a ``..`` inside a refused ``.pi`` never leads the path out of it to the project the
+    link leads to: the path is judged in that ``.pi``, refused."""
     w = leading_to_the_agent_dir
-    spelled = f"{w.root}/.pi/../.pi/memory.md"
-    r = w.cli("check", "--trusted", f"{w.root}/.pi/memory.md", spelled)
-    assert r.stdout.count("outside-project") == 1
-    assert f"Error: Cannot read {spelled}: No such file or directory" in r.stderr
-    assert r.stderr.endswith("2 files checked: 2 errors, 0 warnings, 0 other\n")
+    far = w.agent_dir / "x"
+    (far / ".git").mkdir(parents=True)
+    w.write(far / ".pi" / "memory.md", DUPLICATE)
+    r = w.cli(
+        "check",
+        "--trusted",
+        f"{w.root}/.pi/memory.md",
+        f"{w.root}/.pi/../.pi/memory.md",
+        f"{w.root}/.pi/x/../x/.pi/memory.md",
+        f"{w.root}/.pi/x/.pi/memory.md",
+    )
+    assert r.stdout.count("outside-project") == 1, r.stdout
+    assert "duplicate" not in r.stdout
+    assert r.stderr == "1 files checked: 1 errors, 0 warnings, 0 other\n"
     (w.root / ".pi").unlink()
     (w.root / "inside" / "deep").mkdir(parents=True)
     (w.root / ".pi").symlink_to("inside/deep")  # inside the project: its store, through a link
