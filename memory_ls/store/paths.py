@@ -297,11 +297,11 @@ def classify_store_path(path: Path, global_store: Path) -> StorePath | None:
     judge any path in such a ``.pi``: :func:`refused_folder_on_the_way`), that project's
     refused store; a project store whose ``.pi`` leads out of the project, judged as
     written (its canonical form is wherever the link leads, maybe the global
-    store's file); the global store (reached through a refused ``.pi``, not as the agent
-    dir names it: that project's refused store) (with the project it is also the store of, and
-    why that project scope is refused, when its path says so); a ``.pi/memory.md``
-    (as written, or once its folder's symlinks are resolved), which is its
-    project's store or names it.
+    store's file); the global store (with the project it is also the store of, and
+    why that project scope is refused, when its path says so; reached through a refused
+    ``.pi`` rather than as the agent dir names it, that project's refused store); a
+    ``.pi/memory.md`` (as written, or once its folder's symlinks are resolved), which is
+    its project's store or names it.
 
     A project's ``.pi`` is judged once (:func:`project_folder_refusal` with the global
     store: a folder leading out, and a folder that is the agent dir's under another
