@@ -29,7 +29,6 @@ from memory_ls.store.paths import (
     StorePath,
     canonical_path,
     classify_store_path,
-    is_pi_memory,
     no_project_message,
     project_root_for,
     refused_folder_on_the_way,
@@ -186,17 +185,16 @@ class Projects:
 
     @staticmethod
     def _classify(path: Path, global_store: Path) -> StorePath | None:
-        """Which store a ``uri``'s ``path`` is (:func:`classify_store_path`); or, for a
-        path in a project's ``.pi`` that leads out of it, that project with its refusal
+        """Which store a ``uri``'s ``path`` is (:func:`classify_store_path`, which judges a
+        store in a refused ``.pi`` as the editor does); or, for any other path in a
+        project's ``.pi`` that leads out of it, that project with its refusal
         (:func:`refused_folder_on_the_way`): never the project where the link leads."""
         found = classify_store_path(path, global_store)
-        if found is not None and found.refusal is not None:
+        if found is not None:
             return found
-        # The `.pi` of `<root>/.pi/memory.md` was judged just now (once: SPEC §1's rule
-        # runs for every command); any `.pi` above it was not.
-        through = refused_folder_on_the_way(path.parent.parent if is_pi_memory(path) else path)
+        through = refused_folder_on_the_way(path)
         if through is None:
-            return found
+            return None
         return StorePath("project", through[0], refusal=through[1])
 
     def runtime_for_command(self, path: Path | None) -> MemoryRuntime | str:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from memory_ls.core.records import record
 from memory_ls.core.text import display_path, is_utf8
-from memory_ls.store.paths import project_folder_refusal, refused_project_store
+from memory_ls.store.paths import as_written, project_folder_refusal, refused_project_store
 
 TYPE_CHECKING = False  # not `typing`'s: the read verbs do without importing it (~3.5 ms)
 if TYPE_CHECKING:  # types only: the read verbs do not import the boundary shapes
@@ -183,7 +183,7 @@ def memory_file_facts(
     if project_root is not None:
         refusal = project_folder_refusal(project_root, global_store=global_store)
     else:
-        refused = refused_project_store(Path(os.path.abspath(path)))
+        refused = refused_project_store(as_written(path))
         refusal = None if refused is None else refused[1]
     if refusal is not None:
         return FileFacts(path, outside_project=refusal)

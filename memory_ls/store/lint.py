@@ -19,7 +19,9 @@ from memory_ls.core.scopes import other_scope
 from memory_ls.core.text import decode_for_display, display_path, split_text
 from memory_ls.store.facts import FileFacts, memory_file_facts
 from memory_ls.store.paths import (
+    StorePath,
     agent_dir_for,
+    as_written,
     canonical_path,
     classify_store_path,
     global_store_path,
@@ -297,7 +299,19 @@ def lint_path(
     default, and the file gets that project scope's refusal, as ``check`` reports it.
     """
     global_store = global_store_path(agent_dir_for(agent_dir))
-    found = classify_store_path(Path(os.path.abspath(path)), global_store)
+    found = classify_store_path(as_written(path), global_store)
+    return _lint_found(path, found, agent_dir, trusted, project, run)
+
+
+def _lint_found(
+    path: Path,
+    found: StorePath | None,
+    agent_dir: str | None,
+    trusted: bool | None,
+    project: Path | None,
+    run: _Run | None,
+) -> FileReport:
+    """:func:`lint_path` of ``path``, classified as ``found`` (reported as given)."""
     if found is None:
         return lint_file(path, None, None, run=run)
     if found.scope == "global":
@@ -311,6 +325,21 @@ def lint_path(
     assert found.root is not None  # a `.pi/memory.md` always names its project
     runtime = MemoryRuntime(found.root, agent_dir=agent_dir, trusted=trusted)
     return lint_file(path, runtime, "project", found.real_store, run)
+
+
+def file_identity(path: Path, found: StorePath | None) -> tuple[object, ...]:
+    """What makes two of ``check``'s arguments one check: the same context (``found``,
+    the store the path is, of which project) and the same file. The file is its device
+    and inode, the last component not followed (a symlink is a file of its own, refused
+    as one); a file that cannot be looked at is its canonical path. A project store
+    refused as a whole is never looked at: its context says all."""
+    if found is not None and found.scope == "project" and found.refusal is not None:
+        return (found,)
+    try:
+        info = os.lstat(path)
+    except (OSError, ValueError):
+        return (found, canonical_path(path))
+    return (found, info.st_dev, info.st_ino)
 
 
 def _with_refusal(report: FileReport, refusal: str, path: str) -> FileReport:
@@ -327,9 +356,21 @@ def lint_paths(
 ) -> list[FileReport]:
     """:func:`lint_path` of each of ``paths`` (``check FILE...``), in turn, with one worker
     for all their ``similar`` passes: a worker each would wait for each child to load its
-    scorer."""
+    scorer. A file named twice (two spellings of one path, a folder link, a hard link in
+    the same context: :func:`file_identity`) is checked once, where it is first named."""
+    global_store = global_store_path(agent_dir_for(agent_dir))
+    seen: set[tuple[object, ...]] = set()
+    reports = []
     with _Run() as run:
-        return [lint_path(path, agent_dir, trusted, project, run) for path in paths]
+        for path in paths:
+            written = as_written(path)
+            found = classify_store_path(written, global_store)
+            identity = file_identity(written, found)
+            if identity in seen:
+                continue  # one file named twice is checked once, where first named
+            seen.add(identity)
+            reports.append(_lint_found(path, found, agent_dir, trusted, project, run))
+    return reports
 
 
 def lint_stores(

@@ -175,6 +175,9 @@ def refused_project_store(path: Path) -> tuple[Path, str] | None:
     if not is_pi_memory(path):
         return None
     start = path.parent.parent
+    through = refused_folder_on_the_way(start)
+    if through is not None:
+        return through  # `<root>/.pi/…/.pi/memory.md`: in a refused `.pi` further up
     root = project_root_for(start)
     if root != Path(os.path.realpath(start)):
         return None  # a `.pi/memory.md` below the root is not the store at all
@@ -222,6 +225,41 @@ def project_start(path: Path) -> Path:
     return path if through is None else through[0]
 
 
+def as_written(path: Path) -> Path:
+    """``path`` made absolute with each ``..`` taken as the kernel takes it (the parent of
+    where the path so far leads), every other symlink kept as written.
+
+    ``os.path.abspath`` drops ``x/..`` as text: through a symlinked ``x`` that names
+    another file than the one opened (``.pi/../.pi/memory.md``, with ``.pi`` a link, is
+    not the project store), so the file read and the context it is checked in would
+    differ. A symlink that is not followed by ``..`` stays as written, so a project
+    store whose ``.pi`` leads out is still judged where it is written (SPEC §1); and a
+    ``..`` inside such a ``.pi`` is taken as text, so no ``..`` leads a path out of a
+    refused ``.pi`` to the project the link leads to.
+    """
+    given = os.fspath(path)
+    if ".." not in Path(given).parts:
+        return Path(os.path.abspath(given))
+    try:
+        here = Path(os.getcwd()) if not os.path.isabs(given) else Path("/")
+    except OSError:
+        return Path(os.path.abspath(given))  # the current directory is gone
+    for part in Path(given).parts:
+        if part == "..":
+            if refused_folder_on_the_way(here) is not None:
+                # A refused `.pi` stays in the path (its `..` taken as text): whatever
+                # the link leads to, the path is judged in that refused `.pi`.
+                here = here.parent
+                continue
+            try:
+                here = Path(os.path.realpath(here)).parent
+            except ValueError:
+                here = here.parent
+        elif part not in (".", os.sep):
+            here = here / part
+    return here
+
+
 def canonical_path(path: Path) -> str:
     """``path`` with its folder's symlinks resolved; the file itself may be a symlink.
 
@@ -255,18 +293,46 @@ class StorePath:
 def classify_store_path(path: Path, global_store: Path) -> StorePath | None:
     """Which store ``path`` is, given the global store; ``None`` for any other file.
 
-    In order: a project store whose ``.pi`` leads out of the project, judged as
+    In order: a ``.pi/memory.md`` in a refused ``.pi`` further up the path (as commands
+    judge any path in such a ``.pi``: :func:`refused_folder_on_the_way`), that project's
+    refused store; a project store whose ``.pi`` leads out of the project, judged as
     written (its canonical form is wherever the link leads, maybe the global
     store's file); the global store (with the project it is also the store of, and
-    why that project scope is refused, when its path says so); a ``.pi/memory.md``
-    (as written, or once its folder's symlinks are resolved), which is its
-    project's store or names it.
+    why that project scope is refused, when its path says so; reached through a refused
+    ``.pi`` rather than as the agent dir names it, that project's refused store); a
+    ``.pi/memory.md`` (as written, or once its folder's symlinks are resolved), which is
+    its project's store or names it.
 
     A project's ``.pi`` is judged once (:func:`project_folder_refusal` with the global
     store: a folder leading out, and a folder that is the agent dir's under another
     path, a bind mount, in one look): this runs for every store an editor opens and
     every command's ``uri``.
     """
+    if is_pi_memory(path):
+        # In a refused `.pi` further up (`<root>/.pi/x/.pi/memory.md`): that project's
+        # refused store, as written, never the store of the project the link leads to.
+        through = refused_folder_on_the_way(path.parent.parent)
+        if through is not None:
+            return StorePath("project", through[0], refusal=through[1])
+    found = _classify(path, global_store)
+    if (
+        found is not None
+        and found.scope == "global"
+        and found.refusal is None
+        and not is_pi_memory(path)
+        and os.path.abspath(path) != os.path.abspath(global_store)
+    ):
+        # The global store's file reached through a project's `.pi` that leads out (to
+        # the agent dir's folder): judged as written, as any path in that `.pi`. Named
+        # as the agent dir names it, it is the global store, whatever links that takes.
+        through = refused_folder_on_the_way(path.parent)
+        if through is not None:
+            return StorePath("project", through[0], refusal=through[1])
+    return found
+
+
+def _classify(path: Path, global_store: Path) -> StorePath | None:
+    """:func:`classify_store_path` but for a refused ``.pi`` further up the path."""
     written = _written_root(path)
     refusal = None
     if written is not None and written[1] is not None:

@@ -46,7 +46,7 @@ from memory_ls.store.paths import (
     project_store_path,
     shared_store_message,
 )
-from memory_ls.store.trust import decide_trust
+from memory_ls.store.trust import Stamps, decide_trust
 
 TYPE_CHECKING = False  # not `typing`'s: the read verbs do without importing it (~3.5 ms)
 if TYPE_CHECKING:
@@ -278,28 +278,38 @@ class MemoryRuntime:
             # The key is taken before what it keys is read: taken after, a file changed in
             # between (`trust.json` rewritten to revoke trust as the server starts) was
             # keyed by its new stamp with the answer its old text gave, and that answer
-            # stood until the file changed again. The paths are the last decision's (a
-            # first one decides twice); a decision that consults others is keyed anew
-            # at the next look, which then decides again.
-            probe = cached[1] if cached is not None else None
-            if probe is None:
-                probe = decide_trust(self.project_root, self.agent_dir, self.explicit_trust)
-            key = self._settings_key(probe)
-            trust = decide_trust(self.project_root, self.agent_dir, self.explicit_trust)
+            # stood until the file changed again. Each path the decision consults is
+            # stamped as it is consulted, before it is read (`Stamps`), and the
+            # configuration's paths before it is read: one decision, keyed by exactly
+            # the paths it consulted.
+            stamps = Stamps(self._stamp)
+            trust = decide_trust(
+                self.project_root, self.agent_dir, self.explicit_trust, stamps=stamps
+            )
+            for path in self._config_paths:
+                stamps.take(path)
             config = load_config(self.agent_dir, self.project_root, trust.trusted)
+            key = self._settings_key(trust, stamps.taken)
             self._settings_cache = (key, trust, config)
             answer = trust, config
         if memo is not None:
             memo["settings"] = answer
         return answer
 
-    def _settings_key(self, trust: TrustDecision) -> tuple[object, ...]:
+    def _settings_key(
+        self, trust: TrustDecision, taken: dict[str, object] | None = None
+    ) -> tuple[object, ...]:
+        """What the settings depend on: each path ``trust`` consulted and the configuration's,
+        stamped now, or as ``taken`` holds them (stamped as the decision consulted them)."""
         paths = dict.fromkeys((*trust.consulted, *self._config_paths))
-        folders = self._store_folders
-        return (
-            self.explicit_trust,
-            *(_held_names(p) if p in folders else _followed_stamp(p) for p in paths),
-        )
+        if taken is None:
+            return (self.explicit_trust, *(self._stamp(p) for p in paths))
+        return (self.explicit_trust, *(taken[p] if p in taken else self._stamp(p) for p in paths))
+
+    def _stamp(self, path: str) -> object:
+        """A settings path's stamp: the stores' folders by the names they hold
+        (:func:`_held_names`), every other path by what it leads to."""
+        return _held_names(path) if path in self._store_folders else _followed_stamp(path)
 
     def forget_settings(self) -> None:
         """Decide trust and read the configuration afresh on next use (a watcher saw a change),

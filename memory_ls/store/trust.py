@@ -8,6 +8,7 @@ decide.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 from memory_ls.core.records import replace
@@ -36,11 +37,28 @@ def trust_store_path(agent_dir: Path) -> Path:
     return agent_dir / TRUST_STORE_NAME
 
 
+class Stamps:
+    """The stamp of each path a decision consults, taken as it is first consulted: before
+    it is read or looked into, so a change made while the decision is being made shows as
+    a changed stamp at the next look (a cache keyed by these never holds a decision the
+    files no longer give)."""
+
+    def __init__(self, stamp: Callable[[str], object]) -> None:
+        self._stamp = stamp
+        self.taken: dict[str, object] = {}
+
+    def take(self, path: str) -> None:
+        """Stamp ``path`` unless it was stamped already (the first, earliest stamp counts)."""
+        if path not in self.taken:
+            self.taken[path] = self._stamp(path)
+
+
 def decide_trust(
     project_root: Path,
     agent_dir: Path,
     explicit: bool | None = None,
     home: Path | None = None,
+    stamps: Stamps | None = None,
 ) -> TrustDecision:
     """Decide whether ``project_root`` is trusted, by the first rule that decides.
 
@@ -58,12 +76,13 @@ def decide_trust(
     would appear or go: while none of them changes, the decision holds.
     Nothing is looked for inside a ``.pi`` that resolves outside the project
     (its store is refused anyway, SPEC §1): another folder's files decide nothing.
+    ``stamps``, when given, stamps each of them as it is consulted (:class:`Stamps`).
     """
     if explicit is not None:
         return explicit_decision(explicit)
     root = Path(os.path.realpath(project_root))
     problems: list[str] = []
-    consulted = _Consulted()
+    consulted = _Consulted(stamps)
 
     store = trust_store_path(agent_dir)
     consulted.read(store)
@@ -92,20 +111,26 @@ class _Consulted:
     one folder per level of the project's ancestry, not one entry per resource.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, stamps: Stamps | None = None) -> None:
         self._paths: dict[str, None] = {}
+        self._stamps = stamps
+
+    def _add(self, path: str) -> None:
+        self._paths[path] = None
+        if self._stamps is not None:
+            self._stamps.take(path)
 
     def read(self, path: Path) -> None:
-        """``path`` was read: its content decides, and it may come or go."""
-        self._paths[str(path)] = None
+        """``path`` is about to be read: its content decides, and it may come or go."""
+        self._add(str(path))
         self.look(path)
 
     def look(self, path: Path) -> None:
-        """``path`` was looked for: its nearest existing folder shows it come or go."""
+        """``path`` is about to be looked for: its nearest existing folder shows it come or go."""
         folder = path.parent
         while not os.path.isdir(folder) and folder != folder.parent:
             folder = folder.parent
-        self._paths[str(folder)] = None
+        self._add(str(folder))
 
     def into(self, decision: TrustDecision) -> TrustDecision:
         return replace(decision, consulted=tuple(self._paths))

@@ -161,3 +161,34 @@ async def test_a_store_outside_any_repository_picks_its_own_project(start, works
     r = await s.command("memory.add", {"text": "second note", "uri": uri_of(store)})
     assert r["project"] == ["other note", "second note"] and "error" not in r
     assert not (other / ".pi" / ".pi").exists()
+
+
+@pytest.mark.parametrize("preset", ["visual-studio-code", "neovim"])
+async def test_a_store_under_a_refused_pi_is_shown_refused(start, workspace, tmp_path, preset):
+    """``<root>/.pi/x/.pi/memory.md`` where ``<root>/.pi`` leads out: as written it is in
+    this project's refused ``.pi`` (as commands already judged it), so it shows that
+    refusal and the refused store's lens, not the findings of the store of the project
+    out there (its duplicate, its bad byte) nor its notes' counts."""
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / "x" / ".git").mkdir(parents=True)
+    far = elsewhere / "x" / ".pi" / "memory.md"
+    workspace.write(far, HEADER.encode() + b"\n\n- same\n- same\n- caf\xe9\n")
+    (workspace.root / ".pi").symlink_to(elsewhere)
+    pi = workspace.root / ".pi"
+    message = f"Refusing to use {pi}: it resolves outside the project ({elsewhere})."
+    s = await start(preset, init_options={"trusted": True})
+    nested = pi / "x" / ".pi" / "memory.md"
+    text = f"{HEADER}\n\n- same\n- same\n"
+    uri = s.open(nested, text=text)
+    ds = await s.codes(uri, "outside-project")
+    # As the refused store itself shows the same text: the buffer's own findings (showing
+    # a reader their text is harmless), nothing read from the file out there.
+    own = await s.codes(s.open(workspace.project_store, text=text), "outside-project")
+    shown = sorted((d.code, d.message) for d in ds)
+    assert shown == sorted((d.code, d.message) for d in own)
+    assert ("outside-project", message) in shown
+    assert "invalid-utf8" not in {code for code, _ in shown}
+    assert await lens_title(s, uri) == "project memory refused: never read, recalled or written"
+    r = await s.command("memory.add", {"text": "planted", "uri": uri})
+    assert r["error"] == message
+    assert far.read_bytes().count(b"planted") == 0

@@ -96,3 +96,20 @@ async def test_a_project_named_inside_its_pi_that_leads_out_is_refused(
     async with memory("--project", str(workspace.root / ".pi"), "--trusted") as m:
         await refuses_project_writes(m, message_for(workspace), "global note")
     assert sorted(p.name for p in workspace.agent_dir.iterdir()) == ["memory.md"]
+
+
+async def test_a_project_named_deeper_in_its_pi_that_leads_out_is_refused(
+    memory: Any, workspace: Workspace
+) -> None:
+    """``--project <root>/.pi/x`` where ``<root>/.pi`` leads to the agent dir and ``x`` is
+    a repository in it (with a store): this project's refusal, as the editor and ``check``
+    judge ``<root>/.pi/x/.pi/memory.md``; never the project out there."""
+    workspace.global_store.write_text(GLOBAL_TEXT, encoding="utf-8")
+    far = workspace.agent_dir / "x"
+    (far / ".git").mkdir(parents=True)
+    (far / ".pi").mkdir()
+    (far / ".pi" / "memory.md").write_text(f"{HEADER}\n\n- far note\n", encoding="utf-8")
+    (workspace.root / ".pi").symlink_to(workspace.agent_dir)
+    async with memory("--project", str(workspace.root / ".pi" / "x"), "--trusted") as m:
+        await refuses_project_writes(m, message_for(workspace), "global note")
+    assert (far / ".pi" / "memory.md").read_text(encoding="utf-8").endswith("- far note\n")

@@ -232,3 +232,31 @@ def test_closing_one_of_two_uris_of_a_file_keeps_the_other_as_its_open_document(
     assert projects.open_store(runtime, "project") is linked
     projects.close("file:///linked")
     assert projects.open_store(runtime, "project") is None
+
+
+def test_a_store_under_a_refused_pi_is_described_as_refused(
+    workspace: Workspace, tmp_path: Path
+) -> None:
+    """``<root>/.pi/x/.pi/memory.md`` where ``<root>/.pi`` leads out: as written it lies in
+    this project's refused ``.pi``, as commands judge it, so the editor describes it as this
+    project's refused store, never as the store of the project out there (whose notes it
+    would then check, recall and offer to change)."""
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / "x" / ".pi").mkdir(parents=True)
+    (elsewhere / "x" / ".git").mkdir()
+    (workspace.root / ".pi").symlink_to(elsewhere)
+    projects = projects_for(workspace)
+    default = projects.default_runtime()
+    for spelled in (
+        workspace.root / ".pi" / "x" / ".pi" / "memory.md",
+        workspace.root / ".pi" / "memory.md",
+        workspace.root / ".pi" / "y" / "memory.md" / ".pi" / "memory.md",  # missing
+    ):
+        info = projects.describe(spelled)
+        assert info is not None, spelled
+        assert (info.runtime, info.scope, info.real_store) == (default, "project", None), spelled
+        assert default.store_refusal("project") is not None
+        assert projects.runtime_for_uri_path(spelled) is default, spelled
+    # The store out there, named where it is, is that project's own.
+    info = projects.describe(elsewhere / "x" / ".pi" / "memory.md")
+    assert info is not None and info.runtime.project_root == (elsewhere / "x").resolve()

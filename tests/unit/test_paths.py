@@ -551,3 +551,49 @@ def test_a_path_in_a_pi_that_leads_out_names_its_project_as_written(
     (inside / ".pi").symlink_to("real")
     for spelled in (inside / ".pi" / "x", root / "src", Path("src"), Path("/")):
         assert refused_folder_on_the_way(spelled) is None, spelled
+
+
+def test_a_store_under_a_refused_pi_is_classified_as_that_projects_refused_store(
+    tmp_path: Path,
+) -> None:
+    from memory_ls.store.paths import classify_store_path
+
+    root, elsewhere, agent = tmp_path / "root", tmp_path / "elsewhere", tmp_path / "agent"
+    (root / ".git").mkdir(parents=True)
+    (elsewhere / "x" / ".pi").mkdir(parents=True)
+    (elsewhere / "x" / ".pi" / "memory.md").write_text("- out there\n")
+    agent.mkdir()
+    global_store = agent / "memory.md"
+    message = f"Refusing to use {root}/.pi: it resolves outside the project ({elsewhere})."
+    (root / ".pi").symlink_to(elsewhere)
+    nested = root / ".pi" / "x" / ".pi" / "memory.md"
+    found = classify_store_path(nested, global_store)
+    assert found is not None
+    assert (found.scope, found.root, found.real_store, found.refusal) == (
+        "project",
+        root,
+        None,
+        message,
+    )
+    (root / ".pi").unlink()
+    (root / ".pi").symlink_to(tmp_path / "gone")  # dangling, leading out
+    found = classify_store_path(nested, global_store)
+    assert found is not None and (found.root, found.scope) == (root, "project")
+    assert found.refusal is not None
+    (root / ".pi").unlink()
+    (root / ".pi").symlink_to(".pi")  # a loop
+    found = classify_store_path(nested, global_store)
+    assert found is not None and (found.root, found.scope) == (root, "project")
+    assert found.refusal is not None
+    (root / ".pi").unlink()
+    (root / ".pi").write_text("a file, not a folder\n")  # nothing can lie under it
+    found = classify_store_path(nested, global_store)
+    assert found is not None and found.refusal is None and found.scope is None
+    # The global store itself is named by the agent dir: a link on its way is the user's.
+    (tmp_path / "home").mkdir()
+    (tmp_path / "home" / ".git").mkdir()
+    (tmp_path / "dotfiles" / "agent").mkdir(parents=True)
+    (tmp_path / "home" / ".pi").symlink_to(tmp_path / "dotfiles")  # leads out of "home"
+    linked_global = tmp_path / "home" / ".pi" / "agent" / "memory.md"
+    found = classify_store_path(linked_global, linked_global)
+    assert found is not None and (found.scope, found.refusal) == ("global", None)

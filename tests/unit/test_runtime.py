@@ -542,9 +542,9 @@ def test_its_own_writes_do_not_make_trust_be_decided_again(
     rt = workspace.runtime(trusted=None)
     decided: list[Path] = []
 
-    def counted(root: Path, agent_dir: Path, explicit: bool | None = None) -> Any:
+    def counted(root: Path, agent_dir: Path, explicit: bool | None = None, **kw: Any) -> Any:
         decided.append(root)
-        return decide_trust(root, agent_dir, explicit)
+        return decide_trust(root, agent_dir, explicit, **kw)
 
     monkeypatch.setattr(runtime_module, "decide_trust", counted)
     assert rt.run("add", {"text": "first"})["changed"]
@@ -774,6 +774,83 @@ def test_a_steady_look_is_not_reused_once_a_store_changed(
     workspace.write("global", ["a global note"])  # the global store ends it too
     with rt.steady(reuse_for=0.25):
         assert rt.trust().trusted is False
+
+
+@pytest.mark.parametrize("explicit", [None, True])
+def test_a_first_look_decides_trust_once(
+    workspace: Workspace, monkeypatch: pytest.MonkeyPatch, explicit: bool | None
+) -> None:
+    """A process's first look (and the first after a watcher's event) decides trust once:
+    it decided once to learn which paths to stamp, then again after stamping them."""
+    (workspace.root / ".pi").mkdir()
+    rt = workspace.runtime(trusted=explicit)
+    decided: list[Path] = []
+
+    def counted(root: Path, agent_dir: Path, explicit: bool | None = None, **kw: Any) -> Any:
+        decided.append(root)
+        return decide_trust(root, agent_dir, explicit, **kw)
+
+    monkeypatch.setattr(runtime_module, "decide_trust", counted)
+    assert rt.trust().trusted
+    assert len(decided) == 1
+    assert rt.trust().trusted and rt.config().max_inject_bytes == 8192
+    assert len(decided) == 1  # (nothing changed: the decision stands)
+    rt.forget_settings()
+    assert rt.trust().trusted
+    assert len(decided) == 2
+
+
+def test_trust_json_rewritten_just_after_it_is_read_is_seen_next(
+    workspace: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each path the decision consults is stamped before it is read: ``trust.json``
+    rewritten (revoking trust) right after the decision read it is a changed stamp at the
+    next look, which decides again, never the old decision under the new file's stamp."""
+    import memory_ls.store.trust as trust_module
+
+    root = os.path.realpath(workspace.root)
+    trust_json = workspace.agent_dir / "trust.json"
+    trust_json.write_text(json.dumps({root: True}))
+    rt = workspace.runtime(trusted=None)
+    real_read = trust_module.read_small_text
+    revoked: list[bool] = []
+
+    def then_revoked(path: Path, limit: int) -> Any:
+        read = real_read(path, limit)
+        if path == trust_json and not revoked:
+            revoked.append(True)
+            trust_json.write_text(json.dumps({root: False}))
+        return read
+
+    monkeypatch.setattr(trust_module, "read_small_text", then_revoked)
+    rt.trust()  # (decided on the text read before the change)
+    assert revoked and not rt.trust().trusted
+    assert not rt.trust().trusted
+
+
+def test_a_resource_added_just_after_it_is_looked_for_is_seen_next(
+    workspace: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same for a trust-requiring resource that appears right after the decision
+    looked for it (its folder's stamp, taken before the look, changes)."""
+    import memory_ls.store.trust as trust_module
+
+    pi = workspace.root / ".pi"
+    pi.mkdir()
+    rt = workspace.runtime(trusted=None)
+    real_present = trust_module._present
+    added: list[bool] = []
+
+    def then_added(path: Path, problems: list[str]) -> bool:
+        present = real_present(path, problems)
+        if path == pi / "settings.json" and not added:
+            added.append(True)
+            (pi / "settings.json").write_text("{}")
+        return present
+
+    monkeypatch.setattr(trust_module, "_present", then_added)
+    rt.trust()  # (decided before the resource came)
+    assert added and not rt.trust().trusted
 
 
 def test_trust_revoked_while_it_is_being_decided_is_seen_next(

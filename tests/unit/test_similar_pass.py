@@ -459,10 +459,11 @@ def test_check_of_several_files_forks_one_worker(
     agent = str(workspace.agent_dir)
     reports = lint_paths(given, agent, None, workspace.root)
     assert len(forks) == 2
-    alone = [lint_path(path, agent, None, workspace.root) for path in given]
+    # (`other` named twice is checked once, where first named.)
+    alone = [lint_path(path, agent, None, workspace.root) for path in given[:3]]
     assert reports == alone
     hinted = [any(f.code == "similar" for f in r.findings) for r in reports]
-    assert hinted == [True, True, False, True]  # (the global store has no paraphrase)
+    assert hinted == [True, True, False]  # (the global store has no paraphrase)
     assert threading.active_count() == 1
 
 
