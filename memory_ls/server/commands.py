@@ -429,12 +429,15 @@ class BufferChange:
 
         A buffer that matched the file takes the file's new text; one with unsaved
         edits gets the change applied to its own text. A change that no longer
-        applies there (e.g. the user deleted that note) counts as held.
+        applies there (e.g. the user deleted that note) counts as held, and so does
+        any change to a buffer equal to the file as it is now: saving it would undo
+        nothing (another command wrote since, or a save, maybe of the same file open
+        under another URI, put the old text back).
         """
-        if buffer == self.before:
-            return self.after
         if buffer == self.after or buffer == self.file_text():
             return None
+        if buffer == self.before:
+            return self.after
         change = self.transform(buffer)
         if change.error or not change.changed or change.content == buffer:
             return None

@@ -410,3 +410,20 @@ async def test_accept_and_move_reach_both_uris_of_a_store(start, workspace, tmp_
         assert s.buffers[uri] == file_text(workspace.project_store), uri
     await assert_no_behind(s, real, linked)
 
+
+async def test_saving_one_of_two_behind_uris_is_the_file_for_the_other(start, workspace, tmp_path):
+    """Both buffers refused the change; the user saves one (choosing its text): the other,
+    equal to the file now, holds nothing a save would undo, as after its own save."""
+    workspace.write("project", ["a"])
+    s = await start("visual-studio-code")
+    s.refuse = refuse_all
+    real, linked = open_twice(s, workspace, tmp_path)
+    await s.command("memory.add", {"text": "b"})
+    for uri in (real, linked):
+        await s.codes(uri, "buffer-behind-file")
+    workspace.project_store.write_text(s.buffers[linked], encoding="utf-8", newline="")
+    s.client.text_document_did_save(
+        lsp.DidSaveTextDocumentParams(text_document=lsp.TextDocumentIdentifier(uri=linked))
+    )
+    for uri in (real, linked):
+        await s.wait_for(uri, lambda ds: not [d for d in ds if d.code == "buffer-behind-file"])
