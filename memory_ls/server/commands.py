@@ -252,16 +252,14 @@ async def _sync(ls: MemoryServer, runtime: MemoryRuntime, arg: dict[str, Any]) -
                 )
                 ls.projects.invalidate()
                 after = runtime.view(scope).file.content
-                doc = ls.projects.open_store(runtime, scope)
-                if doc is not None and after != before:
-                    change = BufferChange(
-                        "sync",
-                        before,
-                        after,
-                        functools.partial(_merged_into, before, after),
-                        functools.partial(_file_text, runtime, scope),
-                    )
-                    await sync_buffer(ls, doc, change)
+                change = BufferChange(
+                    "sync",
+                    before,
+                    after,
+                    functools.partial(_merged_into, before, after),
+                    functools.partial(_file_text, runtime, scope),
+                )
+                await sync_buffers(ls, runtime, scope, change)
         finally:
             progress.finish()
         publishing.refresh_all(ls)
@@ -317,12 +315,10 @@ async def _import(ls: MemoryServer, runtime: MemoryRuntime, arg: dict[str, Any])
         result = await in_thread(runtime.import_notes, candidates, scope)
         ls.projects.invalidate()
         after = runtime.view(scope).file.content
-        doc = ls.projects.open_store(runtime, scope)
-        if doc is not None and after != before:
-            change = BufferChange(
-                "import", before, after, replay, functools.partial(_file_text, runtime, scope)
-            )
-            await sync_buffer(ls, doc, change)
+        change = BufferChange(
+            "import", before, after, replay, functools.partial(_file_text, runtime, scope)
+        )
+        await sync_buffers(ls, runtime, scope, change)
     publishing.refresh_all(ls)
     return result
 
@@ -393,17 +389,14 @@ async def _mutate(
         ls.projects.invalidate()
         if "error" not in result:
             for s in stores:
-                after = runtime.view(s).file.content
-                doc = ls.projects.open_store(runtime, s)
-                if doc is not None and after != before[s]:
-                    change = BufferChange(
-                        action,
-                        before[s],
-                        after,
-                        request.change(s),  # replayed on a buffer with unsaved edits
-                        functools.partial(_file_text, runtime, s),
-                    )
-                    await sync_buffer(ls, doc, change)
+                change = BufferChange(
+                    action,
+                    before[s],
+                    runtime.view(s).file.content,
+                    request.change(s),  # replayed on a buffer with unsaved edits
+                    functools.partial(_file_text, runtime, s),
+                )
+                await sync_buffers(ls, runtime, s, change)
     publishing.refresh_all(ls)
     return result
 
@@ -436,12 +429,15 @@ class BufferChange:
 
         A buffer that matched the file takes the file's new text; one with unsaved
         edits gets the change applied to its own text. A change that no longer
-        applies there (e.g. the user deleted that note) counts as held.
+        applies there (e.g. the user deleted that note) counts as held, and so does
+        any change to a buffer equal to the file as it is now: saving it would undo
+        nothing (another command wrote since, or a save, maybe of the same file open
+        under another URI, put the old text back).
         """
-        if buffer == self.before:
-            return self.after
         if buffer == self.after or buffer == self.file_text():
             return None
+        if buffer == self.before:
+            return self.after
         change = self.transform(buffer)
         if change.error or not change.changed or change.content == buffer:
             return None
@@ -523,6 +519,24 @@ def _set_missing(ls: MemoryServer, doc: MemoryDocument, changes: list[BufferChan
     found = ls.document(doc.uri)
     if found is not None:
         found.state.behind = list(dict.fromkeys(c.behind_message for c in changes))
+
+
+async def sync_buffers(
+    ls: MemoryServer, runtime: MemoryRuntime, scope: Scope, change: BufferChange
+) -> None:
+    """Show a command's change to a store in every open buffer of it (:func:`sync_buffer`).
+
+    The file may be open under more than one URI (through a symlinked folder and by its
+    real path): each buffer is brought up to date on its own terms (its text, unsaved
+    edits and version), one after another in the order they were opened, each edit
+    computed once the one before was answered and shown (a client that shares one
+    text between the two then finds the second holding the change already). A buffer
+    that refuses is marked ``buffer-behind-file`` alone; the others still get the edit.
+    """
+    if change.after == change.before:
+        return
+    for doc in ls.projects.open_stores(runtime, scope):
+        await sync_buffer(ls, doc, change)
 
 
 async def sync_buffer(ls: MemoryServer, doc: MemoryDocument, change: BufferChange) -> None:

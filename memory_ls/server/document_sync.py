@@ -268,8 +268,12 @@ def did_save(ls: MemoryServer, params: lsp.DidSaveTextDocumentParams) -> None:
     """The file on disk changed: re-read what depends on it."""
     found = ls.document(params.text_document.uri)
     if found is not None:
-        found.state.disk = disk_facts(found.doc)
-        commands.buffer_changed(ls, found.doc)  # saved: the buffer is the file now
+        # Saved: the buffer is the file now, and the file's other buffers (open under
+        # another URI) are judged against the file as it is now too.
+        for doc in ls.projects.same_file(found.doc):
+            if (other := ls.document(doc.uri)) is not None:
+                other.state.disk = disk_facts(doc)
+            commands.buffer_changed(ls, doc)
         project_watch.saved(ls, found.doc)
     ls.projects.invalidate()
     publishing.refresh_all(ls)

@@ -35,7 +35,7 @@ from memory_ls.core.models import (
 from memory_ls.core.render import result_text
 from memory_ls.core.text import escape_unseen, key_of_normalised
 from memory_ls.server import publishing
-from memory_ls.server.commands import BufferChange, in_thread, sync_buffer
+from memory_ls.server.commands import BufferChange, in_thread, sync_buffers
 from memory_ls.server.documents import MemoryDocument
 from memory_ls.server.protocol import send_json
 from memory_ls.store.files import Stamp, read_store, stamp_of
@@ -273,10 +273,6 @@ async def _accept(
         out = await in_thread(review.accept, ids, scope, text, to)
         ls.projects.invalidate()
         for s in scopes:
-            after = runtime.view(s).file.content
-            doc = ls.projects.open_store(runtime, s)
-            if doc is None or after == before[s]:
-                continue
             requests = [
                 Request(r["action"], s, r.get("entry", ""), r.get("to", ""))
                 for r in out["results"]
@@ -285,11 +281,11 @@ async def _accept(
             change = BufferChange(
                 "accept",
                 before[s],
-                after,
+                runtime.view(s).file.content,
                 functools.partial(_replay, requests, s),
                 functools.partial(_file_text, runtime, s),
             )
-            await sync_buffer(ls, doc, change)
+            await sync_buffers(ls, runtime, s, change)
     publishing.refresh_all(ls)
     return out
 

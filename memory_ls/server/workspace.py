@@ -81,6 +81,10 @@ class Projects:
         self.runtimes: dict[Path, MemoryRuntime] = {}
         self.documents: dict[str, MemoryDocument] = {}
         self.by_path: dict[str, MemoryDocument] = {}
+        """Per file (its canonical path): the open document read for it (diagnostics of
+        the other store, recall, symbols), the last one opened."""
+        self._file_of: dict[str, str] = {}
+        """Per open document's uri: its file's canonical path, as it was opened."""
         self._keys: dict[tuple[str, Scope], tuple[object, dict[str, str]]] = {}
         self._claiming: dict[str, tuple[object, ClaimingNotes]] = {}
         self._plans: dict[Path, tuple[RecallPlan, int]] = {}
@@ -262,30 +266,50 @@ class Projects:
 
     def open(self, doc: MemoryDocument) -> None:
         """Track an open document."""
+        self.close(doc.uri)  # opened again under the same uri: the new one replaces it
+        key = canonical_path(doc.path)
         self.documents[doc.uri] = doc
-        self.by_path[canonical_path(doc.path)] = doc
+        self._file_of[doc.uri] = key
+        self.by_path[key] = doc
 
     def close(self, uri: str) -> MemoryDocument | None:
         """Stop tracking a document.
 
         One file can be open under two URIs (a path through a symlinked folder, and the
-        real one): closing one leaves the other as the file's open document, so a
-        command's change still reaches that buffer (else its next save would undo it).
+        real one): closing one leaves the other as the file's open document.
         """
         doc = self.documents.pop(uri, None)
-        if doc is not None:
-            key = canonical_path(doc.path)
-            if self.by_path.get(key) is doc:
-                del self.by_path[key]
-                for other in self.documents.values():
-                    if canonical_path(other.path) == key:
-                        self.by_path[key] = other
-                        break
+        key = self._file_of.pop(uri, None)
+        if doc is not None and key is not None and self.by_path.get(key) is doc:
+            del self.by_path[key]
+            left = [other for u, other in self.documents.items() if self._file_of.get(u) == key]
+            if left:
+                self.by_path[key] = left[-1]
         return doc
 
     def open_store(self, runtime: MemoryRuntime, scope: Scope) -> MemoryDocument | None:
-        """The open document of ``runtime``'s ``scope`` store, if it is open."""
+        """The open document read for ``runtime``'s ``scope`` store, if it is open (when
+        it is open under two URIs, the last opened: see :meth:`open_stores`)."""
         return self.by_path.get(runtime.canonical(scope))
+
+    def open_stores(self, runtime: MemoryRuntime, scope: Scope) -> list[MemoryDocument]:
+        """Every open document of ``runtime``'s ``scope`` store, in the order they opened.
+
+        More than one when the editor has the file open under two URIs (through a
+        symlinked folder and by its real path; VS Code keeps a document per URI): a
+        command's change must reach each, or saving the one left out would undo it.
+        """
+        return self._documents_of(runtime.canonical(scope))
+
+    def same_file(self, doc: MemoryDocument) -> list[MemoryDocument]:
+        """Every open document of ``doc``'s file (``doc`` too, while it is open)."""
+        key = self._file_of.get(doc.uri)
+        return [] if key is None else self._documents_of(key)
+
+    def _documents_of(self, key: str) -> list[MemoryDocument]:
+        if key not in self.by_path:  # (the common case: not open at all)
+            return []
+        return [doc for uri, doc in self.documents.items() if self._file_of.get(uri) == key]
 
     # -- cached facts ----------------------------------------------------------------
 

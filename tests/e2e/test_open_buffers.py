@@ -319,3 +319,111 @@ async def _send_later(gate: asyncio.Event, send: Any, params: Any) -> None:
 async def _until(predicate: Any) -> None:
     while not predicate():
         await asyncio.sleep(0.01)
+
+
+# -- one store open under two URIs ----------------------------------------------------
+# A symlinked folder and its real path, both opened: editors keep one document per URI
+# (VS Code does), so the file has two buffers, and each must get a command's change, or
+# saving the one left out would undo it.
+
+
+def open_twice(s: Session, workspace: Any, tmp_path: Path) -> tuple[str, str]:
+    """The project store opened under its real path, then through a symlinked folder."""
+    link = tmp_path / "linked"
+    link.symlink_to(workspace.root, target_is_directory=True)
+    return s.open(workspace.project_store), s.open(link / ".pi" / "memory.md")
+
+
+@pytest.mark.parametrize("editor", EDITORS, ids=lambda e: e.name)
+async def test_a_store_open_under_two_uris_gets_each_change_in_both(
+    start, workspace, tmp_path, editor
+):
+    workspace.write("project", ["a", "b"])
+    s = await editor.start(start)
+    real, linked = open_twice(s, workspace, tmp_path)
+    assert real != linked
+    await s.command("memory.add", {"text": "c"})
+    await s.command("memory.forget", {"text": "a"})
+    assert notes(file_text(workspace.project_store)) == ["b", "c"]
+    for uri in (real, linked):
+        assert s.buffers[uri] == file_text(workspace.project_store), uri
+        assert await server_notes(s, uri) == ["b", "c"]
+    assert_versioned(s, editor)
+    await assert_no_behind(s, real, linked)
+
+
+@pytest.mark.parametrize("editor", EDITORS[::2], ids=lambda e: e.name)
+async def test_two_uris_each_keep_their_own_unsaved_edits(start, workspace, tmp_path, editor):
+    """Each buffer follows the open-buffer rule on its own: one matched the file and ends
+    equal to it; the other had unsaved edits and keeps them beside the change."""
+    workspace.write("project", ["a", "b"])
+    s = await editor.start(start)
+    real, linked = open_twice(s, workspace, tmp_path)
+    s.edit(linked, insert(2, "- mine\n"))
+    await run_all(s, [("memory.add", {"text": "c"}), ("memory.forget", {"text": "b"})])
+    assert notes(file_text(workspace.project_store)) == ["a", "c"]
+    assert s.buffers[real] == file_text(workspace.project_store)
+    assert s.buffers[linked] == with_line(file_text(workspace.project_store), 2, "- mine")
+    assert await server_notes(s, linked) == ["mine", "a", "c"]
+    await assert_no_behind(s, real, linked)
+
+
+async def test_an_edit_refused_in_one_of_two_uris_marks_only_that_buffer(
+    start, workspace, tmp_path
+):
+    workspace.write("project", ["a"])
+    s = await start("visual-studio-code")
+    real, linked = open_twice(s, workspace, tmp_path)
+    s.refuse = lambda session, edit: "the user dismissed it" if edits_for(edit, linked) else None
+    r = await s.command("memory.add", {"text": "b"})
+    assert r["changed"] is True and notes(file_text(workspace.project_store)) == ["a", "b"]
+    assert s.buffers[real] == file_text(workspace.project_store)
+    assert notes(s.buffers[linked]) == ["a"]
+    behind = [
+        d for d in await s.codes(linked, "buffer-behind-file") if d.code == "buffer-behind-file"
+    ]
+    assert [d.message for d in behind] == [BEHIND.format("add")]
+    assert not [d for d in await s.diagnostics(real) if d.code == "buffer-behind-file"]
+    warnings = [m.message for m in s.client.messages if m.type == lsp.MessageType.Warning]
+    assert len(warnings) == 1 and warnings[0].startswith(str(tmp_path / "linked")), warnings
+    s.replace_all(linked, file_text(workspace.project_store))  # revert: it holds the change
+    await s.wait_for(linked, lambda ds: not [d for d in ds if d.code == "buffer-behind-file"])
+
+
+async def test_accept_and_move_reach_both_uris_of_a_store(start, workspace, tmp_path):
+    """``memory.accept`` (review.py) and ``memory.move`` (two stores) take the same way."""
+    workspace.write("project", ["a", "b"])
+    workspace.write("global", ["g"])
+    s = await start("visual-studio-code")
+    s.refuse = versioned
+    real, linked = open_twice(s, workspace, tmp_path)
+    proposed = workspace.cli("add", "--propose", "--by", "codex", "c")
+    assert proposed.returncode == 0, proposed.stderr
+    accepted = await s.command("memory.accept", {"all": True})
+    assert "error" not in accepted and accepted["results"][0]["changed"] is True, accepted
+    assert notes(file_text(workspace.project_store)) == ["a", "b", "c"]
+    moved = await s.command("memory.move", {"text": "a"})
+    assert moved["changed"] is True
+    assert notes(file_text(workspace.project_store)) == ["b", "c"]
+    assert notes(file_text(workspace.global_store)) == ["g", "a"]
+    for uri in (real, linked):
+        assert s.buffers[uri] == file_text(workspace.project_store), uri
+    await assert_no_behind(s, real, linked)
+
+
+async def test_saving_one_of_two_behind_uris_is_the_file_for_the_other(start, workspace, tmp_path):
+    """Both buffers refused the change; the user saves one (choosing its text): the other,
+    equal to the file now, holds nothing a save would undo, as after its own save."""
+    workspace.write("project", ["a"])
+    s = await start("visual-studio-code")
+    s.refuse = refuse_all
+    real, linked = open_twice(s, workspace, tmp_path)
+    await s.command("memory.add", {"text": "b"})
+    for uri in (real, linked):
+        await s.codes(uri, "buffer-behind-file")
+    workspace.project_store.write_text(s.buffers[linked], encoding="utf-8", newline="")
+    s.client.text_document_did_save(
+        lsp.DidSaveTextDocumentParams(text_document=lsp.TextDocumentIdentifier(uri=linked))
+    )
+    for uri in (real, linked):
+        await s.wait_for(uri, lambda ds: not [d for d in ds if d.code == "buffer-behind-file"])

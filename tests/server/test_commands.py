@@ -58,6 +58,13 @@ def test_a_buffer_equal_to_the_file_as_it_is_now_needs_nothing() -> None:
     assert add_three(file_text=later).target(later) is None
 
 
+def test_a_buffer_saved_over_the_change_holds_nothing_to_undo() -> None:
+    """The buffer that lacked the change was saved (the user chose its text; or the same
+    file open under another URI was): the file is the old text again."""
+    assert add_three(file_text=BEFORE).target(BEFORE) is None
+    assert add_three(file_text=BEFORE).held_by(BEFORE)
+
+
 def test_a_change_that_no_longer_applies_counts_as_held() -> None:
     """The user deleted the note a ``forget`` removes: there is nothing to bring over."""
     change = BufferChange(

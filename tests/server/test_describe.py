@@ -260,3 +260,35 @@ def test_a_store_under_a_refused_pi_is_described_as_refused(
     # The store out there, named where it is, is that project's own.
     info = projects.describe(elsewhere / "x" / ".pi" / "memory.md")
     assert info is not None and info.runtime.project_root == (elsewhere / "x").resolve()
+
+
+def test_every_open_document_of_a_store_is_found_in_the_order_they_opened(
+    workspace: Workspace, tmp_path: Path
+) -> None:
+    """A command's change goes to each buffer of the file (``commands.sync_buffers``)."""
+    from memory_ls.server.documents import MemoryDocument
+
+    link = tmp_path / "linked"
+    link.symlink_to(workspace.root, target_is_directory=True)
+    projects = projects_for(workspace)
+    runtime = projects.default_runtime()
+    real = MemoryDocument("file:///real", workspace.project_store, "- a\n", 1)
+    linked = MemoryDocument("file:///linked", link / ".pi" / "memory.md", "- a\n", 1)
+    other = MemoryDocument("file:///global", workspace.global_store, "- g\n", 1)
+    assert projects.open_stores(runtime, "project") == []
+    for doc in (real, other, linked):
+        projects.open(doc)
+    assert projects.open_stores(runtime, "project") == [real, linked]
+    assert projects.same_file(linked) == [real, linked]
+    assert projects.open_stores(runtime, "global") == [other]
+    # Opened again under the same uri (a new document): it replaces the old one.
+    again = MemoryDocument("file:///real", workspace.project_store, "- a\n- b\n", 2)
+    projects.open(again)
+    assert projects.open_stores(runtime, "project") == [linked, again]
+    assert projects.open_store(runtime, "project") is again
+    projects.close("file:///real")
+    assert projects.open_stores(runtime, "project") == [linked]
+    assert projects.open_store(runtime, "project") is linked
+    projects.close("file:///linked")
+    assert projects.open_stores(runtime, "project") == []
+    assert projects.same_file(linked) == []
