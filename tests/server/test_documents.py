@@ -203,6 +203,9 @@ def assert_as_fresh(workspace: Workspace, analysis: Analysis, doc: MemoryDocumen
         if (level := severity.get(f.code) or f.severity) != "off"
     ]
     assert sorted(map(json.dumps, analysis.items(doc))) == sorted(map(json.dumps, direct))
+    # Byte for byte as `json.dumps` writes them (the templates are written directly).
+    items = analysis.items(doc)
+    assert analysis.encoded(doc) == b", ".join(json.dumps(item).encode() for item in items)
 
 
 def open_analysed(workspace: Workspace, text: str) -> tuple[Analysis, MemoryDocument]:
