@@ -578,6 +578,10 @@ async def sync_buffer(ls: MemoryServer, doc: MemoryDocument, change: BufferChang
         await ls.open_buffers.wait(
             doc.uri, functools.partial(_moved_on, doc, version), REFUSED_SETTLE
         )
+    # Closed while its edit was out: no buffer lacks the change (one opened again is read
+    # again), and a mark kept under its uri would land on the next buffer of that uri.
+    if closed():
+        return
     _behind(ls, doc, change)
 
 

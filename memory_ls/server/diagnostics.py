@@ -73,14 +73,17 @@ class DiskFacts:
     invalid_utf8_at: tuple[int, int, int] | None = None
 
 
-def disk_facts(doc: MemoryDocument) -> DiskFacts:
+def disk_facts(doc: MemoryDocument, info: DocumentInfo | None = None) -> DiskFacts:
     """Whether the document's file is a symlink or holds invalid UTF-8 (never raises or blocks).
 
     The store layer decides both (:func:`memory_file_facts`), for ``check`` too, so
     the two report the same column; a FIFO or device is never opened for reading,
     nor a project store whose ``.pi`` leads out of the project.
     """
-    facts = memory_file_facts(doc.path, DISK_READ_LIMIT)
+    # The global store as the agent dir names it is looked into even where that path runs
+    # through a refused `.pi` (`<root>/.pi/x/.pi`): it is the global store, not refused.
+    named = info.runtime.paths["global"] if info is not None and info.scope == "global" else None
+    facts = memory_file_facts(doc.path, DISK_READ_LIMIT, None, named)
     return DiskFacts(symlink=facts.symlink, invalid_utf8_at=facts.invalid_utf8_at)
 
 

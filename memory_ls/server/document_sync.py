@@ -175,7 +175,7 @@ def _start(
 ) -> None:
     """Track a store that was opened (or became a store while open) and check it;
     ``published`` is called once its first diagnostics are written (or failed)."""
-    ls.track(doc, DocState(info, disk_facts(doc)))
+    ls.track(doc, DocState(info, disk_facts(doc, info)))
     claims = background.prepare_conflicts(ls, doc)  # a large store's: read in a thread first
     try:
         publishing.publish(ls, doc, always=True)
@@ -272,7 +272,7 @@ def did_save(ls: MemoryServer, params: lsp.DidSaveTextDocumentParams) -> None:
         # another URI) are judged against the file as it is now too.
         for doc in ls.projects.same_file(found.doc):
             if (other := ls.document(doc.uri)) is not None:
-                other.state.disk = disk_facts(doc)
+                other.state.disk = disk_facts(doc, other.state.info)
             commands.buffer_changed(ls, doc)
         project_watch.saved(ls, found.doc)
     ls.projects.invalidate()
@@ -291,7 +291,7 @@ def did_change_watched_files(ls: MemoryServer, params: lsp.DidChangeWatchedFiles
     if params.changes and not project_watch.any_memory_file(params.changes):
         return
     for doc, state in ls.open_documents():
-        state.disk = disk_facts(doc)
+        state.disk = disk_facts(doc, state.info)
     ls.projects.invalidate()
     redescribe(ls)
     review.check_inboxes(ls)  # a proposal from another process (SPEC §12)

@@ -183,8 +183,19 @@ def memory_file_facts(
     if project_root is not None:
         refusal = project_folder_refusal(project_root, global_store=global_store)
     else:
-        refused = refused_project_store(as_written(path))
+        written = as_written(path)
+        refused = refused_project_store(written)
         refusal = None if refused is None else refused[1]
+        if (
+            refused is not None
+            and global_store is not None
+            and written == Path(os.path.abspath(global_store))
+            and written != refused[0] / ".pi" / "memory.md"
+        ):
+            # The global store, named as the agent dir names it, deeper in a refused
+            # `.pi` (`<root>/.pi/x/.pi`): not that project's store, and usable, as
+            # `list`, `add` and `doctor` use it (:func:`classify_store_path`).
+            refusal = None
     if refusal is not None:
         return FileFacts(path, outside_project=refusal)
     read = read_disk_bytes(path, limit)

@@ -61,7 +61,8 @@ def lint_file(
     Whether it is a refused project store is judged from ``path`` as written. ``run``:
     the ``check`` of several files this one is part of (else its own).
     """
-    facts = memory_file_facts(path, LINT_READ_LIMIT)
+    named = runtime.paths["global"] if runtime is not None and scope == "global" else None
+    facts = memory_file_facts(path, LINT_READ_LIMIT, None, named)
     if run is not None:
         return _start_report(facts, runtime, scope, real_store, run).finish()
     with _Run() as run:

@@ -308,9 +308,11 @@ def classify_store_path(path: Path, global_store: Path) -> StorePath | None:
     path, a bind mount, in one look): this runs for every store an editor opens and
     every command's ``uri``.
     """
-    if is_pi_memory(path):
+    if is_pi_memory(path) and os.path.abspath(path) != os.path.abspath(global_store):
         # In a refused `.pi` further up (`<root>/.pi/x/.pi/memory.md`): that project's
-        # refused store, as written, never the store of the project the link leads to.
+        # refused store, as written, never the store of the project the link leads to;
+        # but the global store named as the agent dir names it (an agent dir `.pi` in it)
+        # is the global store, as below.
         through = refused_folder_on_the_way(path.parent.parent)
         if through is not None:
             return StorePath("project", through[0], refusal=through[1])

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import Workspace
+from tests.conftest import Workspace, run_cli
 
 DUPLICATE = ["same", "same"]
 
@@ -184,3 +184,29 @@ def test_a_store_under_a_refused_pi_is_checked_as_that_refusal(
     r = workspace.cli("check", "--trusted", nested, f"{workspace.root}/.pi/memory.md")
     assert r.stdout.splitlines() == [f"{nested}:1:1: outside-project {message}"]
     assert r.stderr == "1 files checked: 1 errors, 0 warnings, 0 other\n"
+
+
+def test_an_agent_dir_named_pi_deeper_in_a_refused_pi_is_the_global_store(
+    workspace: Workspace, tmp_path: Path
+) -> None:
+    """An agent dir ``<root>/.pi/x/.pi`` where ``<root>/.pi`` leads out: its store, named as
+    the agent dir names it, is the global store (``list``, ``add`` and ``doctor`` use it).
+    ``check`` of another project refused it as ``<root>``'s store and checked nothing in
+    it, and ``check`` of that path did too."""
+    other, elsewhere = tmp_path / "other", tmp_path / "elsewhere"
+    (other / ".git").mkdir(parents=True)
+    (elsewhere / "x" / ".pi").mkdir(parents=True)
+    (workspace.root / ".pi").symlink_to(elsewhere)
+    agent = workspace.root / ".pi" / "x" / ".pi"
+    workspace.write(agent / "memory.md", DUPLICATE)
+    env = {**workspace.env(), "PI_CODING_AGENT_DIR": str(agent)}
+    listed = run_cli("list", cwd=other, env=env)
+    assert "- same" in listed.stdout, listed.stderr
+    r = run_cli("check", "--trusted", "--format", "json", cwd=other, env=env)
+    assert [row["code"] for row in json.loads(r.stdout)] == ["duplicate"], r.stdout
+    named = run_cli(
+        "check", "--trusted", "--format", "json", str(agent / "memory.md"), cwd=other, env=env
+    )
+    codes = [row["code"] for row in json.loads(named.stdout)]
+    assert "duplicate" in codes, named.stdout
+    assert f"{workspace.root}/.pi: it resolves outside" not in named.stdout

@@ -427,3 +427,42 @@ async def test_saving_one_of_two_behind_uris_is_the_file_for_the_other(start, wo
     )
     for uri in (real, linked):
         await s.wait_for(uri, lambda ds: not [d for d in ds if d.code == "buffer-behind-file"])
+
+
+async def test_a_buffer_closed_while_its_edit_is_refused_is_not_marked_behind(
+    start, workspace, tmp_path
+):
+    """The second buffer is closed while the client answers its retried edit (refused):
+    nothing is left to mark. It got ``buffer-behind-file`` published after its
+    ``didClose`` (a closed file's problem the editor kept showing), a warning, and a
+    missing change kept under its uri for whatever opened it next."""
+    workspace.write("project", ["a"])
+    s = await start("visual-studio-code")
+    real, linked = open_twice(s, workspace, tmp_path)
+    asked: list[int] = []
+
+    def refuse(session: Any, edit: lsp.WorkspaceEdit) -> str | None:
+        if not edits_for(edit, linked):
+            return None
+        asked.append(1)
+        if len(asked) == 2:  # the retry: the user closes the buffer as it is refused
+            session.buffers.pop(linked)
+            session.client.text_document_did_close(
+                lsp.DidCloseTextDocumentParams(text_document=lsp.TextDocumentIdentifier(uri=linked))
+            )
+        return "the user dismissed it"
+
+    s.refuse = refuse
+    r = await s.command("memory.add", {"text": "b"})
+    assert r["changed"] is True and len(asked) == 2
+    assert s.buffers[real] == file_text(workspace.project_store)
+    await s.diagnostics(real)  # (a round trip: anything published before is in)
+    assert not s.client.diagnostics.get(linked), s.client.diagnostics.get(linked)
+    warnings = [m.message for m in s.client.messages if m.type == lsp.MessageType.Warning]
+    assert warnings == []
+    # Opened again with the file's text: nothing is missing from it.
+    again = s.open(tmp_path / "linked" / ".pi" / "memory.md")
+    s.replace_all(again, s.buffers[again] + "- c\n")
+    await s.wait_for(again, lambda ds: not [d for d in ds if d.code == "buffer-behind-file"])
+    await s.command("memory.list")
+    assert not [d for d in await s.diagnostics(again) if d.code == "buffer-behind-file"]

@@ -192,3 +192,20 @@ async def test_a_store_under_a_refused_pi_is_shown_refused(start, workspace, tmp
     r = await s.command("memory.add", {"text": "planted", "uri": uri})
     assert r["error"] == message
     assert far.read_bytes().count(b"planted") == 0
+
+
+async def test_an_agent_dir_named_pi_in_a_refused_pi_is_a_global_store_looked_into(
+    start, workspace, tmp_path
+):
+    """An agent dir ``<root>/.pi/x/.pi`` where ``<root>/.pi`` leads out: its store, opened
+    as the agent dir names it, is the global store, and its bytes are looked at (a bad
+    byte shown), not taken for ``<root>``'s refused store and never read."""
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / "x" / ".pi").mkdir(parents=True)
+    (workspace.root / ".pi").symlink_to(elsewhere)
+    agent = workspace.root / ".pi" / "x" / ".pi"
+    store = workspace.write(agent / "memory.md", HEADER.encode() + b"\n\n- caf\xe9\n")
+    s = await start(init_options={"trusted": True, "agentDir": str(agent)})
+    uri = s.open(store, text=f"{HEADER}\n\n- caf\ufffd\n")
+    ds = await s.codes(uri, "invalid-utf8")
+    assert f"{workspace.root}/.pi: it resolves outside" not in " ".join(d.message for d in ds)

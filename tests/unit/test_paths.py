@@ -597,3 +597,10 @@ def test_a_store_under_a_refused_pi_is_classified_as_that_projects_refused_store
     linked_global = tmp_path / "home" / ".pi" / "agent" / "memory.md"
     found = classify_store_path(linked_global, linked_global)
     assert found is not None and (found.scope, found.refusal) == ("global", None)
+    # Also an agent dir named `.pi` deeper in it (`<root>/.pi/x/.pi`), named as it is.
+    (elsewhere / "x" / ".pi").mkdir(parents=True, exist_ok=True)
+    (root / ".pi").unlink()
+    (root / ".pi").symlink_to(elsewhere)
+    found = classify_store_path(nested, nested)
+    assert found is not None and found.scope == "global"
+    assert found.refusal is None or "resolves outside" not in found.refusal
