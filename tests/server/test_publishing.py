@@ -176,8 +176,13 @@ JSON_VALUES = st.recursive(
 
 @given(JSON_VALUES)
 def test_a_diagnostic_is_encoded_as_json_dumps_encodes_it(value: Any) -> None:
-    # The encoder made once for every template: pygls writes json.dumps' bytes.
-    assert diagnostics._dumps(value) == json.dumps(value).encode()
+    # The encoder made once for every template's data: pygls writes json.dumps' text.
+    assert diagnostics._encode(value) == json.dumps(value)
+
+
+@given(st.text())
+def test_a_diagnostic_string_is_encoded_as_json_dumps_encodes_it(value: str) -> None:
+    assert diagnostics._string(value) == json.dumps(value)
 
 
 async def test_the_collector_waits_for_the_first_publish_of_an_opened_store(
@@ -214,7 +219,7 @@ def test_without_the_c_encoder_a_diagnostic_is_encoded_by_json_dumps(
 ) -> None:
     item = {"message": "on line 3: “x” 😀", "range": {"start": {"line": 2}}, "data": [1.5, None]}
     monkeypatch.setattr(diagnostics, "_ENCODE", None)
-    assert diagnostics._dumps(item) == json.dumps(item).encode()
+    assert diagnostics._encode(item) == json.dumps(item)
 
 
 async def test_what_the_first_publish_needs_is_loaded_when_the_client_is_initialized(
