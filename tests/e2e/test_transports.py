@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -285,6 +286,20 @@ def test_stdin_that_is_a_file_is_read_with_the_same_framing_rules(
     assert done.returncode == 0, done.stderr.decode(errors="replace")
 
 
+def _ended(server: subprocess.Popen[bytes], timeout: float = 60) -> int:
+    """``server``'s exit code once it ends; if it does not, where each of its threads
+    stood (``PYTHONFAULTHANDLER`` dumps them on ``SIGABRT``), in the failure: a server
+    that hangs after ``exit`` once in a CI run is then diagnosed from that run alone."""
+    try:
+        return server.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        server.send_signal(signal.SIGABRT)
+        _, err = server.communicate(timeout=10)
+        raise AssertionError(
+            f"the server did not end after exit; its threads:\n{(err or b'').decode(errors='replace')[-6000:]}"
+        ) from None
+
+
 def test_one_socket_as_stdin_and_stdout_keeps_large_messages_whole(workspace: Workspace) -> None:
     """socat's ``EXEC:``, inetd and systemd's ``Accept=yes`` give the server one socket
     as both standard input and output. The event loop puts what it reads in
@@ -305,7 +320,7 @@ def test_one_socket_as_stdin_and_stdout_keeps_large_messages_whole(workspace: Wo
         stdin=theirs,
         stdout=theirs,
         stderr=subprocess.PIPE,
-        env=workspace.env(),
+        env={**workspace.env(), "PYTHONFAULTHANDLER": "1"},
         cwd=workspace.root,
     )
     theirs.close()
@@ -336,7 +351,7 @@ def test_one_socket_as_stdin_and_stdout_keeps_large_messages_whole(workspace: Wo
     writer.join()
     ours.sendall(_frame({"jsonrpc": "2.0", "method": "exit"}))
     try:
-        assert server.wait(timeout=60) == 0
+        assert _ended(server) == 0
     finally:
         ours.close()
         server.kill()
