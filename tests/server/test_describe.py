@@ -9,6 +9,7 @@ from typing import Any
 from lsprotocol import types as lsp
 
 from memory_ls.server.document_sync import did_close
+from memory_ls.server.documents import MemoryDocument
 from memory_ls.server.server import MemoryServer
 from memory_ls.server.settings import Settings
 from memory_ls.server.settings_sync import apply_settings
@@ -209,19 +210,24 @@ def test_a_commands_uri_judges_its_projects_pi_once(
     assert isinstance(missing, dict) and missing["error"].startswith("No such project directory")
 
 
+def _one_store_two_uris(
+    workspace: Workspace, tmp_path: Path
+) -> tuple[Projects, MemoryRuntime, MemoryDocument, MemoryDocument]:
+    """The project store as two documents: by its real path and through a linked folder."""
+    link = tmp_path / "linked"
+    link.symlink_to(workspace.root, target_is_directory=True)
+    projects = projects_for(workspace)
+    real = MemoryDocument("file:///real", workspace.project_store, "- a\n", 1)
+    linked = MemoryDocument("file:///linked", link / ".pi" / "memory.md", "- a\n", 1)
+    return projects, projects.default_runtime(), real, linked
+
+
 def test_closing_one_of_two_uris_of_a_file_keeps_the_other_as_its_open_document(
     workspace: Workspace, tmp_path: Path
 ) -> None:
     # The same store opened through a symlinked folder and through its real path: a
     # command's change must still reach the buffer left open once the other closes.
-    from memory_ls.server.documents import MemoryDocument
-
-    link = tmp_path / "linked"
-    link.symlink_to(workspace.root, target_is_directory=True)
-    projects = projects_for(workspace)
-    runtime = projects.default_runtime()
-    real = MemoryDocument("file:///real", workspace.project_store, "- a\n", 1)
-    linked = MemoryDocument("file:///linked", link / ".pi" / "memory.md", "- a\n", 1)
+    projects, runtime, real, linked = _one_store_two_uris(workspace, tmp_path)
     projects.open(real)
     projects.open(linked)
     assert projects.open_store(runtime, "project") is linked
@@ -266,14 +272,7 @@ def test_every_open_document_of_a_store_is_found_in_the_order_they_opened(
     workspace: Workspace, tmp_path: Path
 ) -> None:
     """A command's change goes to each buffer of the file (``commands.sync_buffers``)."""
-    from memory_ls.server.documents import MemoryDocument
-
-    link = tmp_path / "linked"
-    link.symlink_to(workspace.root, target_is_directory=True)
-    projects = projects_for(workspace)
-    runtime = projects.default_runtime()
-    real = MemoryDocument("file:///real", workspace.project_store, "- a\n", 1)
-    linked = MemoryDocument("file:///linked", link / ".pi" / "memory.md", "- a\n", 1)
+    projects, runtime, real, linked = _one_store_two_uris(workspace, tmp_path)
     other = MemoryDocument("file:///global", workspace.global_store, "- g\n", 1)
     assert projects.open_stores(runtime, "project") == []
     for doc in (real, other, linked):

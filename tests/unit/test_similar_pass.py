@@ -26,6 +26,7 @@ from memory_ls.core.similar import DEFAULT_THRESHOLD, SIMILAR_LIMIT, key_pairs, 
 from memory_ls.core.text import split_text
 from memory_ls.store import lint, similar_pass
 from memory_ls.store.lint import FileReport, lint_file, lint_stores
+from memory_ls.store.runtime import MemoryRuntime
 from memory_ls.store.similar_pass import SimilarWorker, _checked
 from tests.conftest import Workspace
 from tests.unit.test_lint import big_workspace
@@ -487,18 +488,29 @@ class _Nonsense:
         return [(0, self.size + 5, 99.0)]
 
 
+def _check_with_a_child_forked_with(
+    monkeypatch: pytest.MonkeyPatch, name: str, value: object, runtime: MemoryRuntime
+) -> tuple[list[FileReport], SimilarWorker]:
+    """``check``'s reports with a worker forked while ``similar_pass.<name>`` was
+    ``value`` (only the child has it), and that worker."""
+    monkeypatch.setattr(similar_pass, name, value)
+    worker = SimilarWorker(DEFAULT_THRESHOLD)
+    monkeypatch.undo()
+    monkeypatch.setattr(similar_pass, "start_worker", lambda threshold: worker)
+    reports = lint_stores(runtime)
+    monkeypatch.undo()
+    return reports, worker
+
+
 def test_nonsense_from_the_worker_s_pass_is_not_believed(
     workspace: Workspace, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # (The child scores with ThreadedPass, not key_pairs: the test above forks a child
     # that answers what the pass finds.)
     runtime = big_workspace(workspace).runtime()
-    monkeypatch.setattr(similar_pass, "ThreadedPass", _Nonsense)
-    worker = SimilarWorker(DEFAULT_THRESHOLD)  # forked with the bad pass
-    monkeypatch.undo()
-    monkeypatch.setattr(similar_pass, "start_worker", lambda threshold: worker)
-    reports = lint_stores(runtime)
-    monkeypatch.undo()
+    reports, worker = _check_with_a_child_forked_with(
+        monkeypatch, "ThreadedPass", _Nonsense, runtime
+    )
     assert same_as_on_one_thread(reports, workspace)
     assert worker._pid is None
 
@@ -594,11 +606,6 @@ def test_check_with_a_worker_that_repeats_itself_reports_what_the_core_finds(
         os.write = _twice(replies)
         serve(requests, replies, *args)
 
-    monkeypatch.setattr(similar_pass, "_serve", doubling)
-    worker = SimilarWorker(DEFAULT_THRESHOLD)
-    monkeypatch.undo()
-    monkeypatch.setattr(similar_pass, "start_worker", lambda threshold: worker)
-    reports = lint_stores(runtime)
-    monkeypatch.undo()
+    reports, worker = _check_with_a_child_forked_with(monkeypatch, "_serve", doubling, runtime)
     assert same_as_on_one_thread(reports, workspace)
     assert worker._pid is None
