@@ -466,3 +466,99 @@ async def test_a_buffer_closed_while_its_edit_is_refused_is_not_marked_behind(
     await s.wait_for(again, lambda ds: not [d for d in ds if d.code == "buffer-behind-file"])
     await s.command("memory.list")
     assert not [d for d in await s.diagnostics(again) if d.code == "buffer-behind-file"]
+
+
+@pytest.mark.parametrize("mine", [False, True], ids=["same text", "with unsaved edit"])
+@pytest.mark.parametrize("editor", EDITORS, ids=lambda e: e.name)
+async def test_a_uri_opened_again_without_close_gets_the_change_once(
+    start, workspace, tmp_path, editor, mine
+):
+    """``didOpen`` sent twice for one uri (no ``didClose`` between): the second replaces the
+    first (its text, version 1 again); a command edits that buffer once, keeping the
+    unsaved edit it was opened with, and the other uri's buffer too."""
+    workspace.write("project", ["a", "b"])
+    s = await editor.start(start)
+    real, linked = open_twice(s, workspace, tmp_path)
+    s.edit(real, insert(2, "- typed before\n"))
+    text = file_text(workspace.project_store)
+    again = s.open(workspace.project_store, with_line(text, 2, "- mine") if mine else text)
+    assert again == real
+    await run_all(s, [("memory.add", {"text": "c"}), ("memory.forget", {"text": "a"})])
+    assert notes(file_text(workspace.project_store)) == ["b", "c"]
+    expected = file_text(workspace.project_store)
+    assert s.buffers[linked] == expected
+    assert s.buffers[real] == (with_line(expected, 2, "- mine") if mine else expected)
+    assert await server_notes(s, real) == (["mine", "b", "c"] if mine else ["b", "c"])
+    assert await server_notes(s, linked) == ["b", "c"]
+    await assert_no_behind(s, real, linked)
+
+
+@pytest.mark.parametrize("when", ["the other's edit", "its own edit"])
+@pytest.mark.parametrize("editor", EDITORS, ids=lambda e: e.name)
+async def test_typing_in_one_uri_while_the_other_applies_loses_nothing(
+    start, workspace, tmp_path, editor, when
+):
+    """The user types in the linked buffer while the server waits on the real one's
+    ``workspace/applyEdit`` (or just as the linked one's own edit arrives, made for the
+    text before: refused by version, then retried): the file gets the change, each buffer
+    gets it, the typing stays."""
+    workspace.write("project", ["a", "b"])
+    s = await editor.start(start)
+    real, linked = open_twice(s, workspace, tmp_path)
+    typed: list[int] = []
+    during = real if when == "the other's edit" else linked
+
+    def type_in_linked(session: Session, edit: lsp.WorkspaceEdit) -> str | None:
+        if edits_for(edit, during) and not typed:
+            typed.append(1)
+            session.edit(linked, insert(2, "- mine\n"))
+        return versioned(session, edit) if editor.checks_versions else None
+
+    s.refuse = type_in_linked
+    await run_all(s, [("memory.add", {"text": "c"}), ("memory.forget", {"text": "b"})])
+    assert typed
+    assert notes(file_text(workspace.project_store)) == ["a", "c"]
+    assert s.buffers[real] == file_text(workspace.project_store)
+    assert s.buffers[linked] == with_line(file_text(workspace.project_store), 2, "- mine")
+    assert await server_notes(s, linked) == ["mine", "a", "c"]
+    await assert_no_behind(s, real, linked)
+
+
+async def test_a_symlink_repointed_after_open_does_not_edit_the_other_project(
+    start, workspace, tmp_path
+):
+    """The linked folder is pointed at another project after its store was opened: a
+    command on the first project is answered and lands in its file and both its buffers;
+    the other project's store is not touched."""
+    other = new_project(tmp_path / "other")
+    (other / ".pi").mkdir(exist_ok=True)
+    other_store = other / ".pi" / "memory.md"
+    other_store.write_text(f"{HEADER}\n\n- o\n", encoding="utf-8")
+    workspace.write("project", ["a", "b"])
+    s = await start("visual-studio-code")
+    s.refuse = versioned
+    real, linked = open_twice(s, workspace, tmp_path)
+    assert await server_notes(s, linked) == ["a", "b"]  # (the server has both open)
+    link = tmp_path / "linked"
+    link.unlink()
+    link.symlink_to(other, target_is_directory=True)
+    r = await s.command("memory.add", {"text": "c"})
+    assert "error" not in r and r["changed"] is True, r
+    assert notes(file_text(workspace.project_store)) == ["a", "b", "c"]
+    assert notes(file_text(other_store)) == ["o"]
+    assert s.buffers[real] == file_text(workspace.project_store)
+    assert await server_notes(s, real) == ["a", "b", "c"]
+    r = await s.command("memory.forget", {"text": "a"})
+    assert r["changed"] is True and notes(file_text(workspace.project_store)) == ["b", "c"]
+    # The linked buffer is the document of the file it was opened as (the server keeps the
+    # file a uri named at didOpen): it holds that file's text and gets its changes.
+    for uri in (real, linked):
+        assert s.buffers[uri] == file_text(workspace.project_store), uri
+    await assert_no_behind(s, real, linked)
+    # A command naming the link now goes where the link leads, and leaves both alone.
+    r = await s.command("memory.add", {"text": "o2", "uri": linked})
+    assert "error" not in r and r["changed"] is True, r
+    assert notes(file_text(other_store)) == ["o", "o2"]
+    assert notes(file_text(workspace.project_store)) == ["b", "c"]
+    for uri in (real, linked):
+        assert s.buffers[uri] == file_text(workspace.project_store), uri
