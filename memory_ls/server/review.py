@@ -38,7 +38,7 @@ from memory_ls.server import publishing
 from memory_ls.server.commands import BufferChange, in_thread, sync_buffers
 from memory_ls.server.documents import MemoryDocument
 from memory_ls.server.protocol import send_json
-from memory_ls.store.files import Stamp, read_store, stamp_of
+from memory_ls.store.files import Stamp, read_store, stamp_of, unchanged
 from memory_ls.store.paths import inbox_path
 from memory_ls.store.review import Review
 from memory_ls.store.runtime import MemoryRuntime
@@ -74,7 +74,7 @@ def waiting(runtime: MemoryRuntime, scope: Scope) -> list[Proposal]:
     stamp = stamp_of(path)
     key = str(path)
     cached = _cache.get(key)
-    if cached is not None and cached[0] == stamp:
+    if cached is not None and unchanged(cached[0], stamp):  # (a racy stamp: read again)
         return cached[1]
     file = read_store(path) if stamp is not None else None
     text = file.content if file is not None and file.error is None else ""
@@ -334,7 +334,11 @@ def inbox_changed(ls: MemoryServer) -> None:
 def check_inboxes(ls: MemoryServer) -> None:
     """Compare the inbox files' stamps with the last seen; report a change."""
     stamps = _stamps(ls)
-    if stamps != ls.inbox_stamps:
+    # A racy stamp last seen (RACY_MARGIN_NS) does not prove the inbox unchanged: it is
+    # reported as a change, at most a poll or two after the inbox last changed.
+    if any(not unchanged(seen, stamps.get(path)) for path, seen in ls.inbox_stamps.items()) or (
+        stamps.keys() != ls.inbox_stamps.keys()
+    ):
         inbox_changed(ls)
 
 

@@ -344,7 +344,9 @@ class Projects:
             version = (id(doc), doc.bullets_version)
         else:
             view = runtime.view(other)
-            version = (view.file.stamp, view.readable)
+            # The read itself, not its stamp: a racy stamp's read again (RACY_MARGIN_NS)
+            # may find new text under the same stamp.
+            version = (view.file, view.readable)
         cached = self._keys.get(cache_key)
         if cached is not None and cached[0] == version:
             return cached[1]
@@ -371,7 +373,7 @@ class Projects:
             version = (id(doc), doc.bullets_version)
         else:
             view = runtime.view("global")
-            version = (view.file.stamp, view.readable)
+            version = (view.file, view.readable)  # the read, not its stamp (as in other_keys)
         cached = self._claiming.get(path)
         if cached is not None and cached[0] == version:
             return cached[1]

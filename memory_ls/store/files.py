@@ -34,7 +34,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
-from memory_ls.core.records import overload, record
+from memory_ls.core.records import field, overload, record
 from memory_ls.core.text import (
     MAX_STORE_BYTES,
     compiled,
@@ -58,6 +58,24 @@ WRITE_TRIES = 5
 """How many times a write is redone when another program changed the file meanwhile."""
 
 
+RACY_MARGIN_NS = 2_000_000_000
+"""How far in the past a file's mtime must be, when its stamp is taken, for that stamp to
+be trusted to say "unchanged" later (git's "racily clean" rule).
+
+A file system stores mtimes at its own granularity: 2 s on FAT, 1 s on ext3, HFS+ and
+some network mounts, a kernel tick (a few ms) on ext4 and tmpfs, whose clock is also a
+little behind :func:`time.time_ns`. A rewrite of the same size in place (same inode) within
+one such tick of our read keeps the stamp our read took, so a cache keyed by it would keep
+the old text or decision for good. 2 s covers the coarsest of them, and a clock a little
+off; an mtime in the future (a skewed clock) counts as within the margin too."""
+
+
+def is_racy(mtime_ns: int, now_ns: int | None = None) -> bool:
+    """Whether a stamp with ``mtime_ns``, taken at ``now_ns`` (default: now), may hide a
+    later change of the same size: the mtime is not :data:`RACY_MARGIN_NS` in the past."""
+    return (time.time_ns() if now_ns is None else now_ns) - mtime_ns < RACY_MARGIN_NS
+
+
 @record
 class Stamp:
     """What tells a store's versions apart without reading it."""
@@ -65,6 +83,23 @@ class Stamp:
     mtime_ns: int
     size: int
     inode: int
+    racy: bool = field(default=False, compare=False)
+    """Taken while the mtime was within :data:`RACY_MARGIN_NS` of the clock (:func:`is_racy`):
+    a later equal stamp does not prove the file unchanged (:func:`unchanged`). Not compared."""
+
+
+def stamp_from(st: os.stat_result) -> Stamp:
+    """The stamp of a ``stat`` result taken just now, racy or not (:func:`is_racy`)."""
+    mtime = st.st_mtime_ns
+    return Stamp(mtime, st.st_size, st.st_ino, is_racy(mtime))
+
+
+def unchanged(cached: object, current: object) -> bool:
+    """Whether what was read with stamp ``cached`` still stands, the file now having stamp
+    ``current``: equal stamps, and ``cached`` not racy (then the caller reads again, and
+    keeps that read's stamp, racy or not, until one is taken once the mtime is old enough).
+    Any other key (``None`` for a missing file, a folder's names) compares by ``==``."""
+    return cached == current and not (isinstance(cached, Stamp) and cached.racy)
 
 
 # -- messages (every one names the file, and most say what to do) --------------------
@@ -225,7 +260,7 @@ def stamp_of(path: Path) -> Stamp | None:
         st = os.lstat(path)
     except OSError:
         return None
-    return Stamp(st.st_mtime_ns, st.st_size, st.st_ino)
+    return stamp_from(st)
 
 
 @record
@@ -294,7 +329,7 @@ def read_store(
         data = f.read(MAX_STORE_BYTES + 1)
     if len(data) > MAX_STORE_BYTES:
         return StoreFile(path, True, "", None, error=oversize_message(path, fst.st_size))
-    stamp = Stamp(fst.st_mtime_ns, fst.st_size, fst.st_ino)
+    stamp = stamp_from(fst)  # taken before the read: a later write shows, or it is racy
     if known is not None and known.data is not None and known.data == data:
         return StoreFile(path, True, known.content, stamp, data=known.data)
     try:  # one decode in the common case; the slow path only for a broken file
@@ -655,7 +690,7 @@ def write_store(
             os.close(held)
     _fsync_dir(path.parent, folder)
     st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
-    stamp = Stamp(st.st_mtime_ns, st.st_size, st.st_ino)
+    stamp = stamp_from(st)  # racy: another writer's same-size edit may share its tick
     return WriteOutcome(stamp, overwritten) if check else stamp
 
 

@@ -30,9 +30,11 @@ from memory_ls.store.files import (
     oversize_message,
     read_store,
     rewrite_store,
+    stamp_from,
     stamp_of,
     store_lock,
     store_locks,
+    unchanged,
     write_store,
 )
 from memory_ls.store.paths import (
@@ -84,7 +86,7 @@ def _followed_stamp(path: str) -> Stamp | None:
         st = os.stat(path)
     except (OSError, ValueError):
         return None
-    return Stamp(st.st_mtime_ns, st.st_size, st.st_ino)
+    return stamp_from(st)
 
 
 def _held_names(path: str) -> tuple[int, int, int, int, frozenset[str]] | Stamp | None:
@@ -151,9 +153,10 @@ class MemoryRuntime:
         self.explicit_trust = trusted
         self.read_only = read_only
         self._views: dict[Scope, StoreView] = {}
-        self._settings_cache: tuple[tuple[object, ...], TrustDecision, EffectiveConfig] | None = (
-            None
-        )
+        self._settings_cache: (
+            tuple[tuple[object, ...], TrustDecision, EffectiveConfig, bool] | None
+        ) = None
+        """The settings' key, trust, configuration, and whether a stamp in the key is racy."""
         pi = project_folder(self.project_root)
         self._config_paths = (
             str(self.agent_dir),
@@ -272,7 +275,9 @@ class MemoryRuntime:
         if memo is not None and (held := memo.get("settings")) is not None:
             return held  # type: ignore[return-value]
         cached = self._settings_cache
-        if cached is not None and cached[0] == self._settings_key(cached[1]):
+        # A racy stamp in the key (a path changed within RACY_MARGIN_NS of its stamp, e.g.
+        # `trust.json` just rewritten) does not prove the path unchanged: decide again.
+        if cached is not None and not cached[3] and cached[0] == self._settings_key(cached[1]):
             answer = cached[1], cached[2]
         else:
             # The key is taken before what it keys is read: taken after, a file changed in
@@ -290,7 +295,8 @@ class MemoryRuntime:
                 stamps.take(path)
             config = load_config(self.agent_dir, self.project_root, trust.trusted)
             key = self._settings_key(trust, stamps.taken)
-            self._settings_cache = (key, trust, config)
+            racy = any(isinstance(stamp, Stamp) and stamp.racy for stamp in key)
+            self._settings_cache = (key, trust, config, racy)
             answer = trust, config
         if memo is not None:
             memo["settings"] = answer
@@ -377,7 +383,7 @@ class MemoryRuntime:
                 and cached.readable
                 # Before the stamp: a refused folder is not even looked into.
                 and self.store_refusal(scope) is None
-                and cached.file.stamp == stamp_of(path)
+                and unchanged(cached.file.stamp, stamp_of(path))
             ):
                 return cached
             return self._reread(scope)
@@ -391,6 +397,18 @@ class MemoryRuntime:
             return self._views[scope]
         previous = self._views.get(scope)
         file = read_store(self.paths[scope], known=previous.file if previous else None)
+        if (
+            previous is not None
+            and previous.readable
+            and file.error is None
+            and file.data is not None
+            and file.data is previous.file.data  # (read_store keeps `known`'s bytes when equal)
+            and file.stamp == previous.file.stamp
+        ):
+            # A read again of a racy stamp (RACY_MARGIN_NS) that found the same bytes: the
+            # view stands as it was, only its stamp is the new one (racy while still recent).
+            previous.file = file
+            return previous
         parsed = parse(file.content)
         if file.error is None:
             last_good = parsed.notes

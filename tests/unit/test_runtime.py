@@ -21,6 +21,7 @@ from memory_ls.store.paths import shared_store_message
 from memory_ls.store.runtime import MemoryRuntime
 from memory_ls.store.trust import decide_trust
 from tests.conftest import Workspace
+from tests.old_files import age, clock_ahead, rewrite_in_one_tick
 
 NEW = f"{HEADER}\n\n"
 
@@ -430,10 +431,9 @@ def test_an_add_changes_the_text_read_under_the_lock_even_when_no_stamp_moved(
     path = workspace.write("project", "- aaaa\n")
     rt = workspace.runtime()
     assert rt.run("add", {"text": "bbbb"})["changed"]
-    st = os.stat(path)
-    with open(path, "r+b") as f:
-        f.write(b"- cccc")  # in place: same inode, same size
-    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    age(path)  # an old file: its stamp is trusted to say "unchanged" (RACY_MARGIN_NS)
+    assert rt.view("project").file.content == "- aaaa\n- bbbb\n"
+    rewrite_in_one_tick(path, b"- cccc\n- bbbb\n")
     assert rt.view("project").file.content == "- aaaa\n- bbbb\n"  # no stamp shows it
     assert rt.run("add", {"text": "dddd"})["project"] == ["cccc", "bbbb", "dddd"]
     assert path.read_text() == "- cccc\n- bbbb\n- dddd\n"
@@ -537,6 +537,7 @@ def test_its_own_writes_do_not_make_trust_be_decided_again(
     """An add changes the stores' folders' stamps, not what trust and configuration read:
     the decision made before the write answers after it (for both stores' folders). A
     store that did not exist yet is a new name in its folder: decided again then."""
+    clock_ahead(monkeypatch)  # the folders trust consults are old (no racy stamp)
     workspace.write("project", ["p"])
     workspace.write("global", ["g"])
     rt = workspace.runtime(trusted=None)
@@ -782,6 +783,7 @@ def test_a_first_look_decides_trust_once(
 ) -> None:
     """A process's first look (and the first after a watcher's event) decides trust once:
     it decided once to learn which paths to stamp, then again after stamping them."""
+    clock_ahead(monkeypatch)  # the folders trust consults are old (no racy stamp)
     (workspace.root / ".pi").mkdir()
     rt = workspace.runtime(trusted=explicit)
     decided: list[Path] = []

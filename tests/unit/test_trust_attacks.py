@@ -29,6 +29,7 @@ from memory_ls.store.runtime import MemoryRuntime
 from memory_ls.store.trust import decide_trust
 from tests.conftest import store_text
 from tests.hostile import HOSTILE
+from tests.old_files import clock_ahead, rewrite_in_one_tick
 
 
 def repo(path: Path, notes: list[str] | None = None) -> Path:
@@ -217,8 +218,11 @@ def test_a_pi_link_to_a_folder_inside_that_gains_mcp_json(tmp_path: Path, agent:
     assert rt.trust().trusted is False
 
 
-def test_projects_invalidate_drops_every_runtimes_trust(tmp_path: Path, agent: Path) -> None:
+def test_projects_invalidate_drops_every_runtimes_trust(
+    tmp_path: Path, agent: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A watched-file event re-decides trust even when no stamp shows the edit."""
+    clock_ahead(monkeypatch)  # old files: their stamps are trusted (RACY_MARGIN_NS)
     root = repo(tmp_path / "p")
     store = agent / "trust.json"
     store.write_text(json.dumps({str(root): True}) + " ")
@@ -226,10 +230,7 @@ def test_projects_invalidate_drops_every_runtimes_trust(tmp_path: Path, agent: P
     projects.configure(Settings(agent_dir=str(agent)), [root])
     rt = projects.runtime_for_path(root)
     assert rt.trust().trusted is True
-    before = os.stat(store)
-    with open(store, "r+", encoding="utf-8") as handle:  # same inode, same size
-        handle.write(json.dumps({str(root): False}))
-    os.utime(store, ns=(before.st_atime_ns, before.st_mtime_ns))
+    rewrite_in_one_tick(store, json.dumps({str(root): False}).encode())
     assert rt.trust().trusted is True  # nothing on disk says it changed...
     projects.invalidate()  # ...but the client's watcher did
     assert rt.trust().trusted is False

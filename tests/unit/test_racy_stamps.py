@@ -1,0 +1,186 @@
+"""Git's "racily clean" rule: a stamp taken within a timestamp tick of the file's last
+change does not prove the file unchanged later (``RACY_MARGIN_NS``).
+
+Each test fakes a coarse file system: a same-size rewrite in place (same inode) with the
+mtime set back, so the stamp is exactly the one the cached read took.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from memory_ls.server import review as review_module
+from memory_ls.store import runtime as runtime_module
+from memory_ls.store.files import (
+    RACY_MARGIN_NS,
+    Stamp,
+    is_racy,
+    read_store,
+    stamp_of,
+    unchanged,
+)
+from memory_ls.store.paths import inbox_path
+from memory_ls.store.review import Review
+from tests.conftest import Workspace
+from tests.old_files import age, clock_ahead, rewrite_in_one_tick
+
+# -- the rule ---------------------------------------------------------------------------
+
+
+def test_a_stamp_taken_within_the_margin_is_racy(tmp_path: Path) -> None:
+    path = tmp_path / "f"
+    path.write_text("x")
+    fresh = stamp_of(path)
+    assert fresh is not None and fresh.racy
+    assert read_store(path).stamp.racy  # type: ignore[union-attr]
+    age(path)
+    old = stamp_of(path)
+    assert old is not None and not old.racy
+
+
+def test_racy_is_not_compared_but_is_never_unchanged() -> None:
+    racy, settled = Stamp(1, 2, 3, racy=True), Stamp(1, 2, 3)
+    assert racy == settled and hash(racy) == hash(settled)
+    assert unchanged(settled, racy) and unchanged(settled, settled)
+    assert not unchanged(racy, settled) and not unchanged(racy, racy)
+    assert not unchanged(settled, Stamp(1, 2, 4)) and not unchanged(settled, None)
+    assert unchanged(None, None)
+
+
+def test_the_margin_and_a_clock_behind_the_file() -> None:
+    now = time.time_ns()
+    assert is_racy(now, now) and is_racy(now - RACY_MARGIN_NS + 1, now)
+    assert not is_racy(now - RACY_MARGIN_NS, now)
+    # An mtime in the future (a skewed clock, a network mount): not safely in the past.
+    assert is_racy(now + 3600 * 10**9, now)
+
+
+def test_an_mtime_in_the_future_is_racy_until_the_clock_passes_it(tmp_path: Path) -> None:
+    path = tmp_path / "f"
+    path.write_text("x")
+    st = os.stat(path)
+    future = st.st_mtime_ns + 3600 * 10**9
+    os.utime(path, ns=(st.st_atime_ns, future))
+    assert stamp_of(path).racy  # type: ignore[union-attr]
+
+
+# -- the store's read cache ------------------------------------------------------------------
+
+
+def test_a_store_rewritten_within_the_tick_of_its_read_is_read_again(
+    workspace: Workspace,
+) -> None:
+    path = workspace.write("project", "- aaaa\n")
+    rt = workspace.runtime()
+    assert rt.notes("project") == ["aaaa"]
+    rewrite_in_one_tick(path, b"- bbbb\n")
+    assert rt.notes("project") == ["bbbb"]
+
+
+def test_an_aged_store_is_not_read_again(
+    workspace: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Once its stamp was taken with the mtime safely past, an equal stamp is trusted:
+    one read, and none at the next looks (no cost once the file has settled)."""
+    path = workspace.write("project", "- aaaa\n")
+    age(path)
+    reads: list[Path] = []
+    real = runtime_module.read_store
+
+    def counting(p: Path, *args: object, **kwargs: object) -> object:
+        reads.append(p)
+        return real(p, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(runtime_module, "read_store", counting)
+    rt = workspace.runtime()
+    for _ in range(3):
+        assert rt.notes("project") == ["aaaa"]
+    assert reads == [path]
+
+
+def test_a_racy_read_again_that_finds_the_same_bytes_keeps_the_view(
+    workspace: Workspace,
+) -> None:
+    workspace.write("project", "- aaaa\n")
+    rt = workspace.runtime()
+    first = rt.view("project")
+    again = rt.view("project")
+    assert again is first and again.parsed is first.parsed
+
+
+def test_our_own_write_then_a_same_size_edit_in_its_tick_is_seen(workspace: Workspace) -> None:
+    """The stamp adopted after an atomic write is racy like any other: an editor saving
+    the same size in place within its tick is not hidden behind it."""
+    path = workspace.write("project", "- aaaa\n")
+    age(path)
+    rt = workspace.runtime()
+    assert rt.run("add", {"text": "bbbb"})["project"] == ["aaaa", "bbbb"]
+    rewrite_in_one_tick(path, path.read_bytes().replace(b"bbbb", b"cccc"))
+    assert rt.notes("project") == ["aaaa", "cccc"]
+
+
+# -- trust and configuration ----------------------------------------------------------------
+
+
+def test_trust_json_rewritten_within_the_tick_of_the_decision_is_decided_again(
+    workspace: Workspace,
+) -> None:
+    store = workspace.agent_dir / "trust.json"
+    store.write_text(json.dumps({str(workspace.root): True}) + " ")
+    rt = workspace.runtime(trusted=None)
+    assert rt.trust().trusted is True
+    rewrite_in_one_tick(store, json.dumps({str(workspace.root): False}).encode())
+    assert rt.trust().trusted is False
+
+
+def test_config_rewritten_within_the_tick_of_its_read_is_read_again(
+    workspace: Workspace,
+) -> None:
+    config = workspace.agent_dir / "bytefly.json"
+    config.write_text(json.dumps({"memory": {"maxInjectBytes": 1000}}))
+    rt = workspace.runtime()
+    assert rt.config().max_inject_bytes == 1000
+    rewrite_in_one_tick(config, json.dumps({"memory": {"maxInjectBytes": 2000}}).encode())
+    assert rt.config().max_inject_bytes == 2000
+
+
+def test_settled_settings_are_decided_once(
+    workspace: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = workspace.agent_dir / "trust.json"
+    store.write_text(json.dumps({str(workspace.root): True}))
+    config = workspace.agent_dir / "bytefly.json"
+    config.write_text(json.dumps({"memory": {"maxInjectBytes": 1000}}))
+    clock_ahead(monkeypatch)  # (trust consults every ancestor folder, /tmp among them)
+    decisions: list[object] = []
+    real = runtime_module.decide_trust
+
+    def counting(*args: object, **kwargs: object) -> object:
+        decisions.append(args)
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(runtime_module, "decide_trust", counting)
+    rt = workspace.runtime(trusted=None)
+    for _ in range(3):
+        assert rt.trust().trusted is True and rt.config().max_inject_bytes == 1000
+    assert len(decisions) == 1
+
+
+# -- the review inbox ------------------------------------------------------------------------
+
+
+def test_an_inbox_rewritten_within_the_tick_of_its_read_is_read_again(
+    workspace: Workspace,
+) -> None:
+    workspace.write("project", "- x\n")
+    rt = workspace.runtime()
+    Review(rt).propose("add", {"text": "aaaa"}, "cli")
+    assert [p["text"] for p in review_module.waiting(rt, "project")] == ["aaaa"]
+    inbox = inbox_path(rt.paths["project"])
+    rewrite_in_one_tick(inbox, inbox.read_bytes().replace(b"aaaa", b"bbbb"))
+    assert [p["text"] for p in review_module.waiting(rt, "project")] == ["bbbb"]
