@@ -11,10 +11,14 @@ import json
 import os
 import time
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
 from memory_ls.server import review as review_module
+from memory_ls.server.settings import Settings
+from memory_ls.server.workspace import Projects
 from memory_ls.store import runtime as runtime_module
 from memory_ls.store.files import (
     RACY_MARGIN_NS,
@@ -184,3 +188,109 @@ def test_an_inbox_rewritten_within_the_tick_of_its_read_is_read_again(
     inbox = inbox_path(rt.paths["project"])
     rewrite_in_one_tick(inbox, inbox.read_bytes().replace(b"aaaa", b"bbbb"))
     assert [p["text"] for p in review_module.waiting(rt, "project")] == ["bbbb"]
+
+
+# -- caches built on a view, and attacks ----------------------------------------------------
+
+
+def test_the_editors_key_index_of_the_other_store_follows_a_racy_read(
+    workspace: Workspace,
+) -> None:
+    """The other store's key index (cross-scope duplicates) is keyed by the read, not its
+    stamp: a read again under the same stamp that found new text gives new keys."""
+    path = workspace.write("global", "- aaaa\n")
+    workspace.write("project", "- x\n")
+    projects = Projects()
+    projects.configure(Settings(agent_dir=str(workspace.agent_dir)), [workspace.root])
+    rt = projects.runtime_for_path(workspace.root)
+    assert list(projects.other_keys(rt, "project").values()) == ["aaaa"]
+    rewrite_in_one_tick(path, b"- bbbb\n")
+    assert list(projects.other_keys(rt, "project").values()) == ["bbbb"]
+
+
+def test_a_racy_stamp_settles_once_a_read_finds_the_mtime_old(
+    workspace: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Racy reads stop once the file is old: the read that sees the old mtime keeps a
+    stamp that is trusted, and the looks after it read nothing."""
+    path = workspace.write("project", "- aaaa\n")
+    rt = workspace.runtime()
+    assert rt.view("project").file.stamp.racy  # type: ignore[union-attr]
+    age(path)
+    assert not rt.view("project").file.stamp.racy  # type: ignore[union-attr]
+    reads: list[object] = []
+    real = runtime_module.read_store
+    monkeypatch.setattr(
+        runtime_module, "read_store", lambda *a, **k: reads.append(a) or real(*a, **k)
+    )
+    for _ in range(3):
+        assert rt.notes("project") == ["aaaa"]
+    assert reads == []
+
+
+def test_a_rename_over_within_the_tick_is_seen(workspace: Workspace) -> None:
+    """Another program's atomic save (a new file renamed over the store), of the same size
+    and with the old mtime: its inode differs, or, were a freed inode reused, the racy stamp
+    reads again."""
+    path = workspace.write("project", "- aaaa\n")
+    rt = workspace.runtime()
+    assert rt.notes("project") == ["aaaa"]
+    st = os.stat(path)
+    tmp = path.with_name("other.tmp")
+    tmp.write_bytes(b"- bbbb\n")
+    os.utime(tmp, ns=(st.st_atime_ns, st.st_mtime_ns))
+    os.replace(tmp, path)
+    assert rt.notes("project") == ["bbbb"]
+
+
+def test_a_store_with_an_mtime_in_the_future_is_read_again_until_it_is_past(
+    workspace: Workspace,
+) -> None:
+    """A clock skewed ahead (a network mount, an archive unpacked): the file's mtime is
+    in the future, so a same-size rewrite by that clock may share it; it is read again."""
+    path = workspace.write("project", "- aaaa\n")
+    st = os.stat(path)
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 3600 * 10**9))
+    rt = workspace.runtime()
+    assert rt.notes("project") == ["aaaa"]
+    rewrite_in_one_tick(path, b"- bbbb\n")
+    assert rt.notes("project") == ["bbbb"]
+
+
+def test_a_trust_json_renamed_over_in_the_tick_is_decided_again(
+    workspace: Workspace,
+) -> None:
+    store = workspace.agent_dir / "trust.json"
+    store.write_text(json.dumps({str(workspace.root): True}) + " ")
+    rt = workspace.runtime(trusted=None)
+    assert rt.trust().trusted is True
+    st = os.stat(store)
+    tmp = workspace.agent_dir / "trust.json.tmp"
+    tmp.write_text(json.dumps({str(workspace.root): False}))
+    os.utime(tmp, ns=(st.st_atime_ns, st.st_mtime_ns))
+    os.replace(tmp, store)
+    assert rt.trust().trusted is False
+
+
+def test_the_inbox_poll_reports_a_rewrite_within_the_tick_of_its_last_look(
+    workspace: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The editor's inbox poll (for clients without a file watcher) compares stamps: a racy
+    one last seen is reported as a change, and a settled one is not."""
+    workspace.write("project", "- x\n")
+    projects = Projects()
+    projects.configure(Settings(agent_dir=str(workspace.agent_dir)), [workspace.root])
+    rt = projects.runtime_for_path(workspace.root)
+    Review(rt).propose("add", {"text": "aaaa"}, "cli")
+    inbox = inbox_path(rt.paths["project"])
+    reported: list[object] = []
+    ls: Any = SimpleNamespace(projects=projects)
+    monkeypatch.setattr(review_module, "inbox_changed", lambda ls: reported.append(ls))
+    ls.inbox_stamps = review_module._stamps(ls)
+    rewrite_in_one_tick(inbox, inbox.read_bytes().replace(b"aaaa", b"bbbb"))
+    review_module.check_inboxes(ls)
+    assert reported == [ls]
+    age(inbox)
+    ls.inbox_stamps = review_module._stamps(ls)
+    review_module.check_inboxes(ls)
+    assert reported == [ls]  # settled: nothing to report
