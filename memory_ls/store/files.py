@@ -67,7 +67,13 @@ some network mounts, a kernel tick (a few ms) on ext4 and tmpfs, whose clock is 
 little behind :func:`time.time_ns`. A rewrite of the same size in place (same inode) within
 one such tick of our read keeps the stamp our read took, so a cache keyed by it would keep
 the old text or decision for good. 2 s covers the coarsest of them, and a clock a little
-off; an mtime in the future (a skewed clock) counts as within the margin too."""
+off; an mtime in the future (a skewed clock) counts as within the margin too.
+
+The moment is :func:`time.time_ns`, read just after the ``stat``: the realtime clock local
+file systems stamp files from (Linux stamps with its coarse copy, up to a tick behind, so
+an mtime is never ahead of it by itself). A network mount stamps with its server's clock:
+one more than the margin behind ours is not covered; one ahead only makes stamps racy,
+i.e. read again at each look, until ours passes the mtime by the margin."""
 
 
 def is_racy(mtime_ns: int, now_ns: int | None = None) -> bool:
