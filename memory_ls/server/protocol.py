@@ -458,6 +458,11 @@ class MemoryProtocol(LanguageServerProtocol):
         """What ``serve`` returns: 1 after an ``exit`` that came without ``shutdown`` (LSP)."""
         self.lists = ListJson()
         """The JSON of the last long lists of notes answered, to answer the next ones from."""
+        self.shutdown_id: MsgId | None = None
+        """The id of the ``shutdown`` request, once one came."""
+        self.shutdown_answered = False
+        """Whether the answer to ``shutdown`` is written: no notification is after it
+        (:meth:`_send_data`, :func:`send_encoded`)."""
 
     def structure_message(self, data: dict[str, Any]) -> Any:
         """Leave requests and notifications as JSON for :meth:`handle_message`.
@@ -503,7 +508,14 @@ class MemoryProtocol(LanguageServerProtocol):
         (:class:`ListJson`): the same bytes as pygls' ``json.dumps``, in a tenth of
         the time (0.8-1.3 ms a ``memory.add`` on 4,500 notes). Anything it cannot
         write, and every other message, goes pygls' way, which reports the failure.
+
+        Once ``shutdown`` is answered, no notification is written (a publish that a
+        background pass or a timer makes then): the answer is the last thing a client
+        has to read before its ``exit``. Answers, and requests, still are.
         """
+        if self.shutdown_answered and _is_notification(data):
+            log.debug("not sent after the answer to shutdown: %.100r", _method(data))
+            return
         if type(getattr(data, "result", None)) is dict and _is_response(type(data)):
             try:
                 body = encode_response(
@@ -512,9 +524,19 @@ class MemoryProtocol(LanguageServerProtocol):
             except Exception:  # pygls' own way writes it, or reports why it cannot
                 log.debug("a response left to pygls' encoding", exc_info=True)
             else:
-                send_encoded(self, body)
+                _write_encoded(self, body)
                 return
         super()._send_data(data)
+        if (
+            self.shutdown_id is not None
+            and _method(data) is None
+            and _field(data, "id") == self.shutdown_id
+        ):
+            # The last message a client that asked to shut down has to read: it may
+            # stop reading now, and a publish (of a large store: more than a socket or
+            # a pipe holds) written then would block the server for good, with the
+            # client's ``exit`` unread behind it.
+            self.shutdown_answered = True
 
     def handle_message(self, message: Any) -> None:
         """Read a request or notification and pass it on; answer or log one that cannot be served."""
@@ -672,7 +694,7 @@ class MemoryProtocol(LanguageServerProtocol):
         command waited for the client, and ``exit`` then ended with 1."""
         if (handler := self.fm.features.get(lsp.SHUTDOWN)) is not None:
             yield handler, args, None
-        current = self.msg_id
+        current = self.shutdown_id = self.msg_id
         running: list[asyncio.Task[Any]] = []
         for msg_id, future in list(self._request_futures.items()):
             if msg_id != current and not future.done():
@@ -976,7 +998,33 @@ _writes: set[asyncio.Future[Any]] = set()
 """Writes of an asynchronous transport still under way (a task must be referenced)."""
 
 
+def _field(data: Any, name: str) -> Any:
+    """The field ``name`` of a message, plain JSON or an object (``None`` when it has none)."""
+    return data.get(name) if isinstance(data, dict) else getattr(data, name, None)
+
+
+def _method(data: Any) -> Any:
+    return _field(data, "method")
+
+
+def _is_notification(data: Any) -> bool:
+    """Whether ``data`` is a notification: a method and no id (neither a request nor a response)."""
+    has_id = "id" in data if isinstance(data, dict) else hasattr(data, "id")
+    return _method(data) is not None and not has_id
+
+
 def send_encoded(protocol: JsonRPCProtocol, *parts: bytes) -> None:
+    """Write one JSON-RPC notification already encoded as JSON, given as ``parts``
+    that joined are its body, to the client; nothing once ``shutdown`` is answered
+    (:attr:`MemoryProtocol.shutdown_answered`).
+    """
+    if getattr(protocol, "shutdown_answered", False):
+        log.debug("not sent after the answer to shutdown: a notification already encoded")
+        return
+    _write_encoded(protocol, *parts)
+
+
+def _write_encoded(protocol: JsonRPCProtocol, *parts: bytes) -> None:
     """Write one JSON-RPC message already encoded as JSON, given as ``parts`` that
     joined are its body, to the client.
 

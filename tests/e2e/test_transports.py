@@ -5,10 +5,13 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import select
 import signal
 import socket
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -437,3 +440,120 @@ def test_pipes_on_stdin_and_stdout_are_widened(workspace: Workspace) -> None:
     finally:
         proc.kill()
         proc.wait(timeout=10)
+
+
+HELD_SIMILAR = """
+import os, sys, time
+from memory_ls.server.diagnostics import Analysis
+found = Analysis.all_pairs
+def held(keys, threshold):
+    pairs = found(keys, threshold)
+    open(os.environ["MEMORY_LS_TEST_RELEASE"] + ".held", "w").close()
+    while not os.path.exists(os.environ["MEMORY_LS_TEST_RELEASE"]):
+        time.sleep(0.01)
+    return pairs
+Analysis.all_pairs = staticmethod(held)
+from memory_ls.__main__ import main
+sys.argv = ["memory-ls", "serve"]
+sys.exit(main())
+"""
+"""``memory-ls serve`` whose pass over every similar pair ends only once the test
+creates the file ``MEMORY_LS_TEST_RELEASE`` names (``….held`` says the pass is held):
+its publish then comes when the test wants, here after the answer to ``shutdown``."""
+
+
+def _read_until_answered(fd: int, msg_id: int) -> bytes:
+    """What the server wrote on ``fd`` up to and including its answer to ``msg_id``."""
+    received = b""
+    while True:
+        ready, _, _ = select.select([fd], [], [], 60)
+        assert ready, f"no answer to {msg_id} in 60 s"
+        chunk = os.read(fd, 1 << 20)
+        assert chunk, "the server closed the connection before answering"
+        received += chunk
+        try:
+            answers = _messages(received)
+        except (IndexError, ValueError):  # a message still cut short
+            continue
+        if any(a.get("id") == msg_id for a in answers):
+            return received
+
+
+@pytest.mark.parametrize("transport", ["one-socket", "pipes"])
+def test_exit_ends_the_server_when_the_client_stops_reading_after_shutdown(
+    workspace: Workspace, tmp_path: Path, transport: str
+) -> None:
+    """A client may stop reading once ``shutdown`` is answered: the server says nothing
+    after that answer. A publish made later (here the similar hints of a large store,
+    ~1.3 MB, more than a socket or a widened pipe holds) was written to a client that no
+    longer read, and blocked the server, which never read the ``exit`` behind it (the
+    one-socket test above, once in a CI run)."""
+    notes = "".join(f"- use pnpm for build step {i % 40} in this repository\n" for i in range(3000))
+    text = "# Memory\n\n" + notes
+    workspace.project_store.parent.mkdir()
+    workspace.project_store.write_text(text)
+    release = tmp_path / "release"
+    env = {**workspace.env(), "PYTHONFAULTHANDLER": "1", "MEMORY_LS_TEST_RELEASE": str(release)}
+    command = [sys.executable, "-c", HELD_SIMILAR]
+    if transport == "one-socket":
+        ours, theirs = socket.socketpair()
+        server = subprocess.Popen(
+            command,
+            stdin=theirs,
+            stdout=theirs,
+            stderr=subprocess.PIPE,
+            env=env,
+            cwd=workspace.root,
+        )
+        theirs.close()
+        read_fd, write_fd = ours.fileno(), ours.fileno()
+    else:
+        server = subprocess.Popen(
+            command,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+            cwd=workspace.root,
+        )
+        assert server.stdin is not None and server.stdout is not None
+        read_fd, write_fd = server.stdout.fileno(), server.stdin.fileno()
+    try:
+        uri = workspace.project_store.as_uri()
+        opened = {
+            "textDocument": {"uri": uri, "languageId": "markdown", "version": 1, "text": text}
+        }
+        sent = [
+            INITIALIZE,
+            {"jsonrpc": "2.0", "method": "initialized", "params": {}},
+            {"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": opened},
+            {"jsonrpc": "2.0", "id": 2, "method": "shutdown"},
+        ]
+        writer = threading.Thread(target=lambda: _write_all(write_fd, b"".join(map(_frame, sent))))
+        writer.start()
+        received = _read_until_answered(read_fd, 2)
+        writer.join()
+        held = release.with_name("release.held")
+        for _ in range(600):  # the similar hints are found, and held
+            if held.exists():
+                break
+            time.sleep(0.05)
+        assert held.exists(), "the similar pass never ran"
+        release.touch()  # the similar hints are ready now, after the answer to shutdown
+        # Whatever the server writes from here on is left unread; it shows in 3 s if at all.
+        ready, _, _ = select.select([read_fd], [], [], 3)
+        _write_all(write_fd, _frame({"jsonrpc": "2.0", "method": "exit"}))
+        assert _ended(server, timeout=20) == 0
+        assert not ready, "the server wrote after its answer to shutdown"
+    finally:
+        if transport == "one-socket":
+            ours.close()
+        server.kill()
+        server.communicate()
+    assert [a["id"] for a in _messages(received) if "id" in a] == [1, 2]
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]

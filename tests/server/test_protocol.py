@@ -436,3 +436,31 @@ async def test_document_notifications_leave_no_future_behind(server: InProcess) 
     notify(lsp.TEXT_DOCUMENT_DID_CLOSE, {"textDocument": {"uri": uri}})
     assert server.ls.document(uri) is None
     assert len(server.ls.protocol._request_futures) == futures
+
+
+def test_nothing_but_answers_is_written_after_the_answer_to_shutdown() -> None:
+    """A client may stop reading once ``shutdown`` is answered: a notification written
+    then (a late publish of a large store) blocked the server with its ``exit`` unread
+    (``tests/e2e/test_transports.py``)."""
+    from memory_ls.server.protocol import send_encoded, send_json
+
+    protocol = create_server().protocol
+    out: list[bytes] = []
+    protocol.set_writer(Capture(out), include_headers=False)
+    publish = {"jsonrpc": "2.0", "method": "textDocument/publishDiagnostics", "params": {}}
+    protocol.shutdown_id = 5  # as lsp_shutdown records it
+    send_json(protocol, publish)  # shutdown is not answered yet: still written
+    protocol._send_data(JsonRPCResponseMessage(id=4, result=None, jsonrpc="2.0"))
+    assert len(out) == 2 and not protocol.shutdown_answered
+    protocol._send_data(JsonRPCResponseMessage(id=5, result=None, jsonrpc="2.0"))
+    assert protocol.shutdown_answered
+    del out[:]
+    send_json(protocol, publish)
+    send_encoded(protocol, json.dumps(publish).encode())
+    protocol.notify(lsp.WINDOW_LOG_MESSAGE, lsp.LogMessageParams(lsp.MessageType.Log, "x"))
+    assert out == []
+    # Answers still are (a request after shutdown gets its InvalidRequest), and a
+    # request's own answer with a plain result.
+    send_json(protocol, {"jsonrpc": "2.0", "id": 6, "error": {"code": -32600, "message": "x"}})
+    protocol._send_data(JsonRPCResponseMessage(id=7, result={"a": 1}, jsonrpc="2.0"))
+    assert [json.loads(b)["id"] for b in out] == [6, 7]
