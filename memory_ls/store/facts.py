@@ -22,6 +22,7 @@ from memory_ls.store.paths import (
     names_global_store,
     project_folder_refusal,
     refused_project_store,
+    shared_file_refusal,
 )
 
 TYPE_CHECKING = False  # not `typing`'s: the read verbs do without importing it (~3.5 ms)
@@ -194,7 +195,10 @@ def memory_file_facts(
         if (
             refused is not None
             and global_store is not None
-            and names_global_store(written, global_store)
+            and (
+                names_global_store(written, global_store)
+                or shared_file_refusal(refused[0], global_store, refused[1]) is not None
+            )
         ):
             # The global store, named as the agent dir names it, in a refused `.pi` (the
             # agent dir is that `.pi`, or `<root>/.pi/x/.pi`): usable, as `list`, `add`

@@ -163,9 +163,24 @@ def shared_file_refusal(project_root: Path, global_store: Path, refusal: str | N
         return None
     if refusal == shared_store_message(project_root, global_store):
         return refusal
-    if names_global_store(project_store_path(project_root), global_store):
+    if names_pi_folder(global_store.parent, project_root):
         return refusal
     return None
+
+
+def names_pi_folder(folder: Path, project_root: Path) -> bool:
+    """Whether ``folder`` (an agent dir) names ``project_root``'s ``.pi`` entry itself:
+    ``<root>/.pi`` with the folders above the ``.pi`` resolved, the ``.pi`` not followed
+    (where it leads is another path: a store of its own). The root may be spelled through
+    a symlinked folder (a linked home, macOS's ``/tmp``) as the project root never is."""
+    named = os.path.abspath(folder)
+    if os.path.basename(named) != ".pi":
+        return False
+    try:
+        holder = os.path.realpath(os.path.dirname(named))
+    except ValueError:
+        return False
+    return os.path.join(holder, ".pi") == os.path.join(_real_folder(project_root), ".pi")
 
 
 def _same_folder(real: str, other: Path) -> bool:

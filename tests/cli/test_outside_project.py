@@ -157,6 +157,9 @@ class SharedStore:
             how = how.removeprefix("pi leads out, ")
         if how == "--agent-dir":
             self.flags = ["--agent-dir", str(pi)]
+        elif how == "root through a link":  # `<link to root>/.pi`: the `.pi` entry itself
+            (tmp_path / "root-link").symlink_to(self.root, target_is_directory=True)
+            self.env["PI_CODING_AGENT_DIR"] = str(tmp_path / "root-link" / ".pi")
         elif how == "env":
             self.env["PI_CODING_AGENT_DIR"] = str(pi)
         elif how == "linked agent dir":  # the agent dir is a link to the project's .pi
@@ -193,6 +196,7 @@ class SharedStore:
         "pi links to it",
         "pi leads out, --agent-dir",
         "pi leads out, env",
+        "pi leads out, root through a link",
     ]
 )
 def shared(request: pytest.FixtureRequest, workspace: Workspace, tmp_path: Path) -> SharedStore:
