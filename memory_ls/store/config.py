@@ -20,7 +20,7 @@ from memory_ls.store.paths import (
     global_store_path,
     project_folder_refusal,
     read_small_text,
-    shared_store_message,
+    shared_file_refusal,
 )
 
 CONFIG_FILE_NAME = "bytefly.json"
@@ -53,7 +53,7 @@ def load_config(agent_dir: Path, project_root: Path, trusted: bool) -> Effective
     project_path = project_config_path(project_root)
     global_store = global_store_path(agent_dir)
     refusal = project_folder_refusal(project_root, global_store=global_store)
-    if refusal is not None and refusal == shared_store_message(project_root, global_store):
+    if shared_file_refusal(project_root, global_store, refusal) is not None:
         pass  # the agent dir is this `.pi`: its file is the layer above, read and listed once
     elif refusal is not None:
         layers.append(unreadable_layer(str(project_path), refusal))

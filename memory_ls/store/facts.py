@@ -17,7 +17,13 @@ from pathlib import Path
 
 from memory_ls.core.records import record
 from memory_ls.core.text import display_path, is_utf8
-from memory_ls.store.paths import as_written, project_folder_refusal, refused_project_store
+from memory_ls.store.paths import (
+    as_written,
+    names_global_store,
+    project_folder_refusal,
+    refused_project_store,
+    shared_file_refusal,
+)
 
 TYPE_CHECKING = False  # not `typing`'s: the read verbs do without importing it (~3.5 ms)
 if TYPE_CHECKING:  # types only: the read verbs do not import the boundary shapes
@@ -189,12 +195,14 @@ def memory_file_facts(
         if (
             refused is not None
             and global_store is not None
-            and written == Path(os.path.abspath(global_store))
-            and written != refused[0] / ".pi" / "memory.md"
+            and (
+                names_global_store(written, global_store)
+                or shared_file_refusal(refused[0], global_store, refused[1]) is not None
+            )
         ):
-            # The global store, named as the agent dir names it, deeper in a refused
-            # `.pi` (`<root>/.pi/x/.pi`): not that project's store, and usable, as
-            # `list`, `add` and `doctor` use it (:func:`classify_store_path`).
+            # The global store, named as the agent dir names it, in a refused `.pi` (the
+            # agent dir is that `.pi`, or `<root>/.pi/x/.pi`): usable, as `list`, `add`
+            # and `doctor` use it (:func:`classify_store_path`).
             refusal = None
     if refusal is not None:
         return FileFacts(path, outside_project=refusal)

@@ -128,6 +128,61 @@ def project_folder_refusal(
     return None
 
 
+def names_global_store(path: Path, global_store: Path) -> bool:
+    """Whether ``path``, as written, is the global store as the agent dir names it.
+
+    The agent dir is the user's own explicit choice: its ``memory.md`` is the global
+    store wherever it lives, also through a project's ``.pi`` that leads out of the
+    project (an agent dir that *is* that ``.pi``). Such a path is never judged as that
+    project's refused store; the project scope is refused instead
+    (:func:`shared_file_refusal`).
+    """
+    return os.path.abspath(path) == os.path.abspath(global_store)
+
+
+def shared_file_refusal(project_root: Path, global_store: Path, refusal: str | None) -> str | None:
+    """Why ``project_root``'s scope is refused when its store is the global store's file,
+    else ``None``; ``refusal`` is :func:`project_folder_refusal`'s, given the global store.
+
+    The one rule for "both scopes name one file" (SPEC §1: they never become one), which
+    every entry point follows (``list``/``add``/``inject``/``doctor``, ``check`` with and
+    without FILE, the editor's documents and commands, the MCP server): the file is the
+    global store and works as one; the project scope is refused, with ``refusal``, and a
+    file report or open document of that file shows it. One file means either
+
+    - the agent dir is the project's ``.pi`` under another path or the same one (a link
+      to it, a bind mount; :func:`shared_store_message`), or
+    - the agent dir is, as written, the project's ``.pi``, which leads out of the project
+      (the refusal is then the ``outside`` one, as for any ``.pi`` leading out).
+
+    A ``.pi`` that leads out to an agent dir named by another path (its real one, say)
+    is not one file here: the project store is a link, refused, reported beside the
+    global store under its own path.
+    """
+    if refusal is None:
+        return None
+    if refusal == shared_store_message(project_root, global_store):
+        return refusal
+    if names_pi_folder(global_store.parent, project_root):
+        return refusal
+    return None
+
+
+def names_pi_folder(folder: Path, project_root: Path) -> bool:
+    """Whether ``folder`` (an agent dir) names ``project_root``'s ``.pi`` entry itself:
+    ``<root>/.pi`` with the folders above the ``.pi`` resolved, the ``.pi`` not followed
+    (where it leads is another path: a store of its own). The root may be spelled through
+    a symlinked folder (a linked home, macOS's ``/tmp``) as the project root never is."""
+    named = os.path.abspath(folder)
+    if os.path.basename(named) != ".pi":
+        return False
+    try:
+        holder = os.path.realpath(os.path.dirname(named))
+    except ValueError:
+        return False
+    return os.path.join(holder, ".pi") == os.path.join(_real_folder(project_root), ".pi")
+
+
 def _same_folder(real: str, other: Path) -> bool:
     """Whether ``real`` and ``other`` are one directory under two paths that no symlink
     explains: a bind mount of the project's ``.pi`` as the agent dir, or ``.PI`` on a
@@ -308,7 +363,7 @@ def classify_store_path(path: Path, global_store: Path) -> StorePath | None:
     path, a bind mount, in one look): this runs for every store an editor opens and
     every command's ``uri``.
     """
-    if is_pi_memory(path) and os.path.abspath(path) != os.path.abspath(global_store):
+    if is_pi_memory(path) and not names_global_store(path, global_store):
         # In a refused `.pi` further up (`<root>/.pi/x/.pi/memory.md`): that project's
         # refused store, as written, never the store of the project the link leads to;
         # but the global store named as the agent dir names it (an agent dir `.pi` in it)
@@ -322,7 +377,7 @@ def classify_store_path(path: Path, global_store: Path) -> StorePath | None:
         and found.scope == "global"
         and found.refusal is None
         and not is_pi_memory(path)
-        and os.path.abspath(path) != os.path.abspath(global_store)
+        and not names_global_store(path, global_store)
     ):
         # The global store's file reached through a project's `.pi` that leads out (to
         # the agent dir's folder): judged as written, as any path in that `.pi`. Named
@@ -340,13 +395,14 @@ def _classify(path: Path, global_store: Path) -> StorePath | None:
     if written is not None and written[1] is not None:
         root = written[1]
         refusal = project_folder_refusal(root, global_store=global_store)
-        if refusal is not None and refusal != shared_store_message(root, global_store):
+        if refusal is not None and shared_file_refusal(root, global_store, refusal) is None:
             return StorePath("project", root, refusal=refusal)  # leads out: judged as written
     canon = canonical_path(path)
     if canon == canonical_path(global_store):
         if written is not None and written[1] is not None and refusal is not None:
-            # The root's `.pi/memory.md` as written, which is the global store's file:
-            # `refusal` is the shared-store one (its real folder is the agent dir's).
+            # The root's `.pi/memory.md` as written, which is the global store's file
+            # (the agent dir is this `.pi`, or names it as written where it leads out):
+            # the global store, with the project scope's refusal.
             return StorePath("global", written[1], refusal=refusal)
         return _global_store(Path(canon), global_store)
     if written is not None:
@@ -365,9 +421,11 @@ def _classify(path: Path, global_store: Path) -> StorePath | None:
     store = canonical_path(project_store_path(root))
     if canon != store:
         return StorePath(None, root, real_store=store)
-    refusal = project_folder_refusal(root, global_store=global_store)
-    if refusal is not None and refusal == shared_store_message(root, global_store):
-        return StorePath("global", root, refusal=refusal)
+    shared = shared_file_refusal(
+        root, global_store, project_folder_refusal(root, global_store=global_store)
+    )
+    if shared is not None:
+        return StorePath("global", root, refusal=shared)
     return StorePath("project", root)
 
 
@@ -395,7 +453,20 @@ def _global_store(canon: Path, global_store: Path) -> StorePath:
     ``.pi/memory.md`` (an agent dir that links to the project's ``.pi``, or is where
     ``.pi`` links), that project and why its scope is refused, so that every entry
     point that takes this path reports what ``check`` of that project does (SPEC §1).
-    (A path that is such a store as written is judged by :func:`classify_store_path`.)"""
+    (A path that is such a store as written is judged by :func:`classify_store_path`.)
+
+    First the project whose ``.pi`` the agent dir names as written (an agent dir
+    ``<root>/.pi`` whose ``.pi`` leads out: ``canon`` is out there), so that every
+    spelling of the file is the global store of that one project, its scope refused."""
+    named = Path(os.path.abspath(global_store))
+    if is_pi_memory(named):
+        holder = named.parent.parent
+        root = project_root_for(holder)
+        if root == _real_folder(holder):
+            refusal = project_folder_refusal(root, global_store=global_store)
+            refusal = shared_file_refusal(root, global_store, refusal)
+            if refusal is not None:
+                return StorePath("global", root, refusal=refusal)
     if is_pi_memory(canon):
         holder = canon.parent.parent
         root = project_root_for(holder)

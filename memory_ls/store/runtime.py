@@ -46,7 +46,7 @@ from memory_ls.store.paths import (
     project_folder_refusal,
     project_root_for,
     project_store_path,
-    shared_store_message,
+    shared_file_refusal,
 )
 from memory_ls.store.trust import Stamps, decide_trust
 
@@ -357,17 +357,16 @@ class MemoryRuntime:
 
     def shared_store_refusal(self, scope: Scope | None) -> str | None:
         """For the global store when it is also the project store's file (an agent dir
-        set to the project's ``.pi``): why the project scope is refused. The global
-        store itself works; its open document shows why project memory does not."""
+        set to the project's ``.pi``, also one that leads out): why the project scope is
+        refused (:func:`shared_file_refusal`). The global store itself works; its open
+        document and ``check`` show why project memory does not."""
         if scope != "global":
             return None
-        # Not by comparing the two paths: one folder can have two (a bind mount, a
+        # Not by comparing the two paths alone: one folder can have two (a bind mount, a
         # case-insensitive disk), which project_folder_refusal's decision sees.
-        refusal = self.store_refusal("project")
-        if refusal is None:
-            return None
-        shared = shared_store_message(self.project_root, self.paths["global"])
-        return refusal if refusal == shared else None
+        return shared_file_refusal(
+            self.project_root, self.paths["global"], self.store_refusal("project")
+        )
 
     def view(self, scope: Scope) -> StoreView:
         """The store as it is on disk now, re-read only when its stamp changed.

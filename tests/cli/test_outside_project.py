@@ -150,8 +150,16 @@ class SharedStore:
         pi = self.root / ".pi"
         self.env = workspace.env()
         self.flags: list[str] = []
+        self.leads_out = leads_out = how.startswith("pi leads out")
+        if leads_out:  # `.pi` leads out of the project, and the agent dir is `<root>/.pi`
+            (tmp_path / "elsewhere").mkdir()
+            pi.symlink_to(tmp_path / "elsewhere")
+            how = how.removeprefix("pi leads out, ")
         if how == "--agent-dir":
             self.flags = ["--agent-dir", str(pi)]
+        elif how == "root through a link":  # `<link to root>/.pi`: the `.pi` entry itself
+            (tmp_path / "root-link").symlink_to(self.root, target_is_directory=True)
+            self.env["PI_CODING_AGENT_DIR"] = str(tmp_path / "root-link" / ".pi")
         elif how == "env":
             self.env["PI_CODING_AGENT_DIR"] = str(pi)
         elif how == "linked agent dir":  # the agent dir is a link to the project's .pi
@@ -170,12 +178,27 @@ class SharedStore:
             f"Refusing to use {self.root}/.pi: its memory.md is the global memory file "
             f"({agent}/memory.md); project and global memory must be two files."
         )
+        if leads_out:  # the project scope's refusal is the `.pi`'s own, as for any clone's
+            self.message = (
+                f"Refusing to use {self.root}/.pi: it resolves outside the project "
+                f"({(tmp_path / 'elsewhere').resolve()})."
+            )
 
     def run(self, *args: str) -> subprocess.CompletedProcess[str]:
         return run_cli(*args, *self.flags, cwd=self.root, env=self.env)
 
 
-@pytest.fixture(params=["--agent-dir", "env", "linked agent dir", "pi links to it"])
+@pytest.fixture(
+    params=[
+        "--agent-dir",
+        "env",
+        "linked agent dir",
+        "pi links to it",
+        "pi leads out, --agent-dir",
+        "pi leads out, env",
+        "pi leads out, root through a link",
+    ]
+)
 def shared(request: pytest.FixtureRequest, workspace: Workspace, tmp_path: Path) -> SharedStore:
     return SharedStore(workspace, tmp_path, request.param)
 
@@ -246,8 +269,13 @@ def test_check_of_the_shared_file_reports_the_refusal_as_check_of_the_project_do
     whole = rows()
     assert ("outside-project", 1, shared.message) in whole
     assert [row[0] for row in whole] == ["duplicate", "outside-project"]
-    for spelled in (shared.store, agent / "memory.md"):
+    for spelled in (shared.store, agent / "memory.md", shared.store.resolve()):
         assert rows(str(spelled)) == whole, spelled
+    if shared.leads_out:
+        # Named as the agent dir names it and by its real path, out there: one file of one
+        # project's (the agent dir's `<root>/.pi` names it), so one report.
+        both = shared.run("check", "--trusted", str(shared.store), str(shared.store.resolve()))
+        assert both.stderr.startswith("1 files checked"), both.stderr
 
 
 def test_check_reports_the_one_file_once_and_its_refusal_once(shared: SharedStore) -> None:

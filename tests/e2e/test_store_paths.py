@@ -113,6 +113,43 @@ async def test_the_agent_dir_in_the_projects_pi_lens_and_doctor_say_so_once(star
     assert doctor["text"].count("bytefly.json") == 1
 
 
+async def test_an_agent_dir_that_is_a_pi_leading_out_opens_as_the_global_store(
+    start, workspace, tmp_path
+):
+    """``agentDir`` is ``<root>/.pi``, and that ``.pi`` leads out of the project: the
+    file is the global store, as ``list``, ``add`` and ``doctor`` use it (the agent dir
+    is the user's own choice), with the project scope's refusal on its first line, as
+    ``check`` reports it. It was shown as the refused project store: its own findings
+    hidden, its lens saying it was never read while commands wrote it as global."""
+    elsewhere = (tmp_path / "elsewhere").resolve()
+    elsewhere.mkdir()
+    pi = workspace.root / ".pi"
+    pi.symlink_to(elsewhere)
+    (elsewhere / "memory.md").write_text(f"{HEADER}\n\n- same\n- same\n")
+    (elsewhere / "bytefly.json").write_text('{"memory": {"maxInjectBytes": 600}}')
+    message = f"Refusing to use {pi}: it resolves outside the project ({elsewhere})."
+    s = await start(init_options={"agentDir": str(pi), "trusted": True})
+    uri = s.open(pi / "memory.md")
+    ds = await s.codes(uri, "outside-project", "duplicate")
+    assert sorted((str(d.code), d.range.start.line, d.message) for d in ds) == [
+        ("duplicate", 3, "Duplicate of the note on line 3: same"),
+        ("outside-project", 0, message),
+    ]
+    title = await lens_title(s, uri)
+    assert title.startswith("refused as project memory · as global memory: 2 notes · "), title
+    for argument in ({"text": "planted"}, {"text": "planted", "uri": uri}):
+        r = await s.command("memory.add", argument)
+        assert r["error"] == message, argument
+        assert (r["project"], r["global"]) == ([], ["same", "same"]), argument
+    r = await s.command("memory.add", {"text": "global note", "scope": "global", "uri": uri})
+    assert r["changed"] is True and "error" not in r
+    assert (elsewhere / "memory.md").read_text().endswith("- same\n- global note\n")
+    doctor = await s.command("memory.doctor", {"uri": uri})
+    assert [src["path"] for src in doctor["config"]["sources"]] == [str(pi / "bytefly.json")]
+    assert doctor["problems"][:1] == [f"project: {message}"]
+    assert not [p for p in doctor["problems"] if "bytefly.json" in p], doctor["problems"]
+
+
 async def test_a_refused_project_stores_lens_shows_no_counts(start, workspace, tmp_path):
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()

@@ -113,3 +113,31 @@ async def test_a_project_named_deeper_in_its_pi_that_leads_out_is_refused(
     async with memory("--project", str(workspace.root / ".pi" / "x"), "--trusted") as m:
         await refuses_project_writes(m, message_for(workspace), "global note")
     assert (far / ".pi" / "memory.md").read_text(encoding="utf-8").endswith("- far note\n")
+
+
+async def test_an_agent_dir_that_is_a_pi_leading_out_is_global_memory(
+    memory: Any, workspace: Workspace, tmp_path: Any
+) -> None:
+    """``--agent-dir <root>/.pi`` where that ``.pi`` leads out of the project: the file is
+    global memory (the agent dir is the user's choice), the project scope is refused with
+    the ``.pi``'s own refusal, and the doctor lists the one ``bytefly.json`` once, as the
+    global layer (it listed it again as an ignored project layer, a second problem)."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "memory.md").write_text(GLOBAL_TEXT, encoding="utf-8")
+    (elsewhere / "bytefly.json").write_text('{"memory": {"maxInjectBytes": 600}}')
+    pi = workspace.root / ".pi"
+    pi.symlink_to(elsewhere)
+    message = f"Refusing to use {pi}: it resolves outside the project ({elsewhere.resolve()})."
+    async with memory("--agent-dir", str(pi), "--trusted") as m:
+        await refuses_project_writes(m, message, "global note")
+        added = await m.call({"action": "add", "text": "second", "scope": "global"})
+        assert not added.is_error
+        assert text_of(added) == "Added to global memory: second\nNow 0 project, 2 global."
+        recall = (await m.read("memory://recall")).text
+        assert "project:" not in recall and recall.count("- global note") == 1
+        doctor = (await m.read("memory://doctor")).text
+        assert doctor.count("bytefly.json") == 1, doctor
+        assert "maxInjectBytes=600" in doctor
+        assert f"project: {message}" in doctor
+    assert (elsewhere / "memory.md").read_text(encoding="utf-8") == f"{GLOBAL_TEXT}- second\n"

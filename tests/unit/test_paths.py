@@ -21,9 +21,11 @@ from memory_ls.store.paths import (
     git_config_value,
     global_store_path,
     is_pi_memory,
+    outside_project_message,
     project_root_for,
     project_store_path,
     read_small_text,
+    shared_file_refusal,
     shared_store_message,
 )
 
@@ -604,3 +606,28 @@ def test_a_store_under_a_refused_pi_is_classified_as_that_projects_refused_store
     found = classify_store_path(nested, nested)
     assert found is not None and found.scope == "global"
     assert found.refusal is None or "resolves outside" not in found.refusal
+
+
+def test_an_agent_dir_that_is_a_pi_leading_out_names_the_global_store(
+    stores: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """The agent dir is ``<root>/.pi`` as written, and that ``.pi`` leads out: the file is
+    the global store under every spelling (the agent dir is the user's choice), with
+    ``<root>`` and its scope's refusal, the ``.pi``'s own (SPEC §1: the two scopes never
+    become one file). It was ``<root>``'s refused project store as written."""
+    root = stores[0]
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (root / ".pi").symlink_to(elsewhere)
+    store = root / ".pi" / "memory.md"
+    refusal = outside_project_message(root, str(elsewhere.resolve()))
+    expected = StorePath("global", root, refusal=refusal)
+    for spelled in (store, elsewhere / "memory.md"):
+        assert classify_store_path(spelled, store) == expected, spelled
+    assert shared_file_refusal(root, store, refusal) == refusal
+    # Named by another path (its real one), it is a store of its own: the project's is
+    # a link leading out, refused beside it (README: two reports in `check`).
+    real = elsewhere.resolve() / "memory.md"
+    assert classify_store_path(store, real) == StorePath("project", root, refusal=refusal)
+    assert classify_store_path(real, real) == StorePath("global")
+    assert shared_file_refusal(root, real, refusal) is None
