@@ -591,8 +591,9 @@ async def hover_text(s: Session, uri: str, line: int) -> str:
     return h.contents.value
 
 
+@pytest.mark.parametrize("preset", ["visual-studio-code", "neovim"])
 async def test_a_repointed_link_marks_its_buffer_once_and_a_revert_clears_it(
-    start, workspace, tmp_path
+    start, workspace, tmp_path, preset
 ):
     """A re-check finds the linked buffer's path leading to the other project's store:
     the buffer (the first store's text) gets the Error and one warning saying so; its
@@ -601,8 +602,8 @@ async def test_a_repointed_link_marks_its_buffer_once_and_a_revert_clears_it(
     then gets that store's changes like any."""
     other_store = other_project(tmp_path, ["o"], recall_off=True)
     workspace.write("project", ["a", "b"])
-    s = await start("visual-studio-code")
-    s.refuse = versioned
+    s = await start(preset)
+    s.refuse = versioned if preset == "visual-studio-code" else None
     real_uri, linked = open_twice(s, workspace, tmp_path)
     assert "In recall" in await hover_text(s, linked, 2)
     repoint(tmp_path / "linked", other_store.parent.parent)
@@ -867,3 +868,33 @@ async def test_a_link_moved_onto_a_store_open_by_its_real_path(start, workspace,
     assert s.buffers[other_uri] == s.buffers[linked] == file_text(other_store)
     assert s.buffers[real_uri] == file_text(workspace.project_store)
     await assert_no_behind_now(s, real_uri, linked, other_uri)
+
+
+async def test_a_global_store_opened_through_a_linked_agent_dir_that_moves(
+    start, workspace, tmp_path
+):
+    """``agentDir`` is a link to one folder, then to another: the global store's buffer
+    (opened through the link) is the new folder's store, marked while it holds the old
+    one's notes; a global command writes the new file and leaves the buffer alone."""
+    first, second = tmp_path / "agent-a", tmp_path / "agent-b"
+    for folder, note in ((first, "g1"), (second, "g2")):
+        folder.mkdir()
+        (folder / "memory.md").write_text(store_text(note), encoding="utf-8")
+    agent = tmp_path / "agent-link"
+    agent.symlink_to(first, target_is_directory=True)
+    s = await start("visual-studio-code", init_options={"agentDir": str(agent)})
+    s.refuse = versioned
+    uri = s.open(agent / "memory.md")
+    assert await server_notes(s, uri) == ["g1"]
+    repoint(agent, second)
+    r = await s.command("memory.add", {"text": "g3", "scope": "global"})
+    assert r["changed"] is True, r
+    assert notes(file_text(second / "memory.md")) == ["g2", "g3"]
+    assert notes(file_text(first / "memory.md")) == ["g1"]
+    assert notes(s.buffers[uri]) == ["g1"]
+    message = REPOINTED.format(real(first / "memory.md"), real(second / "memory.md"))
+    assert await behind_messages(s, uri) == [message]
+    s.replace_all(uri, file_text(second / "memory.md"))
+    await s.wait_for(uri, lambda ds: not [d for d in ds if d.code == "buffer-behind-file"])
+    await s.command("memory.forget", {"text": "g2", "scope": "global"})
+    assert s.buffers[uri] == file_text(second / "memory.md")
