@@ -898,3 +898,77 @@ async def test_a_global_store_opened_through_a_linked_agent_dir_that_moves(
     await s.wait_for(uri, lambda ds: not [d for d in ds if d.code == "buffer-behind-file"])
     await s.command("memory.forget", {"text": "g2", "scope": "global"})
     assert s.buffers[uri] == file_text(second / "memory.md")
+
+
+async def test_changes_a_buffer_lacked_show_again_when_its_link_is_pointed_back(
+    start, workspace, tmp_path
+):
+    """The linked buffer refused a command's change (marked as lacking it); the link then
+    leads to another project (one mark: that one); pointed back, the change it lacks from
+    its own file is what it is marked for again, until reverted."""
+    other_store = other_project(tmp_path, ["o"])
+    workspace.write("project", ["a"])
+    s = await start("visual-studio-code")
+    real_uri, linked = open_twice(s, workspace, tmp_path)
+    s.refuse = lambda session, edit: "dismissed" if edits_for(edit, linked) else None
+    await s.command("memory.add", {"text": "b"})
+    assert await behind_messages(s, linked) == [BEHIND.format("add")]
+    repoint(tmp_path / "linked", other_store.parent.parent)
+    recheck(s, other_store)
+    moved = REPOINTED.format(real(workspace.project_store), real(other_store))
+    await s.wait_for(
+        linked, lambda ds: [d.message for d in ds if d.code == "buffer-behind-file"] == [moved]
+    )
+    repoint(tmp_path / "linked", workspace.root)
+    recheck(s, workspace.project_store)
+    await s.wait_for(
+        linked,
+        lambda ds: (
+            [d.message for d in ds if d.code == "buffer-behind-file"] == [BEHIND.format("add")]
+        ),
+    )
+    s.replace_all(linked, file_text(workspace.project_store))
+    await s.wait_for(linked, lambda ds: not [d for d in ds if d.code == "buffer-behind-file"])
+    assert s.buffers[real_uri] == file_text(workspace.project_store)
+
+
+async def test_ten_commands_in_flight_as_the_link_moves(start, workspace, tmp_path):
+    """The link is pointed elsewhere while ten commands on the first store are in flight:
+    every command is answered, the first store's file gets them all, the real buffer
+    ends equal to it, and the other project's file is untouched."""
+    other_store = other_project(tmp_path, ["o"])
+    workspace.write("project", ["a", "b", "c", "d", "e"])
+    workspace.write("global", ["g"])
+    s = await start("visual-studio-code")
+    s.refuse = versioned
+    real_uri, linked = open_twice(s, workspace, tmp_path)
+    assert await server_notes(s, linked) == ["a", "b", "c", "d", "e"]
+    running = asyncio.ensure_future(run_all(s, IN_FLIGHT))
+    await asyncio.sleep(0.05)
+    repoint(tmp_path / "linked", other_store.parent.parent)
+    await running
+    assert notes(file_text(workspace.project_store)) == PROJECT_AFTER
+    assert notes(file_text(other_store)) == ["o"]
+    assert s.buffers[real_uri] == file_text(workspace.project_store)
+    await s.command("memory.list")
+    if s.buffers[linked] != file_text(other_store):
+        assert await behind_messages(s, linked)
+
+
+async def test_a_marked_uri_opened_again_is_the_file_it_opens(start, workspace, tmp_path):
+    """``didOpen`` again (no ``didClose``) for the marked linked uri, with what its path
+    leads to now: the new document is that file's buffer, with no mark left over."""
+    other_store = other_project(tmp_path, ["o"])
+    workspace.write("project", ["a"])
+    s = await start("visual-studio-code")
+    s.refuse = versioned
+    _, linked = open_twice(s, workspace, tmp_path)
+    assert await server_notes(s, linked) == ["a"]
+    repoint(tmp_path / "linked", other_store.parent.parent)
+    recheck(s, other_store)
+    await s.codes(linked, "buffer-behind-file")
+    assert s.open(tmp_path / "linked" / ".pi" / "memory.md") == linked
+    await s.wait_for(linked, lambda ds: not [d for d in ds if d.code == "buffer-behind-file"])
+    await s.command("memory.add", {"text": "o2", "uri": linked})
+    assert s.buffers[linked] == file_text(other_store)
+    assert notes(file_text(other_store)) == ["o", "o2"]
