@@ -48,6 +48,13 @@ from memory_ls.server import publishing
 from memory_ls.server.background import WorkProgress
 from memory_ls.server.documents import MemoryDocument
 from memory_ls.server.edits import replacing_edit
+from memory_ls.server.repointed import (
+    Repointed,
+    encoded,
+    file_holds_buffer,
+    read_for,
+    repointed_mark,
+)
 from memory_ls.server.uris import path_of_uri
 from memory_ls.store.bridges import read_import_files
 from memory_ls.store.git import failed_sync
@@ -182,6 +189,7 @@ async def execute(ls: MemoryServer, command: str, args: tuple[Any, ...]) -> Any:
         from memory_ls.server import code_actions
 
         return await code_actions.reveal(ls, arg)
+    _follow_paths(ls)  # a buffer's path may lead elsewhere now: judged before it is picked
     runtime = runtime_for(ls, command, arg)
     name = command.removeprefix("memory.")
     if not isinstance(runtime, MemoryRuntime):  # the uri names no project
@@ -460,6 +468,10 @@ class OpenBuffers:
         self._changed: dict[str, asyncio.Event] = {}
         self.missing: dict[str, list[BufferChange]] = {}
         """Per document uri: changes written to its file that the buffer lacks."""
+        self.repointed: dict[str, Repointed] = {}
+        """Per document uri: its path leads to another file than the one its text came
+        from (a symlinked folder pointed elsewhere), and the buffer is not that file's
+        text (:func:`follow_file`)."""
 
     @contextlib.asynccontextmanager
     async def turn(self, paths: Iterable[Path]) -> AsyncIterator[None]:
@@ -494,8 +506,18 @@ class OpenBuffers:
 
 
 def buffer_changed(ls: MemoryServer, doc: MemoryDocument) -> None:
-    """After a ``didChange``: wake waiting commands; drop the changes the buffer now holds."""
+    """After a ``didChange``: wake waiting commands; drop the changes the buffer now holds.
+
+    A buffer marked as opened from another file than its path leads to now keeps its
+    mark until its text is that file's (reverted): it is then that file's buffer.
+    """
     ls.open_buffers.changed(doc.uri)
+    moved = ls.open_buffers.repointed.get(doc.uri)
+    if moved is not None:
+        if file_holds_buffer(moved.leads_to, doc.text()):
+            _adopt(ls, doc)
+            publishing.publish(ls, doc)
+        return
     missing = ls.open_buffers.missing.get(doc.uri)
     if not missing:
         return
@@ -509,6 +531,7 @@ def buffer_closed(ls: MemoryServer, uri: str) -> None:
     """After a ``didClose``: a reopened buffer is read from the file again."""
     ls.open_buffers.changed(uri)
     ls.open_buffers.missing.pop(uri, None)
+    ls.open_buffers.repointed.pop(uri, None)
 
 
 def _set_missing(ls: MemoryServer, doc: MemoryDocument, changes: list[BufferChange]) -> None:
@@ -516,9 +539,90 @@ def _set_missing(ls: MemoryServer, doc: MemoryDocument, changes: list[BufferChan
         ls.open_buffers.missing[doc.uri] = changes
     else:
         ls.open_buffers.missing.pop(doc.uri, None)
+    _show_marks(ls, doc)
+
+
+def _show_marks(ls: MemoryServer, doc: MemoryDocument) -> None:
+    """The document's ``buffer-behind-file`` messages, from what its buffer lacks.
+
+    A buffer whose path leads to another file than its text came from has that one
+    mark: the changes it lacks were written to the file it came from, which a save
+    no longer reaches (they show again if its path leads back there).
+    """
     found = ls.document(doc.uri)
-    if found is not None:
+    if found is None:
+        return
+    moved = ls.open_buffers.repointed.get(doc.uri)
+    if moved is not None:
+        found.state.behind = [moved.message]
+    else:
+        changes = ls.open_buffers.missing.get(doc.uri, [])
         found.state.behind = list(dict.fromkeys(c.behind_message for c in changes))
+
+
+def _adopt(ls: MemoryServer, doc: MemoryDocument) -> None:
+    """The buffer is the buffer of the file its path leads to now (its text is that
+    file's, or it was saved there): the marks of the file it came from are dropped."""
+    ls.open_buffers.repointed.pop(doc.uri, None)
+    ls.open_buffers.missing.pop(doc.uri, None)
+    _show_marks(ls, doc)
+
+
+def follow_file(
+    ls: MemoryServer, doc: MemoryDocument, moved: tuple[str, str] | None, saved: bool = False
+) -> None:
+    """Judge an open buffer whose path leads to another file than before (``moved``:
+    ``(before, now)``), or that is marked as opened from another file.
+
+    Its path leads back to the file its text came from: the mark goes (the changes it
+    lacks from that file show again). Its text is the new file's: it is that file's
+    buffer, unmarked. Otherwise it is marked ``buffer-behind-file`` (saving it would
+    overwrite that file), with one warning per file it is found leading to; commands
+    leave it unedited (:func:`sync_buffers`). ``saved``: the editor has just written it
+    to its path, so the file now holds it (a warning says so when that is where the
+    move was first seen).
+    """
+    buffers = ls.open_buffers
+    was = buffers.repointed.get(doc.uri)
+    now = ls.projects.file_of(doc.uri)
+    if now is None:
+        return
+    origin = was.opened_from if was is not None else moved[0] if moved is not None else now
+    warning = None
+    if origin == now:
+        buffers.repointed.pop(doc.uri, None)
+        _show_marks(ls, doc)
+    elif saved:
+        _adopt(ls, doc)
+        if was is None or was.leads_to != now:
+            warning = Repointed(origin, now).saved_message
+    else:
+        text = encoded(doc.text())
+        mark = repointed_mark(origin, now, text, read_for(now, text))
+        if mark is None:
+            _adopt(ls, doc)
+        else:
+            buffers.repointed[doc.uri] = mark
+            _show_marks(ls, doc)
+            if was is None or was.leads_to != now:
+                warning = mark.message
+    publishing.publish(ls, doc)
+    if warning is not None:
+        _warn(ls, f"{doc.path}: {warning}")
+
+
+def _warn(ls: MemoryServer, message: str) -> None:
+    try:
+        ls.window_show_message(lsp.ShowMessageParams(type=lsp.MessageType.Warning, message=message))
+    except Exception:  # no transport: the diagnostic still says it
+        log.warning("%s", message)
+
+
+def _follow_paths(ls: MemoryServer) -> None:
+    """Where each open buffer's path leads, looked at again (``document_sync.follow_paths``)."""
+    from memory_ls.server import document_sync  # it builds on this module
+
+    document_sync.follow_paths(ls)
 
 
 async def sync_buffers(
@@ -532,10 +636,19 @@ async def sync_buffers(
     computed once the one before was answered and shown (a client that shares one
     text between the two then finds the second holding the change already). A buffer
     that refuses is marked ``buffer-behind-file`` alone; the others still get the edit.
+
+    Where each buffer's path leads is looked at first: a buffer opened from another file
+    (its path runs through a symlinked folder pointed here since) holds that file's
+    text, not this one's, and is left marked, never edited (the edit would mix two
+    files' notes in it); one opened from this file whose path leads elsewhere now is
+    not this store's buffer any more.
     """
     if change.after == change.before:
         return
+    _follow_paths(ls)
     for doc in ls.projects.open_stores(runtime, scope):
+        if doc.uri in ls.open_buffers.repointed:
+            continue
         await sync_buffer(ls, doc, change)
 
 
@@ -622,11 +735,7 @@ def _behind(ls: MemoryServer, doc: MemoryDocument, change: BufferChange) -> None
     """The buffer lacks the change: say so on the document and in a warning."""
     _set_missing(ls, doc, [*ls.open_buffers.missing.get(doc.uri, []), change])
     publishing.publish(ls, doc)
-    message = f"{doc.path}: {change.behind_message}"
-    try:
-        ls.window_show_message(lsp.ShowMessageParams(type=lsp.MessageType.Warning, message=message))
-    except Exception:  # no transport: the diagnostic still says it
-        log.warning("%s", message)
+    _warn(ls, f"{doc.path}: {change.behind_message}")
 
 
 async def _confirm_clear(ls: MemoryServer, runtime: MemoryRuntime, scope: Scope) -> str | None:

@@ -140,6 +140,8 @@ def did_open(ls: MemoryServer, params: lsp.DidOpenTextDocumentParams) -> None:
         if path.name == STORE_FILE_NAME:
             ls.unjudged[item.uri] = MemoryDocument(item.uri, path, item.text, item.version)
         return
+    # Opened again without a close: its text is what its path leads to now.
+    ls.open_buffers.repointed.pop(item.uri, None)
     with _collector_paused() as resume:
         _start(ls, MemoryDocument(item.uri, path, item.text, item.version), info, resume)
 
@@ -203,11 +205,51 @@ def _stop(ls: MemoryServer, uri: str) -> MemoryDocument | None:
     return doc
 
 
+def follow_paths(ls: MemoryServer, saved: str | None = None) -> None:
+    """Where each open store's path leads, looked at again: a folder on the way may be a
+    symlink pointed at another project since it was opened.
+
+    A document that moved follows its path: it is the store of the file it leads to now
+    (described again, its disk looked at, its project's files judged), so diagnostics,
+    hover and commands agree; its buffer is judged against that file
+    (:func:`commands.follow_file`: marked ``buffer-behind-file`` when its text came from
+    the other one). A buffer marked so is judged again too (the file may hold its text
+    now). ``saved``: the uri the editor has just saved. Run at the moments the server
+    looks anyway: a re-check (:func:`redescribe`), a save, and each command.
+    """
+    followed = False
+    for doc, state in ls.open_documents():
+        try:
+            followed |= _follow_path(ls, doc, state, saved=doc.uri == saved)
+        except Exception as exc:  # one odd path must not fail a command or a save
+            log.exception("following %s failed", doc.uri)
+            ls.log(f"memory-ls: following {doc.path} failed: {exc!r}", lsp.MessageType.Error)
+    if followed:
+        publishing.refresh_all(ls)
+
+
+def _follow_path(ls: MemoryServer, doc: MemoryDocument, state: DocState, saved: bool) -> bool:
+    """:func:`follow_paths` for one document; whether it moved."""
+    moved = ls.projects.follow(doc.uri)
+    if moved is not None:
+        info = ls.projects.describe(doc.path)
+        if info is not None:  # (else it is no store now: redescribe lets it go)
+            state.info = info
+        state.disk = disk_facts(doc, state.info)
+        ls.projects.invalidate()
+        project_watch.opened(ls, doc, state.info)
+    elif doc.uri not in ls.open_buffers.repointed:
+        return False
+    commands.follow_file(ls, doc, moved, saved=saved)
+    return moved is not None
+
+
 def redescribe(ls: MemoryServer) -> None:
     """What each open file is may have changed (``agentDir``, the workspace folders, a
-    file on disk): a store that is no store any more is let go (its diagnostics
-    cleared), an open ``memory.md`` that has become one is checked, then every store
-    is checked again."""
+    file on disk, a symlinked folder on its path): a store that is no store any more is
+    let go (its diagnostics cleared), an open ``memory.md`` that has become one is
+    checked, then every store is checked again."""
+    follow_paths(ls)
     for doc, state in ls.open_documents():
         info = ls.projects.describe(doc.path)
         if info is None:
@@ -266,6 +308,7 @@ def did_close(ls: MemoryServer, params: lsp.DidCloseTextDocumentParams) -> None:
 @guarded
 def did_save(ls: MemoryServer, params: lsp.DidSaveTextDocumentParams) -> None:
     """The file on disk changed: re-read what depends on it."""
+    follow_paths(ls, saved=params.text_document.uri)  # the save went where the path leads
     found = ls.document(params.text_document.uri)
     if found is not None:
         # Saved: the buffer is the file now, and the file's other buffers (open under

@@ -84,7 +84,8 @@ class Projects:
         """Per file (its canonical path): the open document read for it (diagnostics of
         the other store, recall, symbols), the last one opened."""
         self._file_of: dict[str, str] = {}
-        """Per open document's uri: its file's canonical path, as it was opened."""
+        """Per open document's uri: its file's canonical path, as it was opened or last
+        followed (:meth:`follow`)."""
         self._keys: dict[tuple[str, Scope], tuple[object, dict[str, str]]] = {}
         self._claiming: dict[str, tuple[object, ClaimingNotes]] = {}
         self._plans: dict[Path, tuple[RecallPlan, int]] = {}
@@ -287,6 +288,39 @@ class Projects:
                 self.by_path[key] = left[-1]
         return doc
 
+    def file_of(self, uri: str) -> str | None:
+        """The file (canonical path) the open document at ``uri`` is the document of."""
+        return self._file_of.get(uri)
+
+    def follow(self, uri: str) -> tuple[str, str] | None:
+        """Look again where the path of the open document at ``uri`` leads.
+
+        A folder on the way may be a symlink pointed elsewhere since the document was
+        opened (``/w/link`` from ``/w/projA`` to ``/w/projB``): the document then follows
+        its path and is the document of the file it leads to now, the one an editor's
+        save writes (SPEC §7 Open buffers). Returns ``(before, now)`` when it moved. The
+        file it left keeps another open document of it, if any; the file it reaches keeps
+        its own open document, if it has one, and gets this one otherwise.
+        """
+        doc = self.documents.get(uri)
+        before = self._file_of.get(uri)
+        if doc is None or before is None:
+            return None
+        try:
+            now = canonical_path(doc.path)
+        except (OSError, ValueError):  # a NUL byte, a loop: it names nothing new
+            return None
+        if now == before:
+            return None
+        self._file_of[uri] = now
+        if self.by_path.get(before) is doc:
+            del self.by_path[before]
+            left = self._documents_of_key(before)
+            if left:
+                self.by_path[before] = left[-1]
+        self.by_path.setdefault(now, doc)
+        return before, now
+
     def open_store(self, runtime: MemoryRuntime, scope: Scope) -> MemoryDocument | None:
         """The open document read for ``runtime``'s ``scope`` store, if it is open (when
         it is open under two URIs, the last opened: see :meth:`open_stores`)."""
@@ -309,6 +343,9 @@ class Projects:
     def _documents_of(self, key: str) -> list[MemoryDocument]:
         if key not in self.by_path:  # (the common case: not open at all)
             return []
+        return self._documents_of_key(key)
+
+    def _documents_of_key(self, key: str) -> list[MemoryDocument]:
         return [doc for uri, doc in self.documents.items() if self._file_of.get(uri) == key]
 
     # -- cached facts ----------------------------------------------------------------

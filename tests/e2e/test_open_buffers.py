@@ -10,6 +10,7 @@ buffer holds every change plus the user's unsaved edits.
 from __future__ import annotations
 
 import asyncio
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ import pytest
 from lsprotocol import types as lsp
 
 from memory_ls.core.text import HEADER
-from tests.conftest import new_project
+from tests.conftest import new_project, store_text
 
 from .conftest import TIMEOUT, Session, edits_for, uri_of
 
@@ -524,41 +525,450 @@ async def test_typing_in_one_uri_while_the_other_applies_loses_nothing(
     await assert_no_behind(s, real, linked)
 
 
-async def test_a_symlink_repointed_after_open_does_not_edit_the_other_project(
-    start, workspace, tmp_path
-):
-    """The linked folder is pointed at another project after its store was opened: a
-    command on the first project is answered and lands in its file and both its buffers;
-    the other project's store is not touched."""
+# -- a symlinked folder pointed at another project while its store is open ------------
+# The buffer's path (``<link>/.pi/memory.md``) leads to the other project's store now,
+# and an editor's save writes there. The document follows its path (it is that store:
+# diagnostics, hover and commands agree), and a buffer whose text came from the first
+# store is marked, warned about once, and never edited with either store's changes.
+
+REPOINTED = (
+    "this buffer was opened from {}; its path now leads to {}; saving it would overwrite "
+    "that file — revert the buffer to reload it"
+)
+SAVED_OVER = (
+    "this buffer was opened from {}; its path now leads to {}, and saving it wrote this "
+    "buffer's text over that file"
+)
+
+
+def other_project(tmp_path: Path, notes_: list[str], recall_off: bool = False) -> Path:
+    """A second project (a git root) with these notes in its store; its store's path."""
     other = new_project(tmp_path / "other")
     (other / ".pi").mkdir(exist_ok=True)
-    other_store = other / ".pi" / "memory.md"
-    other_store.write_text(f"{HEADER}\n\n- o\n", encoding="utf-8")
+    if recall_off:
+        (other / ".pi" / "bytefly.json").write_text('{"memory": {"inject": false}}')
+    store = other / ".pi" / "memory.md"
+    store.write_text(store_text(*notes_), encoding="utf-8")
+    return store
+
+
+def repoint(link: Path, to: Path) -> None:
+    link.unlink()
+    link.symlink_to(to, target_is_directory=True)
+
+
+def recheck(s: Session, *paths: Path) -> None:
+    """A watched-file event (the client saw a store change): the server looks again."""
+    s.client.workspace_did_change_watched_files(
+        lsp.DidChangeWatchedFilesParams(
+            changes=[lsp.FileEvent(uri=uri_of(p), type=lsp.FileChangeType.Changed) for p in paths]
+        )
+    )
+
+
+def real(path: Path) -> str:
+    return os.path.realpath(path)
+
+
+def warnings_of(s: Session) -> list[str]:
+    return [m.message for m in s.client.messages if m.type == lsp.MessageType.Warning]
+
+
+async def behind_messages(s: Session, uri: str) -> list[str]:
+    return [d.message for d in await s.diagnostics(uri) if d.code == "buffer-behind-file"]
+
+
+async def hover_text(s: Session, uri: str, line: int) -> str:
+    h = await asyncio.wait_for(
+        s.client.text_document_hover_async(
+            lsp.HoverParams(
+                text_document=lsp.TextDocumentIdentifier(uri=uri), position=lsp.Position(line, 3)
+            )
+        ),
+        TIMEOUT,
+    )
+    assert h is not None and isinstance(h.contents, lsp.MarkupContent)
+    return h.contents.value
+
+
+@pytest.mark.parametrize("preset", ["visual-studio-code", "neovim"])
+async def test_a_repointed_link_marks_its_buffer_once_and_a_revert_clears_it(
+    start, workspace, tmp_path, preset
+):
+    """A re-check finds the linked buffer's path leading to the other project's store:
+    the buffer (the first store's text) gets the Error and one warning saying so; its
+    diagnostics, hover and commands all take it as the other store; a second re-check
+    says nothing new; a revert (the other file's text) clears the mark, and the buffer
+    then gets that store's changes like any."""
+    other_store = other_project(tmp_path, ["o"], recall_off=True)
+    workspace.write("project", ["a", "b"])
+    s = await start(preset)
+    s.refuse = versioned if preset == "visual-studio-code" else None
+    real_uri, linked = open_twice(s, workspace, tmp_path)
+    assert "In recall" in await hover_text(s, linked, 2)
+    repoint(tmp_path / "linked", other_store.parent.parent)
+    recheck(s, other_store)
+    message = REPOINTED.format(real(workspace.project_store), real(other_store))
+    found = await s.codes(linked, "buffer-behind-file", "recall-off")
+    behind = [d for d in found if d.code == "buffer-behind-file"]
+    assert [d.message for d in behind] == [message]
+    assert behind[0].severity == lsp.DiagnosticSeverity.Error
+    assert warnings_of(s) == [f"{tmp_path / 'linked' / '.pi' / 'memory.md'}: {message}"]
+    # One answer: the linked document is the other store's, for hover and commands alike.
+    assert "Recall is off" in await hover_text(s, linked, 2)
+    path = await s.command("memory.path", {"uri": linked})
+    assert path["project"] == real(other_store)
+    assert not await behind_messages(s, real_uri)
+    recheck(s, other_store)
+    await s.command("memory.list")  # (a round trip: the re-check is handled)
+    assert await behind_messages(s, linked) == [message]
+    assert len(warnings_of(s)) == 1, warnings_of(s)
+    s.replace_all(linked, file_text(other_store))  # revert: the file its path leads to
+    await s.wait_for(linked, lambda ds: not [d for d in ds if d.code == "buffer-behind-file"])
+    r = await s.command("memory.add", {"text": "o2", "uri": linked})
+    assert r["changed"] is True and notes(file_text(other_store)) == ["o", "o2"]
+    assert s.buffers[linked] == file_text(other_store)
+    assert notes(s.buffers[real_uri]) == ["a", "b"] == notes(file_text(workspace.project_store))
+    await assert_no_behind_now(s, real_uri, linked)
+
+
+async def assert_no_behind_now(s: Session, *uris: str) -> None:
+    for uri in uris:
+        assert not await behind_messages(s, uri), uri
+
+
+async def test_commands_after_a_repoint_never_mix_two_stores_in_a_buffer(
+    start, workspace, tmp_path
+):
+    """The link is pointed at another project with no re-check between: a command on the
+    first project reaches its file and its real buffer, not the linked one (whose save
+    now writes the other file); a command on the other project (by the link's uri)
+    reaches that file, and leaves the linked buffer (the first store's text) unedited
+    and marked. No note of either store is lost on disk."""
+    other_store = other_project(tmp_path, ["o"])
     workspace.write("project", ["a", "b"])
     s = await start("visual-studio-code")
     s.refuse = versioned
-    real, linked = open_twice(s, workspace, tmp_path)
+    real_uri, linked = open_twice(s, workspace, tmp_path)
     assert await server_notes(s, linked) == ["a", "b"]  # (the server has both open)
-    link = tmp_path / "linked"
-    link.unlink()
-    link.symlink_to(other, target_is_directory=True)
+    repoint(tmp_path / "linked", other_store.parent.parent)
     r = await s.command("memory.add", {"text": "c"})
     assert "error" not in r and r["changed"] is True, r
     assert notes(file_text(workspace.project_store)) == ["a", "b", "c"]
     assert notes(file_text(other_store)) == ["o"]
-    assert s.buffers[real] == file_text(workspace.project_store)
-    assert await server_notes(s, real) == ["a", "b", "c"]
+    assert s.buffers[real_uri] == file_text(workspace.project_store)
+    assert notes(s.buffers[linked]) == ["a", "b"]  # not given the first store's change
+    message = REPOINTED.format(real(workspace.project_store), real(other_store))
+    assert await behind_messages(s, linked) == [message]
     r = await s.command("memory.forget", {"text": "a"})
     assert r["changed"] is True and notes(file_text(workspace.project_store)) == ["b", "c"]
-    # The linked buffer is the document of the file it was opened as (the server keeps the
-    # file a uri named at didOpen): it holds that file's text and gets its changes.
-    for uri in (real, linked):
-        assert s.buffers[uri] == file_text(workspace.project_store), uri
-    await assert_no_behind(s, real, linked)
-    # A command naming the link now goes where the link leads, and leaves both alone.
+    assert s.buffers[real_uri] == file_text(workspace.project_store)
+    assert notes(s.buffers[linked]) == ["a", "b"]
+    # A command naming the link goes where the link leads: the file gets it, the buffer
+    # holding the first store's notes is not edited (it stays marked: revert to see it).
     r = await s.command("memory.add", {"text": "o2", "uri": linked})
     assert "error" not in r and r["changed"] is True, r
     assert notes(file_text(other_store)) == ["o", "o2"]
     assert notes(file_text(workspace.project_store)) == ["b", "c"]
-    for uri in (real, linked):
+    assert notes(s.buffers[linked]) == ["a", "b"]
+    assert await behind_messages(s, linked) == [message]
+    assert not await behind_messages(s, real_uri)
+    assert warnings_of(s) == [f"{tmp_path / 'linked' / '.pi' / 'memory.md'}: {message}"]
+
+
+async def test_a_repointed_buffer_equal_to_the_new_file_is_that_stores_buffer(
+    start, workspace, tmp_path
+):
+    """The two stores hold the same text when the link moves: the linked buffer is the
+    other store's buffer at once (nothing to mark), gets its changes, and no longer the
+    first store's (saving it would write them into the other project)."""
+    other_store = other_project(tmp_path, ["a", "b"])
+    workspace.write("project", ["a", "b"])
+    s = await start("visual-studio-code")
+    s.refuse = versioned
+    real_uri, linked = open_twice(s, workspace, tmp_path)
+    assert await server_notes(s, linked) == ["a", "b"]  # (opened before the link moves)
+    repoint(tmp_path / "linked", other_store.parent.parent)
+    r = await s.command("memory.add", {"text": "c"})
+    assert r["changed"] is True and notes(file_text(workspace.project_store)) == ["a", "b", "c"]
+    assert s.buffers[real_uri] == file_text(workspace.project_store)
+    assert s.buffers[linked] == file_text(other_store)
+    r = await s.command("memory.forget", {"text": "a", "uri": linked})
+    assert r["changed"] is True and notes(file_text(other_store)) == ["b"]
+    assert s.buffers[linked] == file_text(other_store)
+    assert notes(file_text(workspace.project_store)) == ["a", "b", "c"]
+    await assert_no_behind(s, real_uri, linked)
+
+
+async def test_a_workspace_folder_that_is_a_repointed_link(start, workspace, tmp_path):
+    """The workspace folder itself is the link and its store is open only through it: once
+    the link leads to another project, a command (default project: where the folder
+    leads) writes that project's file, and the buffer (the first project's notes) is
+    marked rather than edited, so neither a mixed buffer nor a silent save can drop the
+    other project's notes."""
+    other_store = other_project(tmp_path, ["o"])
+    workspace.write("project", ["a", "b"])
+    link = tmp_path / "linked"
+    link.symlink_to(workspace.root, target_is_directory=True)
+    s = await start("visual-studio-code", folders=[link])
+    s.refuse = versioned
+    uri = s.open(link / ".pi" / "memory.md")
+    assert await server_notes(s, uri) == ["a", "b"]
+    repoint(link, other_store.parent.parent)
+    r = await s.command("memory.add", {"text": "new"})
+    assert "error" not in r and r["changed"] is True, r
+    assert notes(file_text(other_store)) == ["o", "new"]
+    assert notes(file_text(workspace.project_store)) == ["a", "b"]
+    assert notes(s.buffers[uri]) == ["a", "b"]
+    message = REPOINTED.format(real(workspace.project_store), real(other_store))
+    assert await behind_messages(s, uri) == [message]
+    assert warnings_of(s) == [f"{link / '.pi' / 'memory.md'}: {message}"]
+    s.replace_all(uri, file_text(other_store))
+    await s.wait_for(uri, lambda ds: not [d for d in ds if d.code == "buffer-behind-file"])
+    assert await server_notes(s, uri) == ["o", "new"]
+
+
+async def test_saving_a_buffer_after_its_link_moved_says_what_it_overwrote(
+    start, workspace, tmp_path
+):
+    """Nothing looked between the move and the save: the save has written the first
+    store's text over the other file. The server says so once; the buffer is that
+    file's now (no mark: it equals the file)."""
+    other_store = other_project(tmp_path, ["o"])
+    workspace.write("project", ["a", "b"])
+    s = await start("visual-studio-code")
+    real_uri, linked = open_twice(s, workspace, tmp_path)
+    assert await server_notes(s, linked) == ["a", "b"]  # (opened before the link moves)
+    repoint(tmp_path / "linked", other_store.parent.parent)
+    (tmp_path / "linked" / ".pi" / "memory.md").write_text(s.buffers[linked], encoding="utf-8")
+    s.client.text_document_did_save(
+        lsp.DidSaveTextDocumentParams(text_document=lsp.TextDocumentIdentifier(uri=linked))
+    )
+    await s.command("memory.list")  # (a round trip: the save is handled)
+    message = SAVED_OVER.format(real(workspace.project_store), real(other_store))
+    assert warnings_of(s) == [f"{tmp_path / 'linked' / '.pi' / 'memory.md'}: {message}"]
+    assert not await behind_messages(s, linked)
+    r = await s.command("memory.add", {"text": "c", "uri": linked})
+    assert r["changed"] is True and s.buffers[linked] == file_text(other_store)
+    assert notes(s.buffers[real_uri]) == ["a", "b"]
+
+
+async def test_a_link_pointed_back_clears_the_mark_and_its_store_edits_it_again(
+    start, workspace, tmp_path
+):
+    """A → B (marked) → A again: the buffer holds A's text, its path leads to A: no mark,
+    no second warning, and commands on A reach it again."""
+    other_store = other_project(tmp_path, ["o"])
+    workspace.write("project", ["a", "b"])
+    s = await start("visual-studio-code")
+    s.refuse = versioned
+    real_uri, linked = open_twice(s, workspace, tmp_path)
+    assert await server_notes(s, linked) == ["a", "b"]
+    repoint(tmp_path / "linked", other_store.parent.parent)
+    recheck(s, other_store)
+    await s.codes(linked, "buffer-behind-file")
+    repoint(tmp_path / "linked", workspace.root)
+    recheck(s, workspace.project_store)
+    await s.wait_for(linked, lambda ds: not [d for d in ds if d.code == "buffer-behind-file"])
+    assert len(warnings_of(s)) == 1
+    r = await s.command("memory.add", {"text": "c"})
+    assert r["changed"] is True
+    for uri in (real_uri, linked):
         assert s.buffers[uri] == file_text(workspace.project_store), uri
+    assert notes(file_text(other_store)) == ["o"]
+    await assert_no_behind_now(s, real_uri, linked)
+
+
+@pytest.mark.parametrize("where", ["a folder of no project", "nowhere (dangling)"])
+async def test_a_link_pointed_where_no_store_is_marks_the_buffer_and_answers_all(
+    start, workspace, tmp_path, where
+):
+    """The link leads to a folder without `.pi` (not a repository) or to nothing at all:
+    the buffer's path leads to no file. It is marked (saving would write its text
+    there), every request is answered, no command edits it, and A's file and buffer
+    go on as before."""
+    workspace.write("project", ["a", "b"])
+    target = tmp_path / "plain"
+    if where.startswith("a folder"):
+        target.mkdir()
+    s = await start("visual-studio-code")
+    s.refuse = versioned
+    real_uri, linked = open_twice(s, workspace, tmp_path)
+    assert await server_notes(s, linked) == ["a", "b"]
+    repoint(tmp_path / "linked", target)
+    recheck(s, workspace.project_store)
+    found = await s.codes(linked, "buffer-behind-file")
+    [behind] = [d.message for d in found if d.code == "buffer-behind-file"]
+    assert behind.startswith(f"this buffer was opened from {real(workspace.project_store)};")
+    assert f"leads to {real(target / '.pi' / 'memory.md')}, which does not exist" in behind
+    assert await hover_text(s, linked, 2)
+    assert await server_notes(s, linked) == ["a", "b"]
+    r = await s.command("memory.list", {"uri": linked})
+    assert isinstance(r, dict)
+    r = await s.command("memory.add", {"text": "x", "uri": linked})
+    # Nothing creates a project (SPEC §1): its missing store, outside every folder, names none.
+    assert r["changed"] is False and r["error"].startswith("No such project directory"), r
+    assert not (target / ".pi" / "memory.md").exists()
+    r = await s.command("memory.add", {"text": "c"})
+    assert r["changed"] is True and notes(file_text(workspace.project_store)) == ["a", "b", "c"]
+    assert s.buffers[real_uri] == file_text(workspace.project_store)
+    assert notes(s.buffers[linked]) == ["a", "b"]
+    assert len(warnings_of(s)) == 1, warnings_of(s)
+
+
+async def test_a_link_to_a_project_whose_store_is_a_symlink(start, workspace, tmp_path):
+    """The link leads to a project whose `memory.md` is itself a symlink (refused): the
+    buffer is that store now (the `symlink` error shows), marked, never edited; a command
+    naming it is refused and answered."""
+    other = new_project(tmp_path / "other")
+    (other / ".pi").mkdir()
+    secret = tmp_path / "secret.md"
+    secret.write_text(store_text("s"), encoding="utf-8")
+    (other / ".pi" / "memory.md").symlink_to(secret)
+    workspace.write("project", ["a", "b"])
+    s = await start("visual-studio-code")
+    _, linked = open_twice(s, workspace, tmp_path)
+    assert await server_notes(s, linked) == ["a", "b"]
+    repoint(tmp_path / "linked", other)
+    recheck(s, other / ".pi" / "memory.md")
+    await s.codes(linked, "buffer-behind-file", "symlink")
+    r = await s.command("memory.add", {"text": "x", "uri": linked})
+    assert "error" in r and "symlinked" in r["error"], r
+    assert secret.read_text(encoding="utf-8") == store_text("s")
+    assert notes(s.buffers[linked]) == ["a", "b"]
+    # Reverting shows the file through the link: still no file the server may read.
+    s.replace_all(linked, store_text("s"))
+    await s.command("memory.list")
+    assert await behind_messages(s, linked)
+
+
+async def test_a_link_moved_onto_a_store_open_by_its_real_path(start, workspace, tmp_path):
+    """B's store is open by its real path too when the link moves onto it: B's commands
+    edit that buffer and leave the linked one (A's text) marked; once reverted, the two
+    are B's buffers and both get B's changes, and A's commands reach neither."""
+    other_store = other_project(tmp_path, ["o"])
+    workspace.write("project", ["a"])
+    s = await start("visual-studio-code")
+    s.refuse = versioned
+    real_uri, linked = open_twice(s, workspace, tmp_path)
+    other_uri = s.open(other_store)
+    assert await server_notes(s, other_uri) == ["o"]
+    repoint(tmp_path / "linked", other_store.parent.parent)
+    r = await s.command("memory.add", {"text": "o2", "uri": other_uri})
+    assert r["changed"] is True and notes(file_text(other_store)) == ["o", "o2"]
+    assert s.buffers[other_uri] == file_text(other_store)
+    assert notes(s.buffers[linked]) == ["a"]
+    assert await behind_messages(s, linked)
+    s.replace_all(linked, file_text(other_store))
+    await s.wait_for(linked, lambda ds: not [d for d in ds if d.code == "buffer-behind-file"])
+    await s.command("memory.forget", {"text": "o", "uri": linked})
+    await s.command("memory.add", {"text": "a2"})
+    assert notes(file_text(other_store)) == ["o2"]
+    assert notes(file_text(workspace.project_store)) == ["a", "a2"]
+    assert s.buffers[other_uri] == s.buffers[linked] == file_text(other_store)
+    assert s.buffers[real_uri] == file_text(workspace.project_store)
+    await assert_no_behind_now(s, real_uri, linked, other_uri)
+
+
+async def test_a_global_store_opened_through_a_linked_agent_dir_that_moves(
+    start, workspace, tmp_path
+):
+    """``agentDir`` is a link to one folder, then to another: the global store's buffer
+    (opened through the link) is the new folder's store, marked while it holds the old
+    one's notes; a global command writes the new file and leaves the buffer alone."""
+    first, second = tmp_path / "agent-a", tmp_path / "agent-b"
+    for folder, note in ((first, "g1"), (second, "g2")):
+        folder.mkdir()
+        (folder / "memory.md").write_text(store_text(note), encoding="utf-8")
+    agent = tmp_path / "agent-link"
+    agent.symlink_to(first, target_is_directory=True)
+    s = await start("visual-studio-code", init_options={"agentDir": str(agent)})
+    s.refuse = versioned
+    uri = s.open(agent / "memory.md")
+    assert await server_notes(s, uri) == ["g1"]
+    repoint(agent, second)
+    r = await s.command("memory.add", {"text": "g3", "scope": "global"})
+    assert r["changed"] is True, r
+    assert notes(file_text(second / "memory.md")) == ["g2", "g3"]
+    assert notes(file_text(first / "memory.md")) == ["g1"]
+    assert notes(s.buffers[uri]) == ["g1"]
+    message = REPOINTED.format(real(first / "memory.md"), real(second / "memory.md"))
+    assert await behind_messages(s, uri) == [message]
+    s.replace_all(uri, file_text(second / "memory.md"))
+    await s.wait_for(uri, lambda ds: not [d for d in ds if d.code == "buffer-behind-file"])
+    await s.command("memory.forget", {"text": "g2", "scope": "global"})
+    assert s.buffers[uri] == file_text(second / "memory.md")
+
+
+async def test_changes_a_buffer_lacked_show_again_when_its_link_is_pointed_back(
+    start, workspace, tmp_path
+):
+    """The linked buffer refused a command's change (marked as lacking it); the link then
+    leads to another project (one mark: that one); pointed back, the change it lacks from
+    its own file is what it is marked for again, until reverted."""
+    other_store = other_project(tmp_path, ["o"])
+    workspace.write("project", ["a"])
+    s = await start("visual-studio-code")
+    real_uri, linked = open_twice(s, workspace, tmp_path)
+    s.refuse = lambda session, edit: "dismissed" if edits_for(edit, linked) else None
+    await s.command("memory.add", {"text": "b"})
+    assert await behind_messages(s, linked) == [BEHIND.format("add")]
+    repoint(tmp_path / "linked", other_store.parent.parent)
+    recheck(s, other_store)
+    moved = REPOINTED.format(real(workspace.project_store), real(other_store))
+    await s.wait_for(
+        linked, lambda ds: [d.message for d in ds if d.code == "buffer-behind-file"] == [moved]
+    )
+    repoint(tmp_path / "linked", workspace.root)
+    recheck(s, workspace.project_store)
+    await s.wait_for(
+        linked,
+        lambda ds: (
+            [d.message for d in ds if d.code == "buffer-behind-file"] == [BEHIND.format("add")]
+        ),
+    )
+    s.replace_all(linked, file_text(workspace.project_store))
+    await s.wait_for(linked, lambda ds: not [d for d in ds if d.code == "buffer-behind-file"])
+    assert s.buffers[real_uri] == file_text(workspace.project_store)
+
+
+async def test_ten_commands_in_flight_as_the_link_moves(start, workspace, tmp_path):
+    """The link is pointed elsewhere while ten commands on the first store are in flight:
+    every command is answered, the first store's file gets them all, the real buffer
+    ends equal to it, and the other project's file is untouched."""
+    other_store = other_project(tmp_path, ["o"])
+    workspace.write("project", ["a", "b", "c", "d", "e"])
+    workspace.write("global", ["g"])
+    s = await start("visual-studio-code")
+    s.refuse = versioned
+    real_uri, linked = open_twice(s, workspace, tmp_path)
+    assert await server_notes(s, linked) == ["a", "b", "c", "d", "e"]
+    running = asyncio.ensure_future(run_all(s, IN_FLIGHT))
+    await asyncio.sleep(0.05)
+    repoint(tmp_path / "linked", other_store.parent.parent)
+    await running
+    assert notes(file_text(workspace.project_store)) == PROJECT_AFTER
+    assert notes(file_text(other_store)) == ["o"]
+    assert s.buffers[real_uri] == file_text(workspace.project_store)
+    await s.command("memory.list")
+    if s.buffers[linked] != file_text(other_store):
+        assert await behind_messages(s, linked)
+
+
+async def test_a_marked_uri_opened_again_is_the_file_it_opens(start, workspace, tmp_path):
+    """``didOpen`` again (no ``didClose``) for the marked linked uri, with what its path
+    leads to now: the new document is that file's buffer, with no mark left over."""
+    other_store = other_project(tmp_path, ["o"])
+    workspace.write("project", ["a"])
+    s = await start("visual-studio-code")
+    s.refuse = versioned
+    _, linked = open_twice(s, workspace, tmp_path)
+    assert await server_notes(s, linked) == ["a"]
+    repoint(tmp_path / "linked", other_store.parent.parent)
+    recheck(s, other_store)
+    await s.codes(linked, "buffer-behind-file")
+    assert s.open(tmp_path / "linked" / ".pi" / "memory.md") == linked
+    await s.wait_for(linked, lambda ds: not [d for d in ds if d.code == "buffer-behind-file"])
+    await s.command("memory.add", {"text": "o2", "uri": linked})
+    assert s.buffers[linked] == file_text(other_store)
+    assert notes(file_text(other_store)) == ["o", "o2"]

@@ -291,3 +291,48 @@ def test_every_open_document_of_a_store_is_found_in_the_order_they_opened(
     projects.close("file:///linked")
     assert projects.open_stores(runtime, "project") == []
     assert projects.same_file(linked) == []
+
+
+def test_a_document_follows_its_path_when_a_folder_link_is_pointed_elsewhere(
+    workspace: Workspace, tmp_path: Path
+) -> None:
+    """``Projects.follow``: the linked document becomes the open document of the file its
+    path leads to now (``commands.sync_buffers`` then finds it there, not under the file
+    it was opened from); the real one stays its file's open document."""
+    projects, runtime, real, linked = _one_store_two_uris(workspace, tmp_path)
+    other = tmp_path / "other"
+    (other / ".git").mkdir(parents=True)
+    (other / ".pi").mkdir()
+    projects.open(real)
+    projects.open(linked)
+    assert projects.follow("file:///linked") is None  # nothing moved
+    assert projects.open_store(runtime, "project") is linked
+    link = tmp_path / "linked"
+    link.unlink()
+    link.symlink_to(other, target_is_directory=True)
+    before = str(workspace.project_store.resolve())
+    now = str((other / ".pi" / "memory.md").resolve())
+    assert projects.follow("file:///linked") == (before, now)
+    assert projects.follow("file:///linked") is None  # once
+    assert projects.follow("file:///real") is None
+    assert projects.follow("file:///nothing-open") is None
+    assert projects.file_of("file:///linked") == now
+    assert projects.open_stores(runtime, "project") == [real]
+    assert projects.open_store(runtime, "project") is real
+    other_runtime = projects.runtime_for_path(other)
+    assert projects.open_stores(other_runtime, "project") == [linked]
+    assert projects.open_store(other_runtime, "project") is linked
+    assert projects.same_file(linked) == [linked]
+    # Pointed back: the file keeps the document it had (the real one), and lists both.
+    link.unlink()
+    link.symlink_to(workspace.root, target_is_directory=True)
+    assert projects.follow("file:///linked") == (now, before)
+    assert projects.open_store(runtime, "project") is real
+    assert projects.open_stores(runtime, "project") == [real, linked]
+    assert projects.open_stores(other_runtime, "project") == []
+    # A link that dangles: the document's file is where it would lead (nothing there).
+    link.unlink()
+    link.symlink_to(tmp_path / "gone", target_is_directory=True)
+    moved = projects.follow("file:///linked")
+    assert moved == (before, str(tmp_path.resolve() / "gone" / ".pi" / "memory.md"))
+    assert projects.open_store(runtime, "project") is real
