@@ -413,8 +413,8 @@ def _verb_parser(verb: Verb) -> argparse.ArgumentParser:
 def _arrange(tokens: Sequence[str], verb: Verb) -> list[str]:
     """The verb's arguments as argparse must see them to read them as SPEC §8 says.
 
-    ``--opt VALUE`` becomes ``--opt=VALUE``, so a value may begin with ``-``;
-    a ``--`` with nothing after it is dropped; any other ``--`` is kept once,
+    ``--opt VALUE`` becomes ``--opt=VALUE``, so a value may begin with ``-`` (a
+    value ``--`` kept as one, see :data:`DASHES`); a ``--`` with nothing after it is dropped; any other ``--`` is kept once,
     before the arguments that follow it.
     """
     takes_value = {f for f in verb.options if verb.option(f).metavar is not None}
@@ -426,11 +426,15 @@ def _arrange(tokens: Sequence[str], verb: Verb) -> list[str]:
         if token == "--":
             rest = list(tokens[i + 1 :])
             break
+        flag, eq, value = token.partition("=")
         if token in takes_value and i + 1 < len(tokens):
-            out.append(f"{token}={tokens[i + 1]}")
-            i += 2
-            continue
-        out.append(token)
+            flag, eq, value = token, "=", tokens[i + 1]
+            i += 1
+        if flag in takes_value and eq:
+            # argparse drops a "--" value too (`--to=--` read as `[]`): stood in for.
+            out.append(f"{flag}={DASHES if value == '--' else value}")
+        else:
+            out.append(token)
         i += 1
     # argparse drops every later "--" from arguments too; a NUL cannot be in argv,
     # so this stand-in for a literal "--" argument is safe (see _restore).
