@@ -1,0 +1,1056 @@
+"""The three fronts agree: one action on one workspace through the CLI, the language
+server and the MCP server gives the same ``MemoryResult`` and leaves the same bytes.
+
+SPEC §3 promises a ``MemoryResult`` of "the same shape from every entry point" and
+each rule at every entry point. Each case below lays out a workspace, runs one
+action through the real ``memory-ls`` CLI (a process, ``--json``), the real
+language server (``workspace/executeCommand memory.*``) and the real MCP server
+(the ``memory`` tool), laying the workspace out afresh before each, and compares
+what came back (``changed``, the notes, ``existing``, the exact ``error``, every
+field) and the stores on disk afterwards (bytes, mode, what else their folders hold).
+
+One server per front for the whole module: the MCP server serves the one project
+it was started on, and the paths in messages must be the same for a byte-for-byte
+comparison, so every case uses the same project and agent dir, emptied and laid out
+again before each front's run. Every file laid out gets an mtime of its own, so a
+long-running server's cache (keyed by mtime, size and inode) can never mistake one
+case's store for another's. No front is told whether the project is trusted: all
+three decide it from the files (SPEC §4 rules 2 and 3).
+
+Where a front cannot express an input (a CLI argument is a string without NUL and
+its scope is checked by argparse; the MCP tool has no merge, move or clear), the
+cell is skipped with the reason, or its documented difference asserted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import shutil
+import stat
+import sys
+import threading
+import time
+from collections.abc import Callable, Coroutine, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+from lsprotocol import types as lsp
+from mcp import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from pytest_lsp import LanguageClient, client_capabilities, make_test_lsp_client
+
+from memory_ls.core.text import HEADER
+from tests.conftest import Workspace, isolated_env, run_cli, store_text
+from tests.e2e.conftest import uri_of
+
+REPO = Path(__file__).resolve().parents[2]
+TIMEOUT = 20.0
+T = TypeVar("T")
+
+NO_MCP = "the MCP tool has only add, update, forget and list (SPEC §11)"
+NUL_ARGV = "a process argument cannot hold a NUL byte"
+NOT_A_STRING = "a CLI argument is always a string"
+LONE_SURROGATE_MCP = (
+    "the SDK's client cannot send a lone surrogate (pydantic refuses to serialise it); "
+    "tests/mcp/test_bad_requests.py sends the raw escape"
+)
+
+
+def _has_lone_surrogate(text: str) -> bool:
+    return any(0xD800 <= ord(c) <= 0xDFFF for c in text)
+
+
+# -- the fronts --------------------------------------------------------------------
+
+
+class LoopThread:
+    """An event loop in a thread of its own, so the module's two servers outlive each
+    test and the tests stay plain functions."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+
+    def run(self, coro: Coroutine[Any, Any, T], timeout: float = TIMEOUT) -> T:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
+
+    def close(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(5)
+
+
+class LspFront:
+    """``memory-ls serve`` (as VS Code declares itself), no trust decision given."""
+
+    def __init__(self, loop: LoopThread, ws: Workspace) -> None:
+        self.loop = loop
+        self.client: LanguageClient = make_test_lsp_client()
+        self.asked: list[str] = []
+
+        @self.client.feature(lsp.WORKSPACE_APPLY_EDIT)
+        def apply_edit(params: lsp.ApplyWorkspaceEditParams) -> lsp.ApplyWorkspaceEditResult:
+            return lsp.ApplyWorkspaceEditResult(applied=True)  # no buffer is open
+
+        @self.client.feature(lsp.CLIENT_REGISTER_CAPABILITY)
+        def register(params: lsp.RegistrationParams) -> None:
+            return None
+
+        @self.client.feature(lsp.WINDOW_SHOW_MESSAGE_REQUEST)
+        def ask(params: lsp.ShowMessageRequestParams) -> lsp.MessageActionItem | None:
+            self.asked.append(params.message)
+            return lsp.MessageActionItem(title="Clear")  # `clear --yes`'s answer
+
+        async def start() -> None:
+            env = {**ws.env(), "PYTHONUNBUFFERED": "1"}
+            await self.client.start_io(sys.executable, "-m", "memory_ls.server", env=env)
+            await self.client.initialize_session(
+                lsp.InitializeParams(
+                    capabilities=client_capabilities("visual-studio-code"),
+                    root_uri=uri_of(ws.root),
+                    workspace_folders=[lsp.WorkspaceFolder(uri=uri_of(ws.root), name="project")],
+                )
+            )
+            await asyncio.sleep(0.1)
+
+        loop.run(start())
+
+    def command(self, action: str, args: dict[str, Any]) -> Any:
+        return self.loop.run(
+            self.client.workspace_execute_command_async(
+                lsp.ExecuteCommandParams(command=f"memory.{action}", arguments=[args])
+            )
+        )
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self.loop.run(self.client.shutdown_session(), 10)
+
+
+class McpFront:
+    """``memory-ls mcp --project ROOT`` through the SDK's client, no trust flag."""
+
+    def __init__(self, loop: LoopThread, ws: Workspace) -> None:
+        self.loop = loop
+        self.session: ClientSession | None = None
+        ready: asyncio.Future[None] = loop.loop.create_future()
+        self.stop: asyncio.Event | None = None
+
+        async def serve() -> None:
+            self.stop = asyncio.Event()
+            params = StdioServerParameters(
+                command=sys.executable,
+                args=["-m", "memory_ls.mcp_server", "--project", str(ws.root)],
+                env=ws.env(),
+                cwd=str(REPO),
+            )
+            try:
+                async with (
+                    stdio_client(params) as (read, write),
+                    ClientSession(read, write) as session,
+                ):
+                    await session.initialize()
+                    self.session = session
+                    ready.set_result(None)
+                    await self.stop.wait()
+            except BaseException as exc:
+                if not ready.done():
+                    ready.set_exception(exc)
+                raise
+
+        # One task owns the session's context (anyio's scopes end where they began).
+        self.task = asyncio.run_coroutine_threadsafe(serve(), loop.loop)
+
+        async def started() -> None:
+            await ready
+
+        loop.run(started())
+
+    def call(self, arguments: dict[str, Any]) -> Any:
+        assert self.session is not None
+        return self.loop.run(self.session.call_tool("memory", arguments))
+
+    def close(self) -> None:
+        if self.stop is not None:
+            self.loop.loop.call_soon_threadsafe(self.stop.set)
+        with contextlib.suppress(Exception):
+            self.task.result(10)
+
+
+@dataclass
+class Fronts:
+    ws: Workspace
+    outside: Path
+    lsp: LspFront
+    mcp: McpFront
+
+
+@pytest.fixture(scope="module")
+def fronts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fronts]:
+    base = tmp_path_factory.mktemp("agree")
+    root = base / "project"
+    (root / ".git").mkdir(parents=True)
+    for name in ("agent", "home", "outside"):
+        (base / name).mkdir()
+    ws = Workspace(root.resolve(), (base / "agent").resolve(), (base / "home").resolve())
+    loop = LoopThread()
+    lsp_front = LspFront(loop, ws)
+    mcp_front = McpFront(loop, ws)
+    try:
+        yield Fronts(ws, (base / "outside").resolve(), lsp_front, mcp_front)
+    finally:
+        lsp_front.close()
+        mcp_front.close()
+        loop.close()
+
+
+# -- the workspace of a case ---------------------------------------------------------
+
+_mtime = [time.time_ns() - 10**12]
+
+
+def _next_mtime() -> int:
+    """A modification time no file of this module had before (1 ms apart)."""
+    _mtime[0] += 1_000_000
+    return _mtime[0]
+
+
+Layout = Callable[[Workspace, Path], None]
+
+
+def files(
+    project: bytes | str | list[str] | None = None,
+    glob: bytes | str | list[str] | None = None,
+    *extra: str,
+) -> Layout:
+    """A layout: the project store, the global store (raw text, bytes or notes) and
+    empty-object files at the project-relative paths ``extra`` (``.pi/settings.json``)."""
+
+    def lay(ws: Workspace, outside: Path) -> None:
+        if project is not None:
+            ws.write("project", project)
+        if glob is not None:
+            ws.write("global", glob)
+        for name in extra:
+            (ws.root / name).parent.mkdir(parents=True, exist_ok=True)
+            (ws.root / name).write_text("{}")
+
+    return lay
+
+
+def _empty(folder: Path) -> None:
+    for child in folder.iterdir():
+        if child.name == ".git" and folder.name == "project":
+            continue
+        if child.is_dir() and not child.is_symlink():
+            shutil.rmtree(child)
+        else:
+            child.unlink()
+
+
+def lay_out(fr: Fronts, layout: Layout) -> None:
+    ws = fr.ws
+    ws.agent_dir.mkdir(exist_ok=True)
+    for folder in (ws.root, ws.agent_dir, ws.home, fr.outside):
+        _empty(folder)
+    layout(ws, fr.outside)
+    for folder in (ws.root, ws.agent_dir, fr.outside):
+        if not folder.is_dir():
+            continue
+        for dirpath, dirnames, filenames in os.walk(folder):
+            for name in [*filenames, *dirnames]:
+                os.utime(Path(dirpath, name), ns=(_next_mtime(),) * 2, follow_symlinks=False)
+
+
+def _snapshot_path(path: Path) -> object:
+    if path.is_symlink():
+        return ("symlink", os.readlink(path), _snapshot_path_target(path))
+    try:
+        st = path.lstat()
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    if not stat.S_ISREG(st.st_mode):  # a folder or a FIFO (never opened: it would block)
+        return ("other", stat.S_IFMT(st.st_mode))
+    return ("file", stat.S_IMODE(st.st_mode), path.read_bytes())
+
+
+def _snapshot_path_target(path: Path) -> object:
+    real = path.resolve()
+    return real.read_bytes() if real.is_file() else None
+
+
+def disk(fr: Fronts) -> dict[str, object]:
+    """The stores and what their folders hold (no temporary or lock file left behind)."""
+    ws = fr.ws
+    out: dict[str, object] = {}
+    for name, path in (("project", ws.project_store), ("global", ws.global_store)):
+        out[name] = _snapshot_path(path)
+    for name, folder in (("pi", ws.root / ".pi"), ("agent", ws.agent_dir), ("outside", fr.outside)):
+        out[name + "/"] = sorted(os.listdir(folder)) if folder.is_dir() else None
+    out["outside-files"] = {p.name: p.read_bytes() for p in fr.outside.rglob("*") if p.is_file()}
+    return out
+
+
+# -- running one front ---------------------------------------------------------------
+
+
+@dataclass
+class Outcome:
+    """What a front answered (``result``: the ``MemoryResult``; ``None`` when it had none)
+    and the disk afterwards."""
+
+    result: dict[str, Any] | None
+    disk: dict[str, object]
+    note: str = ""
+    """How the front said it (its exit code, its text) — checked per front, not compared."""
+
+
+def cli_argv(action: str, args: dict[str, Any]) -> list[str] | None:
+    """The CLI's words for ``args``, or ``None`` when an argument cannot be one."""
+    values = [v for v in args.values()]
+    if any(not isinstance(v, str) for v in values):
+        return None
+    if any("\0" in v for v in values):
+        return None
+    argv = [action, "--json"]
+    if "scope" in args:
+        argv.append(f"--scope={args['scope']}")
+    if "to" in args:
+        argv.append(f"--to={args['to']}")
+    if action == "clear":
+        argv.append("--yes")
+    positional = [args[k] for k in ("text", "other") if k in args]
+    return [*argv, "--", *positional]
+
+
+def run_front(fr: Fronts, front: str, case: Case) -> Outcome | str:
+    """One front's outcome, or why it cannot run this case (skipped)."""
+    lay_out(fr, case.layout)
+    if front == "cli":
+        argv = cli_argv(case.action, case.args)
+        if argv is None:
+            return NUL_ARGV if any(isinstance(v, str) for v in case.args.values()) else NOT_A_STRING
+        done = run_cli(*argv, cwd=fr.ws.root, env=isolated_env(fr.ws.agent_dir, fr.ws.home))
+        if done.returncode == 2:  # a usage error: argparse's, no MemoryResult
+            return Outcome(None, disk(fr), f"exit 2: {done.stderr.strip().splitlines()[-1]}")
+        result = json.loads(done.stdout)
+        assert done.returncode == (1 if "error" in result else 0), (done.returncode, result)
+        return Outcome(result, disk(fr), f"exit {done.returncode}")
+    if front == "lsp":
+        answer = fr.lsp.command(case.action, case.args)
+        return Outcome(_plain(answer), disk(fr))
+    if case.action not in ("add", "update", "forget", "list"):
+        return NO_MCP
+    if any(isinstance(v, str) and _has_lone_surrogate(v) for v in case.args.values()):
+        return LONE_SURROGATE_MCP
+    called = fr.mcp.call({"action": case.action, **case.args})
+    result = called.structured_content
+    text = called.content[0].text
+    error = result.get("error") if isinstance(result, dict) else None
+    assert called.is_error == bool(error), (called.is_error, result)
+    if error:
+        assert text == f"Error: {error}", text
+    return Outcome(result, disk(fr), text)
+
+
+def _plain(value: Any) -> Any:
+    """A result from pytest-lsp's client (attribute objects for JSON objects) as plain JSON."""
+    if isinstance(value, (dict, list, str, int, float, bool)) or value is None:
+        return json.loads(json.dumps(value, default=lambda o: o.__dict__))
+    return json.loads(json.dumps(value, default=lambda o: vars(o)))
+
+
+# -- the table -------------------------------------------------------------------------
+
+
+@dataclass
+class Case:
+    id: str
+    action: str
+    args: dict[str, Any]
+    layout: Layout = field(
+        default_factory=lambda: files(["use pnpm, not npm", "tests need DATABASE_URL"])
+    )
+    expect: dict[str, Any] = field(default_factory=dict)
+    """Fields every front's result must have (besides agreeing)."""
+    cli_usage: bool = False
+    """The CLI refuses it as a usage error (exit 2, documented in SPEC §8)."""
+    xfail: dict[str, str] = field(default_factory=dict)
+    """Fronts known to disagree, with why."""
+
+
+NOTES = ["use pnpm, not npm", "tests need DATABASE_URL"]
+HEADER_ONLY = HEADER + "\n"
+BIDI = "abc\u202edef"
+ZW = "a\u200bb"
+ASTRAL_500 = "\U0001f600" * 250
+ASTRAL_501 = "\U0001f600" * 250 + "x"
+CAP = 262_144
+
+
+def _big(size: int, crlf: bool = False) -> bytes:
+    """A store of exactly ``size`` bytes."""
+    head = (HEADER + "\n\n").encode()
+    note = b"- " + b"n" * 97 + b"\n"  # 100 bytes
+    body = head + note * ((size - len(head)) // 100)
+    pad = size - len(body)
+    return body + (b"- " + b"p" * (pad - 3) + b"\n" if pad >= 4 else b"\n" * pad)
+
+
+def _symlinked_store(ws: Workspace, outside: Path) -> None:
+    target = outside / "real.md"
+    target.write_text(store_text(*NOTES))
+    (ws.root / ".pi").mkdir()
+    ws.project_store.symlink_to(target)
+
+
+def _pi_outside(ws: Workspace, outside: Path) -> None:
+    (outside / "memory.md").write_text(store_text(*NOTES))
+    (ws.root / ".pi").symlink_to(outside, target_is_directory=True)
+
+
+def _trust_json(trusted: bool) -> Layout:
+    def lay(ws: Workspace, outside: Path) -> None:
+        files(NOTES, ["a global note"])(ws, outside)
+        (ws.agent_dir / "trust.json").write_text(json.dumps({str(ws.root): trusted}))
+
+    return lay
+
+
+def _pi_outside_with_global(ws: Workspace, outside: Path) -> None:
+    _pi_outside(ws, outside)
+    ws.write("global", ["a global note"])
+
+
+def _pi_dangling(ws: Workspace, outside: Path) -> None:
+    (ws.root / ".pi").symlink_to(outside / "gone", target_is_directory=True)
+
+
+def _pi_file(ws: Workspace, outside: Path) -> None:
+    (ws.root / ".pi").write_text("not a folder\n")
+
+
+def _store_folder(ws: Workspace, outside: Path) -> None:
+    ws.project_store.mkdir(parents=True)
+
+
+def _store_fifo(ws: Workspace, outside: Path) -> None:
+    (ws.root / ".pi").mkdir()
+    os.mkfifo(ws.project_store)
+
+
+def _dangling_store(ws: Workspace, outside: Path) -> None:
+    (ws.root / ".pi").mkdir()
+    ws.project_store.symlink_to(outside / "gone.md")
+
+
+def _symlinked_global(ws: Workspace, outside: Path) -> None:
+    files(NOTES)(ws, outside)
+    (outside / "global.md").write_text(store_text("g"))
+    ws.global_store.symlink_to(outside / "global.md")
+
+
+def _no_agent_dir(ws: Workspace, outside: Path) -> None:
+    files(NOTES)(ws, outside)
+    ws.agent_dir.rmdir()
+
+
+def _mode_600(ws: Workspace, outside: Path) -> None:
+    files(NOTES)(ws, outside)
+    ws.project_store.chmod(0o600)
+
+
+def _trust_json_text(text: str, *extra: str) -> Layout:
+    def lay(ws: Workspace, outside: Path) -> None:
+        files(NOTES, None, *extra)(ws, outside)
+        (ws.agent_dir / "trust.json").write_text(text.replace("%s", str(ws.root)))
+
+    return lay
+
+
+LIST_IGNORES_ARGUMENT = (
+    "memory.list ignores its argument (server/commands.py calls runtime.list() without "
+    "it): scope global is answered as project, an unknown scope is not refused, where "
+    "the CLI and the MCP tool validate and echo it (SPEC §3, §7 'Bad field values')"
+)
+P = {"scope": "project"}
+G = {"scope": "global"}
+
+CASES: list[Case] = [
+    # -- text inputs ------------------------------------------------------------------
+    Case("add-blank", "add", {"text": ""}, expect={"error": "text is required."}),
+    Case("add-whitespace", "add", {"text": " \t\u3000 "}, expect={"error": "text is required."}),
+    Case(
+        "add-controls-only",
+        "add",
+        {"text": "\x1b\x07\x7f\x85"},
+        expect={"error": "text is required."},
+    ),
+    Case(
+        "add-controls",
+        "add",
+        {"text": "a\x1bb\tc\r\nd"},
+        expect={"changed": True, "entry": "a b c d"},
+    ),
+    Case("add-line-separator", "add", {"text": "one\u2028two"}, expect={"entry": "one two"}),
+    Case("add-bidi", "add", {"text": BIDI}, expect={"changed": True, "entry": BIDI}),
+    Case("add-zero-width", "add", {"text": ZW}, expect={"changed": True, "entry": ZW}),
+    Case("add-zero-width-only", "add", {"text": "\u200b"}),
+    Case("add-nul", "add", {"text": "a\x00b"}, expect={"entry": "a b"}),
+    Case("add-dashes", "add", {"text": "--"}, expect={"entry": "--"}),
+    Case("add-option-like", "add", {"text": "--scope=global"}, expect={"entry": "--scope=global"}),
+    Case("add-dash", "add", {"text": "-"}, expect={"entry": "-"}),
+    Case("add-json-flag", "add", {"text": "--json"}, expect={"entry": "--json"}),
+    Case("add-bullet-text", "add", {"text": "- * nested"}, expect={"entry": "- * nested"}),
+    Case("add-header-text", "add", {"text": HEADER}, expect={"entry": HEADER}),
+    Case("add-500", "add", {"text": "x" * 500}, expect={"changed": True}),
+    Case(
+        "add-501",
+        "add",
+        {"text": "x" * 501},
+        expect={"error": "text is longer than 500 characters."},
+    ),
+    Case("add-astral-500", "add", {"text": ASTRAL_500}, expect={"changed": True}),
+    Case(
+        "add-astral-501",
+        "add",
+        {"text": ASTRAL_501},
+        expect={"error": "text is longer than 500 characters."},
+    ),
+    Case(
+        "add-501-before-normalising",
+        "add",
+        {"text": " " + "x" * 500 + "  "},
+        expect={"changed": True},
+    ),
+    Case(
+        "add-near-duplicate",
+        "add",
+        {"text": "Use PNPM, not npm!!"},
+        expect={"changed": False, "existing": "use pnpm, not npm"},
+    ),
+    Case(
+        "add-global",
+        "add",
+        {"text": "a global note", **G},
+        expect={"changed": True, "scope": "global"},
+    ),
+    Case("add-lone-surrogate", "add", {"text": "x\udcffy"}),
+    Case("add-json-list-string", "add", {"text": "[1]"}, expect={"entry": "[1]"}),
+    Case("add-json-null-string", "add", {"text": "null"}, expect={"entry": "null"}),
+    Case("add-json-number-string", "add", {"text": "5"}, expect={"entry": "5"}),
+    Case("add-json-object-string", "add", {"text": '{"a": 1}'}, expect={"entry": '{"a": 1}'}),
+    Case("add-bool-text", "add", {"text": True}, expect={"error": "text is required."}),
+    Case("add-object-text", "add", {"text": {"a": "b"}}, expect={"error": "text is required."}),
+    Case(
+        "add-null-scope",
+        "add",
+        {"text": "x", "scope": None},
+        expect={"scope": "project", "changed": True},
+    ),
+    Case("add-missing-text", "add", {}, cli_usage=True, expect={"error": "text is required."}),
+    Case("add-int-text", "add", {"text": 5}, expect={"error": "text is required."}),
+    Case("add-null-text", "add", {"text": None}, expect={"error": "text is required."}),
+    Case("add-list-text", "add", {"text": ["a"]}, expect={"error": "text is required."}),
+    Case(
+        "add-unknown-scope",
+        "add",
+        {"text": "x", "scope": "Project"},
+        cli_usage=True,
+        expect={"error": "scope must be one of project, global."},
+    ),
+    Case(
+        "add-empty-scope",
+        "add",
+        {"text": "x", "scope": ""},
+        cli_usage=True,
+        expect={"error": "scope must be one of project, global."},
+    ),
+    Case(
+        "add-int-scope",
+        "add",
+        {"text": "x", "scope": 1},
+        expect={"error": "scope must be one of project, global."},
+    ),
+    Case(
+        "update-same",
+        "update",
+        {"text": "use pnpm, not npm", "to": "use pnpm, not npm"},
+        expect={"changed": False},
+    ),
+    Case(
+        "update-same-after-normalising",
+        "update",
+        {"text": "use pnpm, not npm", "to": " use  pnpm,\tnot npm "},
+        expect={"changed": False},
+    ),
+    Case(
+        "update-no-match",
+        "update",
+        {"text": "nope", "to": "x"},
+        expect={"error": "No project memory note matches: nope"},
+    ),
+    Case(
+        "update-no-match-bidi",
+        "update",
+        {"text": BIDI, "to": "x"},
+        expect={"error": "No project memory note matches: abc\\u202edef"},
+    ),
+    Case(
+        "update-to-501",
+        "update",
+        {"text": "use pnpm, not npm", "to": "y" * 501},
+        expect={"error": "to is longer than 500 characters."},
+    ),
+    Case(
+        "update-to-blank",
+        "update",
+        {"text": "use pnpm, not npm", "to": " "},
+        expect={"error": "to is required."},
+    ),
+    Case(
+        "update-to-dash",
+        "update",
+        {"text": "use pnpm, not npm", "to": "-b"},
+        expect={"changed": True},
+    ),
+    Case(
+        "update-to-dashes", "update", {"text": "use pnpm, not npm", "to": "--"}, expect={"to": "--"}
+    ),
+    Case(
+        "update-to-option",
+        "update",
+        {"text": "use pnpm, not npm", "to": "--scope=global"},
+        expect={"to": "--scope=global"},
+    ),
+    Case(
+        "update-missing-to",
+        "update",
+        {"text": "use pnpm, not npm"},
+        cli_usage=True,
+        expect={"error": "to is required."},
+    ),
+    Case(
+        "forget-twice-present",
+        "forget",
+        {"text": "dup"},
+        layout=files(["dup", "keep", "dup"]),
+        expect={"changed": True, "project": ["keep"]},
+    ),
+    Case(
+        "forget-case-sensitive",
+        "forget",
+        {"text": "USE PNPM, NOT NPM"},
+        expect={"error": "No project memory note matches: USE PNPM, NOT NPM"},
+    ),
+    Case(
+        "forget-last-note",
+        "forget",
+        {"text": "only"},
+        layout=files(["only"]),
+        expect={"changed": True},
+    ),
+    Case(
+        "merge-same",
+        "merge",
+        {"text": "use pnpm, not npm", "other": "use pnpm, not npm", "to": "x"},
+        expect={"error": "text and other must be different notes."},
+    ),
+    Case(
+        "merge-same-after-normalising",
+        "merge",
+        {"text": "use pnpm, not npm", "other": "use  pnpm, not npm ", "to": "x"},
+        expect={"error": "text and other must be different notes."},
+    ),
+    Case(
+        "merge",
+        "merge",
+        {
+            "text": "use pnpm, not npm",
+            "other": "tests need DATABASE_URL",
+            "to": "pnpm; DATABASE_URL",
+        },
+        expect={"changed": True},
+    ),
+    Case(
+        "merge-missing-other",
+        "merge",
+        {"text": "use pnpm, not npm", "to": "x"},
+        cli_usage=True,
+        expect={"error": "other is required."},
+    ),
+    Case("move-to-global", "move", {"text": "use pnpm, not npm"}, expect={"changed": True}),
+    Case(
+        "move-already-there",
+        "move",
+        {"text": "use pnpm, not npm"},
+        layout=files(NOTES, ["Use pnpm, not npm."]),
+        expect={"changed": True, "existing": "Use pnpm, not npm."},
+    ),
+    Case(
+        "move-into-untrusted",
+        "move",
+        {"text": "a global note", **G},
+        layout=files(NOTES, ["a global note"], ".pi/settings.json"),
+        expect={
+            "error": 'Project memory is unavailable for an untrusted project; use scope "global".',
+            "project": [],
+        },
+    ),
+    Case(
+        "move-no-match",
+        "move",
+        {"text": "nope"},
+        expect={"error": "No project memory note matches: nope"},
+    ),
+    # -- files --------------------------------------------------------------------------
+    Case(
+        "crlf-add",
+        "add",
+        {"text": "new"},
+        layout=files(store_text(*NOTES).replace("\n", "\r\n")),
+        expect={"changed": True},
+    ),
+    Case(
+        "crlf-forget",
+        "forget",
+        {"text": "tests need DATABASE_URL"},
+        layout=files(store_text(*NOTES).replace("\n", "\r\n") + "\r\n\r\n"),
+        expect={"changed": True},
+    ),
+    Case(
+        "crlf-update",
+        "update",
+        {"text": "use pnpm, not npm", "to": "use bun"},
+        layout=files(store_text(*NOTES).replace("\n", "\r\n")),
+        expect={"changed": True},
+    ),
+    Case(
+        "mixed-endings-add",
+        "add",
+        {"text": "new"},
+        layout=files("- a\r\n- b\n- c"),
+        expect={"changed": True},
+    ),
+    Case(
+        "no-final-newline-add",
+        "add",
+        {"text": "new"},
+        layout=files(store_text(*NOTES).rstrip("\n")),
+        expect={"changed": True},
+    ),
+    Case(
+        "no-final-newline-forget",
+        "forget",
+        {"text": "tests need DATABASE_URL"},
+        layout=files(store_text(*NOTES).rstrip("\n")),
+        expect={"changed": True},
+    ),
+    Case(
+        "header-only-add",
+        "add",
+        {"text": "new"},
+        layout=files(HEADER_ONLY),
+        expect={"changed": True},
+    ),
+    Case(
+        "header-only-forget",
+        "forget",
+        {"text": "new"},
+        layout=files(HEADER_ONLY),
+        expect={"error": "No project memory note matches: new"},
+    ),
+    Case("header-only-clear", "clear", {}, layout=files(HEADER_ONLY), expect={"changed": False}),
+    Case("empty-add", "add", {"text": "new"}, layout=files(""), expect={"changed": True}),
+    Case(
+        "whitespace-file-add",
+        "add",
+        {"text": "new"},
+        layout=files(" \n\t\n\n"),
+        expect={"changed": True},
+    ),
+    Case("missing-add", "add", {"text": "new"}, layout=files(), expect={"changed": True}),
+    Case(
+        "missing-forget",
+        "forget",
+        {"text": "new"},
+        layout=files(),
+        expect={"error": "No project memory note matches: new"},
+    ),
+    Case(
+        "bom-add",
+        "add",
+        {"text": "new"},
+        layout=files("\ufeff" + store_text(*NOTES)),
+        expect={"changed": True},
+    ),
+    Case("bom-only-add", "add", {"text": "new"}, layout=files("\ufeff"), expect={"changed": True}),
+    Case(
+        "bom-forget-last",
+        "forget",
+        {"text": "only"},
+        layout=files("\ufeff- only\n"),
+        expect={"changed": True},
+    ),
+    Case(
+        "bom-clear",
+        "clear",
+        {},
+        layout=files("\ufeff" + store_text(*NOTES)),
+        expect={"changed": True},
+    ),
+    Case(
+        "invalid-utf8-add",
+        "add",
+        {"text": "new"},
+        layout=files(store_text(*NOTES).encode() + b"- bad \xff\n"),
+        expect={"changed": False},
+    ),
+    Case(
+        "invalid-utf8-list", "list", {}, layout=files(store_text(*NOTES).encode() + b"- bad \xff\n")
+    ),
+    Case("invalid-utf8-global-list", "list", {}, layout=files(NOTES, b"- bad \xc3\n")),
+    Case(
+        "oversize-add",
+        "add",
+        {"text": "new"},
+        layout=files(_big(CAP + 1)),
+        expect={"changed": False},
+    ),
+    Case("oversize-list", "list", {}, layout=files(_big(CAP + 1))),
+    Case("at-cap-add", "add", {"text": "new"}, layout=files(_big(CAP)), expect={"changed": False}),
+    Case(
+        "at-cap-forget",
+        "forget",
+        {"text": "p" * 0 + "n" * 97},
+        layout=files(_big(CAP)),
+        expect={"changed": True},
+    ),
+    Case(
+        "symlinked-store-add",
+        "add",
+        {"text": "new"},
+        layout=_symlinked_store,
+        expect={"changed": False},
+    ),
+    Case("symlinked-store-list", "list", {}, layout=_symlinked_store),
+    Case(
+        "symlinked-store-global-add",
+        "add",
+        {"text": "new", **G},
+        layout=_symlinked_store,
+        expect={"changed": True},
+    ),
+    Case("pi-outside-add", "add", {"text": "new"}, layout=_pi_outside, expect={"changed": False}),
+    Case("pi-outside-list", "list", {}, layout=_pi_outside),
+    Case(
+        "pi-outside-move-in", "move", {"text": "a global note", **G}, layout=_pi_outside_with_global
+    ),
+    Case(
+        "pi-outside-dangling-add",
+        "add",
+        {"text": "new"},
+        layout=_pi_dangling,
+        expect={"changed": False},
+    ),
+    Case("pi-is-a-file-add", "add", {"text": "new"}, layout=_pi_file, expect={"changed": False}),
+    Case(
+        "store-is-a-folder-add",
+        "add",
+        {"text": "new"},
+        layout=_store_folder,
+        expect={"changed": False},
+    ),
+    Case(
+        "store-is-a-fifo-add", "add", {"text": "new"}, layout=_store_fifo, expect={"changed": False}
+    ),
+    Case("store-is-a-fifo-list", "list", {}, layout=_store_fifo),
+    Case(
+        "dangling-store-add",
+        "add",
+        {"text": "new"},
+        layout=_dangling_store,
+        expect={"changed": False},
+    ),
+    Case(
+        "symlinked-global-add",
+        "add",
+        {"text": "new", **G},
+        layout=_symlinked_global,
+        expect={"changed": False},
+    ),
+    Case("symlinked-global-list", "list", {}, layout=_symlinked_global),
+    Case(
+        "agent-dir-missing-add",
+        "add",
+        {"text": "new", **G},
+        layout=_no_agent_dir,
+        expect={"changed": True},
+    ),
+    Case("mode-600-add", "add", {"text": "new"}, layout=_mode_600, expect={"changed": True}),
+    Case(
+        "trust-json-malformed-add",
+        "add",
+        {"text": "new"},
+        layout=_trust_json_text("{not json"),
+        expect={"changed": True},
+    ),
+    Case(
+        "trust-json-null-untrusted-add",
+        "add",
+        {"text": "new"},
+        layout=_trust_json_text('{"%s": null}', ".pi/mcp.json"),
+        expect={"project": []},
+    ),
+    Case(
+        "cr-only-add", "add", {"text": "new"}, layout=files("- a\r- b\r"), expect={"changed": True}
+    ),
+    Case(
+        "unicode-space-file-add",
+        "add",
+        {"text": "new"},
+        layout=files("\u3000\n\u2028"),
+        expect={"changed": True},
+    ),
+    Case(
+        "forget-normalised",
+        "forget",
+        {"text": " a\tb "},
+        layout=files("- a  b\t\n* a b\n"),
+        expect={"changed": True, "project": []},
+    ),
+    Case(
+        "update-indented",
+        "update",
+        {"text": "a", "to": "b"},
+        layout=files("  * a\n\t- a\n"),
+        expect={"changed": True},
+    ),
+    Case(
+        "untrusted-add",
+        "add",
+        {"text": "new"},
+        layout=files(NOTES, None, ".pi/settings.json"),
+        expect={
+            "error": 'Project memory is unavailable for an untrusted project; use scope "global".',
+            "project": [],
+        },
+    ),
+    Case(
+        "untrusted-list",
+        "list",
+        {},
+        layout=files(NOTES, ["a global note"], ".pi/settings.json"),
+        expect={"project": [], "global": ["a global note"]},
+    ),
+    Case(
+        "untrusted-global-add",
+        "add",
+        {"text": "new", **G},
+        layout=files(NOTES, None, ".agents/skills/x.md"),
+        expect={"changed": True, "project": []},
+    ),
+    Case(
+        "untrusted-forget-leaks-nothing",
+        "forget",
+        {"text": "use pnpm, not npm"},
+        layout=files(NOTES, None, ".pi/settings.json"),
+        expect={"project": []},
+    ),
+    Case(
+        "trust-json-false-add",
+        "add",
+        {"text": "new"},
+        layout=_trust_json(False),
+        expect={"project": []},
+    ),
+    Case(
+        "trust-json-true-add",
+        "add",
+        {"text": "new"},
+        layout=_trust_json(True),
+        expect={"changed": True},
+    ),
+    Case(
+        "list-global",
+        "list",
+        dict(G),
+        layout=files(NOTES, ["g"]),
+        expect={"scope": "global"},
+        xfail={"lsp": LIST_IGNORES_ARGUMENT},
+    ),
+    Case(
+        "list-unknown-scope",
+        "list",
+        {"scope": "nope"},
+        cli_usage=True,
+        expect={"error": "scope must be one of project, global."},
+        xfail={"lsp": LIST_IGNORES_ARGUMENT},
+    ),
+    Case(
+        "list-int-scope",
+        "list",
+        {"scope": 7},
+        expect={"error": "scope must be one of project, global."},
+        xfail={"lsp": LIST_IGNORES_ARGUMENT},
+    ),
+    Case(
+        "clear",
+        "clear",
+        {},
+        layout=files(store_text(*NOTES) + "prose\n\n\n\n- \n"),
+        expect={"changed": True},
+    ),
+    Case(
+        "clear-untrusted",
+        "clear",
+        {},
+        layout=files(NOTES, None, ".pi/settings.json"),
+        expect={"project": []},
+    ),
+]
+
+FRONTS = ("cli", "lsp", "mcp")
+
+
+def _param(case: Case) -> Any:
+    marks = [
+        pytest.mark.xfail(strict=True, reason=f"{front}: {why}")
+        for front, why in case.xfail.items()
+    ]
+    return pytest.param(case, id=case.id, marks=marks)
+
+
+@pytest.mark.parametrize("case", [_param(c) for c in CASES])
+def test_entry_points_agree(fronts: Fronts, case: Case) -> None:
+    outcomes: dict[str, Outcome] = {}
+    skipped: dict[str, str] = {}
+    for front in FRONTS:
+        got = run_front(fronts, front, case)
+        if isinstance(got, str):
+            skipped[front] = got
+        else:
+            outcomes[front] = got
+    assert len(outcomes) >= 2, skipped
+    results = {f: o.result for f, o in outcomes.items() if o.result is not None}
+    for front, outcome in outcomes.items():
+        if outcome.result is None:
+            # SPEC §8: a usage error (exit 2) changes nothing.
+            assert case.cli_usage and front == "cli", (front, outcome.note)
+            lay_out(fronts, case.layout)
+            assert outcome.disk == disk(fronts), "a usage error changed the disk"
+    first, *rest = results
+    for front in rest:
+        assert results[front] == results[first], f"{first} and {front} disagree"
+    disks = {f: o.disk for f, o in outcomes.items() if o.result is not None}
+    for front in rest:
+        assert disks[front] == disks[first], f"{first} and {front} left different disks"
+    for key, value in case.expect.items():
+        assert results[first].get(key) == value, (key, results[first])
+    if "error" in results[first]:
+        assert results[first]["changed"] is False
