@@ -88,7 +88,7 @@ class LoopThread:
 class LspFront:
     """``memory-ls serve`` (as VS Code declares itself), no trust decision given."""
 
-    def __init__(self, loop: LoopThread, ws: Workspace) -> None:
+    def __init__(self, loop: LoopThread, ws: Workspace, trusted: bool | None = None) -> None:
         self.loop = loop
         self.client: LanguageClient = make_test_lsp_client()
         self.asked: list[str] = []
@@ -114,6 +114,7 @@ class LspFront:
                     capabilities=client_capabilities("visual-studio-code"),
                     root_uri=uri_of(ws.root),
                     workspace_folders=[lsp.WorkspaceFolder(uri=uri_of(ws.root), name="project")],
+                    initialization_options=None if trusted is None else {"trusted": trusted},
                 )
             )
             await asyncio.sleep(0.1)
@@ -135,7 +136,13 @@ class LspFront:
 class McpFront:
     """``memory-ls mcp --project ROOT`` through the SDK's client, no trust flag."""
 
-    def __init__(self, loop: LoopThread, ws: Workspace) -> None:
+    def __init__(
+        self,
+        loop: LoopThread,
+        ws: Workspace,
+        project: Path | None = None,
+        trusted: bool | None = None,
+    ) -> None:
         self.loop = loop
         self.session: ClientSession | None = None
         ready: asyncio.Future[None] = loop.loop.create_future()
@@ -145,7 +152,10 @@ class McpFront:
             self.stop = asyncio.Event()
             params = StdioServerParameters(
                 command=sys.executable,
-                args=["-m", "memory_ls.mcp_server", "--project", str(ws.root)],
+                args=[
+                    *("-m", "memory_ls.mcp_server", "--project", str(project or ws.root)),
+                    *trust_flag(trusted),
+                ],
                 env=ws.env(),
                 cwd=str(REPO),
             )
@@ -186,8 +196,35 @@ class McpFront:
 class Fronts:
     ws: Workspace
     outside: Path
+    loop: LoopThread
     lsp: LspFront
     mcp: McpFront
+    link: Path = Path()
+    """A symlink to the project root, beside it."""
+    elsewhere: dict[tuple[Path | None, bool | None], McpFront] = field(default_factory=dict)
+    """MCP servers started on another name of the project (``--project LINK``) or with
+    a trust flag."""
+    told: dict[bool, LspFront] = field(default_factory=dict)
+    """Language servers told whether the project is trusted."""
+
+    def mcp_on(self, project: Path | None, trusted: bool | None = None) -> McpFront:
+        if project is None and trusted is None:
+            return self.mcp
+        if (project, trusted) not in self.elsewhere:
+            self.elsewhere[project, trusted] = McpFront(self.loop, self.ws, project, trusted)
+        return self.elsewhere[project, trusted]
+
+    def lsp_told(self, trusted: bool | None) -> LspFront:
+        if trusted is None:
+            return self.lsp
+        if trusted not in self.told:
+            self.told[trusted] = LspFront(self.loop, self.ws, trusted)
+        return self.told[trusted]
+
+
+def trust_flag(trusted: bool | None) -> list[str]:
+    """The CLI's and the MCP server's words for an explicit trust decision."""
+    return [] if trusted is None else ["--trusted" if trusted else "--untrusted"]
 
 
 @pytest.fixture(scope="module")
@@ -198,14 +235,18 @@ def fronts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fronts]:
     for name in ("agent", "home", "outside"):
         (base / name).mkdir()
     ws = Workspace(root.resolve(), (base / "agent").resolve(), (base / "home").resolve())
+    (base / "link").symlink_to(root, target_is_directory=True)
     loop = LoopThread()
     lsp_front = LspFront(loop, ws)
     mcp_front = McpFront(loop, ws)
     try:
-        yield Fronts(ws, (base / "outside").resolve(), lsp_front, mcp_front)
+        fr = Fronts(ws, (base / "outside").resolve(), loop, lsp_front, mcp_front, base / "link")
+        yield fr
     finally:
-        lsp_front.close()
-        mcp_front.close()
+        for server in [lsp_front, *fr.told.values()]:
+            server.close()
+        for front in [mcp_front, *fr.elsewhere.values()]:
+            front.close()
         loop.close()
 
 
@@ -328,27 +369,45 @@ def cli_argv(action: str, args: dict[str, Any]) -> list[str] | None:
     return [*argv, "--", *positional]
 
 
-def run_front(fr: Fronts, front: str, case: Case) -> Outcome | str:
-    """One front's outcome, or why it cannot run this case (skipped)."""
+def run_front(
+    fr: Fronts, front: str, case: Case, place: Path | None = None, trusted: bool | None = None
+) -> Outcome | str:
+    """One front's outcome, or why it cannot run this case (skipped).
+
+    ``place``: the project named by that path (``--project``, ``uri``, the MCP
+    server's ``--project``) rather than by its root (the current directory, the
+    workspace folder). ``trusted``: each front told so (``--trusted``, the
+    ``trusted`` initialization option).
+    """
     lay_out(fr, case.layout)
+    if place is not None:
+        place.mkdir(exist_ok=True)  # (a folder inside the project, emptied by lay_out)
     if front == "cli":
         argv = cli_argv(case.action, case.args)
         if argv is None:
             return NUL_ARGV if any(isinstance(v, str) for v in case.args.values()) else NOT_A_STRING
-        done = run_cli(*argv, cwd=fr.ws.root, env=isolated_env(fr.ws.agent_dir, fr.ws.home))
+        if place is not None:
+            argv.insert(1, f"--project={place}")
+        argv[1:1] = trust_flag(trusted)
+        done = run_cli(
+            *argv,
+            cwd=fr.ws.root if place is None else fr.outside,
+            env=isolated_env(fr.ws.agent_dir, fr.ws.home),
+        )
         if done.returncode == 2:  # a usage error: argparse's, no MemoryResult
             return Outcome(None, disk(fr), f"exit 2: {done.stderr.strip().splitlines()[-1]}")
         result = json.loads(done.stdout)
         assert done.returncode == (1 if "error" in result else 0), (done.returncode, result)
         return Outcome(result, disk(fr), f"exit {done.returncode}")
     if front == "lsp":
-        answer = fr.lsp.command(case.action, case.args)
+        args = case.args if place is None else {**case.args, "uri": uri_of(place)}
+        answer = fr.lsp_told(trusted).command(case.action, args)
         return Outcome(_plain(answer), disk(fr))
     if case.action not in ("add", "update", "forget", "list"):
         return NO_MCP
     if any(isinstance(v, str) and _has_lone_surrogate(v) for v in case.args.values()):
         return LONE_SURROGATE_MCP
-    called = fr.mcp.call({"action": case.action, **case.args})
+    called = fr.mcp_on(place, trusted).call({"action": case.action, **case.args})
     result = called.structured_content
     text = called.content[0].text
     error = result.get("error") if isinstance(result, dict) else None
@@ -1054,3 +1113,69 @@ def test_entry_points_agree(fronts: Fronts, case: Case) -> None:
         assert results[first].get(key) == value, (key, results[first])
     if "error" in results[first]:
         assert results[first]["changed"] is False
+
+
+PLACES = {"subfolder-through-link": lambda fr: fr.link / "sub"}
+"""Other names of the project (a folder inside it, through a symlink to it): each front
+must pick the same project, and say the same."""
+
+NAMED_CASES = [
+    c
+    for c in CASES
+    if c.id
+    in (
+        "invalid-utf8-add",
+        "symlinked-store-add",
+        "pi-outside-add",
+        "untrusted-add",
+        "move-to-global",
+    )
+]
+
+
+@pytest.mark.parametrize("place", PLACES)
+@pytest.mark.parametrize("case", [pytest.param(c, id=c.id) for c in NAMED_CASES])
+def test_a_project_named_otherwise_agrees(fronts: Fronts, case: Case, place: str) -> None:
+    """The same project named through a symlink or by a folder inside it: every front picks
+    that project and answers as it does when named by its root (paths in messages too)."""
+    where = PLACES[place](fronts)
+    plain = run_front(fronts, "cli", case)
+    assert isinstance(plain, Outcome) and plain.result is not None
+    for front in FRONTS:
+        got = run_front(fronts, front, case, where)
+        if isinstance(got, str):
+            continue
+        assert got.result == plain.result, f"{front} through {place}"
+        assert got.disk == plain.disk, f"{front} through {place}"
+
+
+TOLD_CASES = [
+    c
+    for c in CASES
+    if c.id
+    in (
+        "untrusted-add",
+        "untrusted-list",
+        "trust-json-false-add",
+        "move-into-untrusted",
+    )
+]
+
+
+@pytest.mark.parametrize("trusted", [True, False], ids=["trusted", "untrusted"])
+@pytest.mark.parametrize("case", [pytest.param(c, id=c.id) for c in TOLD_CASES])
+def test_an_explicit_trust_decision_agrees(fronts: Fronts, case: Case, trusted: bool) -> None:
+    """``--trusted``/``--untrusted`` (CLI, MCP) and ``initializationOptions.trusted`` (LSP)
+    decide alike, over ``trust.json`` and Pi's resources (SPEC §4 rule 1)."""
+    outcomes = {
+        front: got
+        for front in FRONTS
+        if isinstance(got := run_front(fronts, front, case, trusted=trusted), Outcome)
+    }
+    first, *rest = outcomes
+    assert outcomes[first].result is not None
+    for front in rest:
+        assert outcomes[front].result == outcomes[first].result, f"{first} and {front} disagree"
+        assert outcomes[front].disk == outcomes[first].disk, f"{first} and {front} disagree"
+    if not trusted:
+        assert outcomes[first].result["project"] == []
