@@ -296,6 +296,8 @@ def _empty(folder: Path) -> None:
 
 def lay_out(fr: Fronts, layout: Layout) -> None:
     ws = fr.ws
+    if ws.agent_dir.is_symlink() or ws.agent_dir.is_file():
+        ws.agent_dir.unlink()
     ws.agent_dir.mkdir(exist_ok=True)
     for folder in (ws.root, ws.agent_dir, ws.home, fr.outside):
         _empty(folder)
@@ -486,6 +488,11 @@ def _pi_outside_with_global(ws: Workspace, outside: Path) -> None:
     ws.write("global", ["a global note"])
 
 
+def _untrusted_pi_outside(ws: Workspace, outside: Path) -> None:
+    _pi_outside(ws, outside)
+    (outside / "settings.json").write_text("{}")
+
+
 def _pi_dangling(ws: Workspace, outside: Path) -> None:
     (ws.root / ".pi").symlink_to(outside / "gone", target_is_directory=True)
 
@@ -517,6 +524,12 @@ def _symlinked_global(ws: Workspace, outside: Path) -> None:
 def _no_agent_dir(ws: Workspace, outside: Path) -> None:
     files(NOTES)(ws, outside)
     ws.agent_dir.rmdir()
+
+
+def _agent_dir_file(ws: Workspace, outside: Path) -> None:
+    files(NOTES)(ws, outside)
+    ws.agent_dir.rmdir()
+    ws.agent_dir.write_text("not a folder\n")
 
 
 def _mode_600(ws: Workspace, outside: Path) -> None:
@@ -951,6 +964,9 @@ CASES: list[Case] = [
         layout=_no_agent_dir,
         expect={"changed": True},
     ),
+    Case("agent-dir-is-a-file-add", "add", {"text": "new", **G}, layout=_agent_dir_file),
+    Case("agent-dir-is-a-file-list", "list", {}, layout=_agent_dir_file),
+    Case("agent-dir-is-a-file-project-add", "add", {"text": "new"}, layout=_agent_dir_file),
     Case("mode-600-add", "add", {"text": "new"}, layout=_mode_600, expect={"changed": True}),
     Case(
         "trust-json-malformed-add",
@@ -1057,6 +1073,28 @@ CASES: list[Case] = [
         {"scope": 7},
         expect={"error": "scope must be one of project, global."},
         xfail={"lsp": LIST_IGNORES_ARGUMENT},
+    ),
+    Case(
+        "untrusted-invalid-utf8-list",
+        "list",
+        {},
+        layout=files(b"- secret \xff\n", ["g"], ".pi/settings.json"),
+        expect={"project": [], "global": ["g"]},
+    ),
+    Case("untrusted-pi-outside-list", "list", {}, layout=_untrusted_pi_outside),
+    Case(
+        "add-huge",
+        "add",
+        {"text": "h" * 100_000},
+        expect={"error": "text is longer than 500 characters."},
+    ),
+    Case("add-bom-char", "add", {"text": "\ufeff"}, layout=files("\ufeff")),
+    Case(
+        "merge-other-in-other-scope",
+        "merge",
+        {"text": "use pnpm, not npm", "other": "g", "to": "x"},
+        layout=files(NOTES, ["g"]),
+        expect={"error": "No project memory note matches: g"},
     ),
     Case(
         "clear",
