@@ -28,6 +28,7 @@ import asyncio
 import contextlib
 import json
 import os
+import re
 import shutil
 import stat
 import sys
@@ -142,6 +143,7 @@ class McpFront:
         ws: Workspace,
         project: Path | None = None,
         trusted: bool | None = None,
+        review: bool = False,
     ) -> None:
         self.loop = loop
         self.session: ClientSession | None = None
@@ -155,6 +157,7 @@ class McpFront:
                 args=[
                     *("-m", "memory_ls.mcp_server", "--project", str(project or ws.root)),
                     *trust_flag(trusted),
+                    *(["--review"] if review else []),
                 ],
                 env=ws.env(),
                 cwd=str(REPO),
@@ -201,18 +204,21 @@ class Fronts:
     mcp: McpFront
     link: Path = Path()
     """A symlink to the project root, beside it."""
-    elsewhere: dict[tuple[Path | None, bool | None], McpFront] = field(default_factory=dict)
+    elsewhere: dict[tuple[Path | None, bool | None, bool], McpFront] = field(default_factory=dict)
     """MCP servers started on another name of the project (``--project LINK``) or with
     a trust flag."""
     told: dict[bool, LspFront] = field(default_factory=dict)
     """Language servers told whether the project is trusted."""
 
-    def mcp_on(self, project: Path | None, trusted: bool | None = None) -> McpFront:
-        if project is None and trusted is None:
+    def mcp_on(
+        self, project: Path | None, trusted: bool | None = None, review: bool = False
+    ) -> McpFront:
+        if project is None and trusted is None and not review:
             return self.mcp
-        if (project, trusted) not in self.elsewhere:
-            self.elsewhere[project, trusted] = McpFront(self.loop, self.ws, project, trusted)
-        return self.elsewhere[project, trusted]
+        key = (project, trusted, review)
+        if key not in self.elsewhere:
+            self.elsewhere[key] = McpFront(self.loop, self.ws, project, trusted, review)
+        return self.elsewhere[key]
 
     def lsp_told(self, trusted: bool | None) -> LspFront:
         if trusted is None:
@@ -336,7 +342,27 @@ def disk(fr: Fronts) -> dict[str, object]:
     for name, folder in (("pi", ws.root / ".pi"), ("agent", ws.agent_dir), ("outside", fr.outside)):
         out[name + "/"] = sorted(os.listdir(folder)) if folder.is_dir() else None
     out["outside-files"] = {p.name: p.read_bytes() for p in fr.outside.rglob("*") if p.is_file()}
+    for name, path in (
+        ("project-inbox", ws.root / ".pi" / "memory.inbox.jsonl"),
+        ("global-inbox", ws.agent_dir / "memory.inbox.jsonl"),
+    ):
+        found = _snapshot_path(path)
+        if isinstance(found, tuple) and found[0] == "file":
+            found = (*found[:2], _masked(found[2]))
+        out[name] = found
     return out
+
+
+_PER_RUN = re.compile(rb'"(id|at|by)": ?"[^"]*"')
+_SEEDED = b"0123abcd"
+
+
+def _masked(data: bytes) -> bytes:
+    """An inbox's bytes with what differs from run to run (a new proposal's ``id``, ``at``
+    and ``by``: the front's name) masked; the seeded proposal stays whole."""
+    return b"\n".join(
+        line if _SEEDED in line else _PER_RUN.sub(rb'"\1":"*"', line) for line in data.split(b"\n")
+    )
 
 
 # -- running one front ---------------------------------------------------------------
@@ -1217,3 +1243,103 @@ def test_an_explicit_trust_decision_agrees(fronts: Fronts, case: Case, trusted: 
         assert outcomes[front].disk == outcomes[first].disk, f"{first} and {front} disagree"
     if not trusted:
         assert outcomes[first].result["project"] == []
+
+
+# -- proposals (SPEC §12) ----------------------------------------------------------------
+
+
+WAITING = (
+    '{"id":"0123abcd","action":"add","text":"waiting note","by":"someone",'
+    '"at":"2026-01-01T00:00:00Z"}\n'
+)
+
+
+def _inbox(text: str, scope_path: str = ".pi/memory.inbox.jsonl") -> Layout:
+    def lay(ws: Workspace, outside: Path) -> None:
+        files(NOTES)(ws, outside)
+        (ws.root / scope_path).write_text(text)
+
+    return lay
+
+
+def _inbox_symlink(ws: Workspace, outside: Path) -> None:
+    files(NOTES)(ws, outside)
+    (outside / "inbox.jsonl").write_text(WAITING)
+    (ws.root / ".pi" / "memory.inbox.jsonl").symlink_to(outside / "inbox.jsonl")
+
+
+PROPOSALS = [
+    Case(
+        "propose-add",
+        "add",
+        {"text": "a\x1bnew\u200b note"},
+        expect={"waiting": 1, "changed": False, "entry": "a new\u200b note"},
+    ),
+    Case("propose-add-near-duplicate", "add", {"text": "USE PNPM, NOT NPM."}),
+    Case("propose-add-blank", "add", {"text": " \t"}, expect={"error": "text is required."}),
+    Case("propose-add-astral-501", "add", {"text": ASTRAL_501}),
+    Case("propose-update-no-match", "update", {"text": "nope", "to": "x"}),
+    Case("propose-update", "update", {"text": "use pnpm, not npm", "to": "use bun"}),
+    Case("propose-update-same", "update", {"text": "use pnpm, not npm", "to": "use pnpm, not npm"}),
+    Case("propose-forget", "forget", {"text": "tests need DATABASE_URL"}),
+    Case("propose-global", "add", {"text": "g", **G}),
+    Case("propose-unknown-scope", "add", {"text": "x", "scope": "nope"}, cli_usage=True),
+    Case("propose-untrusted", "add", {"text": "x"}, layout=files(NOTES, None, ".pi/settings.json")),
+    Case(
+        "propose-already-waiting",
+        "add",
+        {"text": "waiting  note"},
+        layout=_inbox(WAITING),
+        expect={"changed": False, "error": None},
+    ),
+    Case("propose-bad-inbox-line", "add", {"text": "x"}, layout=_inbox("not json\n" + WAITING)),
+    Case("propose-inbox-symlink", "add", {"text": "x"}, layout=_inbox_symlink),
+    Case("propose-invalid-utf8-store", "add", {"text": "x"}, layout=files(b"- bad \xff\n")),
+]
+
+
+def run_proposal(fr: Fronts, front: str, case: Case) -> Outcome:
+    """``add|update|forget --propose``, ``memory.propose``, the tool under ``--review``."""
+    lay_out(fr, case.layout)
+    if front == "cli":
+        argv = cli_argv(case.action, case.args)
+        assert argv is not None
+        argv[1:1] = ["--propose", "--by=agent"]
+        done = run_cli(*argv, cwd=fr.ws.root, env=isolated_env(fr.ws.agent_dir, fr.ws.home))
+        if done.returncode == 2:
+            return Outcome(None, disk(fr), done.stderr)
+        result = json.loads(done.stdout)
+        assert done.returncode == (1 if "error" in result else 0), (done.returncode, result)
+    elif front == "lsp":
+        answer = fr.lsp.command("propose", {"action": case.action, "by": "agent", **case.args})
+        result = _plain(answer)
+    else:
+        called = fr.mcp_on(None, review=True).call({"action": case.action, **case.args})
+        result = called.structured_content
+        assert called.is_error == bool(result.get("error")), result
+    proposal = result.get("proposal")
+    if isinstance(proposal, dict):
+        assert re.fullmatch(r"[0-9a-f]{8}", proposal["id"]), proposal
+        assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", proposal["at"]), proposal
+        result["proposal"] = {**proposal, "id": "*", "at": "*", "by": "*"}
+    return Outcome(result, disk(fr))
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, id=c.id) for c in PROPOSALS])
+def test_a_proposal_agrees(fronts: Fronts, case: Case) -> None:
+    """A proposal (SPEC §12) through each front: the same result (its ``id``, ``at`` and
+    ``by`` aside) and the same inbox on disk."""
+    outcomes = {front: run_proposal(fronts, front, case) for front in FRONTS}
+    results = {f: o for f, o in outcomes.items() if o.result is not None}
+    if len(results) < len(outcomes):
+        assert case.cli_usage and outcomes["cli"].result is None
+    first, *rest = results
+    for front in rest:
+        assert results[front].result == results[first].result, f"{first} and {front} disagree"
+        assert results[front].disk == results[first].disk, (
+            f"{first} and {front} left different disks"
+        )
+    for key, value in case.expect.items():
+        assert results[first].result.get(key) == value, (key, results[first].result)
+    if "waiting" in case.expect:
+        assert results[first].disk["project-inbox"] is not None
