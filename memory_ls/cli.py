@@ -932,6 +932,11 @@ def _review(verb: str, runtime: Any, args: argparse.Namespace) -> int:
     if bool(ids) == bool(args.all):
         say(f"{PROG} {verb}: error: give proposal IDs or --all (not both)", err=True)
         return EXIT_USAGE
+    if "" in ids:
+        # Not "No proposal  in … inbox.": an empty ID names nothing (memory.accept refuses
+        # it as a bad selector, the same way).
+        say(f"{PROG} {verb}: error: a proposal ID cannot be empty", err=True)
+        return EXIT_USAGE
     selected = None if args.all else ids
     if verb == "accept":
         out = review.accept(selected, args.scope, args.text, args.to)
