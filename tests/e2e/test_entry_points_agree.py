@@ -1343,3 +1343,120 @@ def test_a_proposal_agrees(fronts: Fronts, case: Case) -> None:
         assert results[first].result.get(key) == value, (key, results[first].result)
     if "waiting" in case.expect:
         assert results[first].disk["project-inbox"] is not None
+
+
+# -- accepting and rejecting (SPEC §12): the CLI and the language server ------------------
+
+UPDATE_WAITING = (
+    '{"id":"4567cdef","action":"update","text":"gone note","to":"x","by":"someone",'
+    '"at":"2026-01-01T00:00:00Z"}\n'
+)
+ALREADY_WAITING = (
+    '{"id":"89abcdef","action":"add","text":"use pnpm, not npm","by":"someone",'
+    '"at":"2026-01-01T00:00:00Z"}\n'
+)
+
+
+@dataclass
+class Review:
+    id: str
+    verb: str
+    ids: list[str] | None = None
+    """``None``: ``all``."""
+    scope: Any = None
+    text: Any = None
+    to: Any = None
+    layout: Layout = field(default_factory=lambda: _inbox(WAITING))
+    xfail: str = ""
+    cli_usage: bool = False
+    """The CLI refuses it as a usage error (exit 2)."""
+
+
+def _untrusted_inbox(ws: Workspace, outside: Path) -> None:
+    _inbox(WAITING)(ws, outside)
+    files(None, None, ".pi/settings.json")(ws, outside)
+
+
+REVIEWS = [
+    Review("accept-one", "accept", ["0123abcd"]),
+    Review("accept-edit", "accept", ["0123abcd"], text="edited\tnote"),
+    Review("accept-edit-blank", "accept", ["0123abcd"], text=" "),
+    Review("accept-edit-501", "accept", ["0123abcd"], text="e" * 501),
+    Review("accept-edit-to-of-an-add", "accept", ["0123abcd"], to="x"),
+    Review("accept-unknown", "accept", ["deadbeef"]),
+    Review("accept-empty-id", "accept", [""], cli_usage=True),
+    Review(
+        "reject-empty-id-among-ids",
+        "reject",
+        ["0123abcd", ""],
+        cli_usage=True,
+        xfail=(
+            "server/review.py _selector refuses id '' as a bad selector but takes ids "
+            "['0123abcd', ''] and rejects 0123abcd (answering 'No proposal  in … inbox.' "
+            "for ''), where the CLI refuses the empty ID and changes nothing"
+        ),
+    ),
+    Review("accept-twice-named", "accept", ["0123abcd", "0123abcd"]),
+    Review("accept-all", "accept", None, layout=_inbox(WAITING + ALREADY_WAITING)),
+    Review("accept-all-edit", "accept", None, text="x"),
+    Review("accept-wrong-scope", "accept", ["0123abcd"], scope="global"),
+    Review("accept-already-there", "accept", ["89abcdef"], layout=_inbox(ALREADY_WAITING)),
+    Review("accept-update-gone", "accept", ["4567cdef"], layout=_inbox(UPDATE_WAITING)),
+    Review(
+        "accept-untrusted",
+        "accept",
+        ["0123abcd"],
+        layout=_untrusted_inbox,
+    ),
+    Review("reject-one", "reject", ["0123abcd"]),
+    Review("reject-all", "reject", None, layout=_inbox(WAITING + UPDATE_WAITING)),
+    Review("reject-unknown", "reject", ["deadbeef"]),
+]
+
+
+def run_review(fr: Fronts, front: str, case: Review) -> Outcome:
+    lay_out(fr, case.layout)
+    if front == "cli":
+        argv = [case.verb, "--json"]
+        for name in ("scope", "text", "to"):
+            if getattr(case, name) is not None:
+                argv.append(f"--{name}={getattr(case, name)}")
+        argv += ["--all"] if case.ids is None else ["--", *case.ids]
+        done = run_cli(*argv, cwd=fr.ws.root, env=isolated_env(fr.ws.agent_dir, fr.ws.home))
+        if done.returncode == 2:
+            return Outcome(None, disk(fr), done.stderr)
+        out = json.loads(done.stdout)
+        assert done.returncode == (1 if "error" in out else 0), (done.returncode, out)
+        return Outcome(out, disk(fr))
+    arg: dict[str, Any] = {}
+    if case.ids is None:
+        arg["all"] = True
+    elif len(case.ids) == 1:
+        arg["id"] = case.ids[0]
+    else:
+        arg["ids"] = case.ids
+    for name in ("scope", "text", "to"):
+        if getattr(case, name) is not None:
+            arg[name] = getattr(case, name)
+    return Outcome(_plain(fr.lsp.command(case.verb, arg)), disk(fr))
+
+
+def _review_param(case: Review) -> Any:
+    marks = [pytest.mark.xfail(strict=True, reason=case.xfail)] if case.xfail else []
+    return pytest.param(case, id=case.id, marks=marks)
+
+
+@pytest.mark.parametrize("case", [_review_param(c) for c in REVIEWS])
+def test_accepting_and_rejecting_agree(fronts: Fronts, case: Review) -> None:
+    """``memory-ls accept|reject`` and ``memory.accept|reject`` (the MCP server has neither):
+    the same result and the same stores and inboxes afterwards."""
+    cli = run_review(fronts, "cli", case)
+    server = run_review(fronts, "lsp", case)
+    if case.cli_usage:
+        assert cli.result is None, cli.result
+        assert server.result is not None and server.result["error"]
+        assert server.disk == cli.disk  # neither changed anything
+        return
+    assert cli.result is not None, cli.note
+    assert server.result == cli.result
+    assert server.disk == cli.disk
