@@ -188,6 +188,12 @@ class McpFront:
         assert self.session is not None
         return self.loop.run(self.session.call_tool("memory", arguments))
 
+    def read(self, uri: str) -> str:
+        assert self.session is not None
+        result = self.loop.run(self.session.read_resource(uri))
+        [content] = result.contents
+        return str(content.text)  # type: ignore[union-attr]
+
     def close(self) -> None:
         if self.stop is not None:
             self.loop.loop.call_soon_threadsafe(self.stop.set)
@@ -1460,3 +1466,42 @@ def test_accepting_and_rejecting_agree(fronts: Fronts, case: Review) -> None:
     assert cli.result is not None, cli.note
     assert server.result == cli.result
     assert server.disk == cli.disk
+
+
+# -- recall (SPEC §6): `inject --json`, memory.inject, memory://recall ----------------------
+
+
+def _config(text: str, *extra: str) -> Layout:
+    def lay(ws: Workspace, outside: Path) -> None:
+        files(NOTES + ["x" * 300] * 3, ["g \u202e bidi", "g2"], *extra)(ws, outside)
+        (ws.agent_dir / "bytefly.json").write_text(text)
+
+    return lay
+
+
+RECALLS = {
+    "plain": files(NOTES, ["g"]),
+    "crlf-bom": files("\ufeff" + store_text(*NOTES).replace("\n", "\r\n"), ["g"]),
+    "untrusted": files(NOTES, ["g"], ".pi/settings.json"),
+    "nothing": files(),
+    "inject-off": _config('{"memory": {"inject": false}}'),
+    "small-budget": _config('{"memory": {"maxInjectBytes": "511.5"}}'),
+    "bad-config": _config('{"memory": {"maxInjectBytes": "lots", "inject": "no"}}'),
+    "project-config-untrusted": _config("{}", ".pi/settings.json", ".pi/bytefly.json"),
+}
+
+
+@pytest.mark.parametrize("layout", RECALLS)
+def test_recall_agrees(fronts: Fronts, layout: str) -> None:
+    """The recall body and its plan: ``inject --json`` (CLI), ``memory.inject`` (LSP) and
+    ``memory://recall`` (MCP: the body alone, empty text for none)."""
+    lay_out(fronts, RECALLS[layout])
+    done = run_cli("inject", "--json", cwd=fronts.ws.root, env=fronts.ws.env())
+    assert done.returncode == 0, done.stderr
+    cli = json.loads(done.stdout)
+    lay_out(fronts, RECALLS[layout])
+    server = _plain(fronts.lsp.command("inject", {}))
+    lay_out(fronts, RECALLS[layout])
+    recall = fronts.mcp.read("memory://recall")
+    assert server == cli
+    assert recall == (cli["body"] or "")
