@@ -1505,3 +1505,21 @@ def test_recall_agrees(fronts: Fronts, layout: str) -> None:
     recall = fronts.mcp.read("memory://recall")
     assert server == cli
     assert recall == (cli["body"] or "")
+
+
+def test_a_missing_project_is_refused_by_each_front_as_documented(fronts: Fronts) -> None:
+    """SPEC §1: nothing creates a project. The CLI's ``--project`` is a usage error (exit 2);
+    the language server's ``uri`` outside every folder gets the ``MemoryResult`` error."""
+    lay_out(fronts, files(NOTES))
+    missing = fronts.outside / "no" / "such"
+    done = run_cli(
+        "add", "--json", f"--project={missing}", "--", "x", cwd=fronts.ws.root, env=fronts.ws.env()
+    )
+    assert done.returncode == 2
+    assert done.stderr.splitlines()[-1].endswith(f"--project is not a directory: {missing}")
+    before = disk(fronts)
+    answer = _plain(fronts.lsp.command("add", {"text": "x", "uri": uri_of(missing)}))
+    assert answer["error"] == f"No such project directory: {missing}"
+    assert answer["changed"] is False and answer["project"] == []
+    assert disk(fronts) == before
+    assert not (fronts.outside / "no").exists()
