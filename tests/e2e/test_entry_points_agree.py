@@ -392,7 +392,7 @@ def cli_argv(action: str, args: dict[str, Any]) -> list[str] | None:
         return None
     if any("\0" in v for v in values):
         return None
-    argv = [action, "--json"]
+    argv = [action, "--json"]  # (a field the CLI has no option for is left out: ignored)
     if "scope" in args:
         argv.append(f"--scope={args['scope']}")
     if "to" in args:
@@ -657,6 +657,7 @@ CASES: list[Case] = [
         {"text": "x", "scope": None},
         expect={"scope": "project", "changed": True},
     ),
+    Case("add-unknown-field", "add", {"text": "x", "bogus": "y"}, expect={"changed": True}),
     Case("add-missing-text", "add", {}, cli_usage=True, expect={"error": "text is required."}),
     Case("add-int-text", "add", {"text": 5}, expect={"error": "text is required."}),
     Case("add-null-text", "add", {"text": None}, expect={"error": "text is required."}),
