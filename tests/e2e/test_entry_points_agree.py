@@ -582,7 +582,6 @@ LIST_IGNORES_ARGUMENT = (
     "it): scope global is answered as project, an unknown scope is not refused, where "
     "the CLI and the MCP tool validate and echo it (SPEC §3, §7 'Bad field values')"
 )
-P = {"scope": "project"}
 G = {"scope": "global"}
 
 CASES: list[Case] = [
@@ -932,7 +931,7 @@ CASES: list[Case] = [
     Case(
         "at-cap-forget",
         "forget",
-        {"text": "p" * 0 + "n" * 97},
+        {"text": "n" * 97},
         layout=files(_big(CAP)),
         expect={"changed": True},
     ),
