@@ -413,8 +413,8 @@ def _verb_parser(verb: Verb) -> argparse.ArgumentParser:
 def _arrange(tokens: Sequence[str], verb: Verb) -> list[str]:
     """The verb's arguments as argparse must see them to read them as SPEC §8 says.
 
-    ``--opt VALUE`` becomes ``--opt=VALUE``, so a value may begin with ``-``;
-    a ``--`` with nothing after it is dropped; any other ``--`` is kept once,
+    ``--opt VALUE`` becomes ``--opt=VALUE``, so a value may begin with ``-`` (a
+    value ``--`` kept as one, see :data:`DASHES`); a ``--`` with nothing after it is dropped; any other ``--`` is kept once,
     before the arguments that follow it.
     """
     takes_value = {f for f in verb.options if verb.option(f).metavar is not None}
@@ -426,11 +426,15 @@ def _arrange(tokens: Sequence[str], verb: Verb) -> list[str]:
         if token == "--":
             rest = list(tokens[i + 1 :])
             break
+        flag, eq, value = token.partition("=")
         if token in takes_value and i + 1 < len(tokens):
-            out.append(f"{token}={tokens[i + 1]}")
-            i += 2
-            continue
-        out.append(token)
+            flag, eq, value = token, "=", tokens[i + 1]
+            i += 1
+        if flag in takes_value and eq:
+            # argparse drops a "--" value too (`--to=--` read as `[]`): stood in for.
+            out.append(f"{flag}={DASHES if value == '--' else value}")
+        else:
+            out.append(token)
         i += 1
     # argparse drops every later "--" from arguments too; a NUL cannot be in argv,
     # so this stand-in for a literal "--" argument is safe (see _restore).
@@ -927,6 +931,11 @@ def _review(verb: str, runtime: Any, args: argparse.Namespace) -> int:
     ids: list[str] = args.id
     if bool(ids) == bool(args.all):
         say(f"{PROG} {verb}: error: give proposal IDs or --all (not both)", err=True)
+        return EXIT_USAGE
+    if "" in ids:
+        # Not "No proposal  in … inbox.": an empty ID names nothing (memory.accept refuses
+        # it as a bad selector, the same way).
+        say(f"{PROG} {verb}: error: a proposal ID cannot be empty", err=True)
         return EXIT_USAGE
     selected = None if args.all else ids
     if verb == "accept":

@@ -42,6 +42,15 @@ def test_double_dash_lets_a_note_start_with_a_dash(workspace: Workspace) -> None
     assert "- -v makes pytest verbose" in workspace.project_store.read_text()
 
 
+@pytest.mark.parametrize("spelling", [["--to=--"], ["--to", "--"]])
+def test_an_option_value_of_two_dashes_is_kept(workspace: Workspace, spelling: list[str]) -> None:
+    # argparse reads `--to=--` as an empty list: the update was refused as `to is required.`
+    workspace.write("project", ["a"])
+    r = workspace.cli("update", "--json", *spelling, "--", "a")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert json.loads(r.stdout)["project"] == ["--"]
+
+
 def test_options_after_the_verb_and_project_dir(workspace: Workspace, tmp_path: Path) -> None:
     sub = workspace.root / "src" / "deep"
     sub.mkdir(parents=True)

@@ -63,6 +63,13 @@ def test_exit_codes_and_messages(workspace: Workspace) -> None:
     assert workspace.cli("reject", "deadbeef").returncode == 1
     assert workspace.cli("accept").returncode == 2
     assert workspace.cli("reject", pid, "--all").returncode == 2
+    # an empty ID names nothing: refused whole, the other ID's proposal kept
+    r = workspace.cli("reject", pid, "")
+    assert (r.returncode, r.stderr.splitlines()[-1]) == (
+        2,
+        "memory-ls reject: error: a proposal ID cannot be empty",
+    )
+    assert proposal_ids(workspace) == [pid]
     assert workspace.cli("add", "x", "--by", "me").returncode == 2
     # the store changed under the proposal: accepting removes it, with the action's error
     workspace.write("project", ["something else"])
