@@ -206,7 +206,8 @@ async def execute(ls: MemoryServer, command: str, args: tuple[Any, ...]) -> Any:
             }
         return runtime
     if name == "list":
-        return runtime.list()
+        # Validated as every other entry point does (SPEC §3): `scope` echoed, a bad one refused.
+        return runtime.run("list", arg)
     if name == "path":
         return runtime.path_info()
     if name == "inject":

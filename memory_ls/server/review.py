@@ -192,7 +192,7 @@ def _selector(arg: Mapping[str, Any]) -> tuple[list[str] | None, str | None]:
         return ([value], None) if isinstance(value, str) and value else ([], SELECTOR_MESSAGE)
     if "ids" in arg and "id" not in arg and arg.get("all") is None:
         values = arg["ids"]
-        if isinstance(values, list) and values and all(isinstance(v, str) for v in values):
+        if isinstance(values, list) and values and all(isinstance(v, str) and v for v in values):
             return list(values), None
     return [], SELECTOR_MESSAGE
 

@@ -577,11 +577,6 @@ def _trust_json_text(text: str, *extra: str) -> Layout:
     return lay
 
 
-LIST_IGNORES_ARGUMENT = (
-    "memory.list ignores its argument (server/commands.py calls runtime.list() without "
-    "it): scope global is answered as project, an unknown scope is not refused, where "
-    "the CLI and the MCP tool validate and echo it (SPEC §3, §7 'Bad field values')"
-)
 G = {"scope": "global"}
 
 CASES: list[Case] = [
@@ -1089,7 +1084,6 @@ CASES: list[Case] = [
         dict(G),
         layout=files(NOTES, ["g"]),
         expect={"scope": "global"},
-        xfail={"lsp": LIST_IGNORES_ARGUMENT},
     ),
     Case(
         "list-unknown-scope",
@@ -1097,14 +1091,12 @@ CASES: list[Case] = [
         {"scope": "nope"},
         cli_usage=True,
         expect={"error": "scope must be one of project, global."},
-        xfail={"lsp": LIST_IGNORES_ARGUMENT},
     ),
     Case(
         "list-int-scope",
         "list",
         {"scope": 7},
         expect={"error": "scope must be one of project, global."},
-        xfail={"lsp": LIST_IGNORES_ARGUMENT},
     ),
     Case(
         "untrusted-invalid-utf8-list",
@@ -1396,11 +1388,6 @@ REVIEWS = [
         "reject",
         ["0123abcd", ""],
         cli_usage=True,
-        xfail=(
-            "server/review.py _selector refuses id '' as a bad selector but takes ids "
-            "['0123abcd', ''] and rejects 0123abcd (answering 'No proposal  in … inbox.' "
-            "for ''), where the CLI refuses the empty ID and changes nothing"
-        ),
     ),
     Review("accept-twice-named", "accept", ["0123abcd", "0123abcd"]),
     Review("accept-all", "accept", None, layout=_inbox(WAITING + ALREADY_WAITING)),
