@@ -128,6 +128,20 @@ def invalid_utf8_message(path: Path, offset: int) -> str:
     )
 
 
+def write_failed_message(path: Path, exc: OSError) -> str:
+    """An I/O failure while writing the store at ``path``. A folder on the way that is not
+    a folder (an agent dir that is a file) is named: creating the folders fails with "File
+    exists" or "Not a directory", which names no culprit."""
+    why = exc.strerror or str(exc)
+    if exc.errno in (errno.EEXIST, errno.ENOTDIR):
+        for folder in path.parents:
+            if os.path.lexists(folder):
+                if not os.path.isdir(folder):
+                    why = f"{display_path(folder)} is not a directory"
+                break  # the nearest one that exists decides
+    return f"Cannot write the memory file {display_path(path)}: {why}"
+
+
 def locked_message(path: Path, timeout: float) -> str:
     """Refusal after waiting ``timeout`` seconds for another writer's lock."""
     return f"Memory file is locked by another process (waited {timeout:g} s): {display_path(path)}"

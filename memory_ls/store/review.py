@@ -64,6 +64,7 @@ from memory_ls.store.files import (
     refuse_change,
     rewrite_store,
     store_lock,
+    write_failed_message,
     write_store,
 )
 from memory_ls.store.paths import inbox_path
@@ -281,8 +282,7 @@ class Review:
             return Proposed("", False, error=self._io_error(scope, exc))
 
     def _io_error(self, scope: Scope, exc: OSError) -> str:
-        shown = display_path(self.path(scope))
-        return f"Cannot write the memory file {shown}: {exc.strerror or exc}"
+        return write_failed_message(self.path(scope), exc)
 
     @contextlib.contextmanager
     def _locked(self, scope: Scope) -> Iterator[LockedFolder]:

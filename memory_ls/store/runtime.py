@@ -35,6 +35,7 @@ from memory_ls.store.files import (
     store_lock,
     store_locks,
     unchanged,
+    write_failed_message,
     write_store,
 )
 from memory_ls.store.paths import (
@@ -618,9 +619,7 @@ class MemoryRuntime:
         except StoreRefused as exc:
             return Change("", False, error=str(exc))
         except OSError as exc:
-            why = exc.strerror or str(exc)
-            shown = display_path(self.paths[scope])
-            return Change("", False, error=f"Cannot write the memory file {shown}: {why}")
+            return Change("", False, error=write_failed_message(self.paths[scope], exc))
 
     def _lock_request(self, scope: Scope) -> LockRequest:
         """What locking ``scope``'s store takes: its folder checked again once locked.

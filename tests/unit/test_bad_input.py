@@ -232,9 +232,35 @@ def test_pi_that_is_a_file_gives_an_error_result_not_an_exception(
 ) -> None:
     (workspace.root / ".pi").write_text("not a folder")
     result = workspace.runtime().run("add", {"text": "x"})
-    assert result["error"].startswith(f"Cannot write the memory file {workspace.project_store}: ")
+    assert result["error"] == (
+        f"Cannot write the memory file {workspace.project_store}: "
+        f"{workspace.root / '.pi'} is not a directory"
+    )
     assert result["changed"] is False
     assert (workspace.root / ".pi").read_text() == "not a folder"
+
+
+def test_an_agent_dir_that_is_a_file_is_named_when_a_write_or_a_proposal_fails(
+    workspace: Workspace,
+) -> None:
+    """Creating the folder fails with "File exists", which names no culprit: the message
+    names the file standing where the agent dir should be (both write paths)."""
+    from memory_ls.store.review import Review
+
+    workspace.agent_dir.rmdir()
+    workspace.agent_dir.write_text("not a folder")
+    expected = (
+        f"Cannot write the memory file {workspace.global_store}: "
+        f"{workspace.agent_dir} is not a directory"
+    )
+    runtime = workspace.runtime()
+    assert runtime.run("add", {"text": "x", "scope": "global"})["error"] == expected
+    proposed, _ = Review(runtime).propose("add", {"text": "x", "scope": "global"}, "test")
+    inbox = workspace.agent_dir / "memory.inbox.jsonl"
+    assert proposed["error"] == (
+        f"Cannot write the memory file {inbox}: {workspace.agent_dir} is not a directory"
+    )
+    assert workspace.agent_dir.read_text() == "not a folder"
 
 
 def test_failed_rename_is_an_error_and_leaves_no_temporary(
