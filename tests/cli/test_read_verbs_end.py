@@ -125,3 +125,31 @@ def test_ctrl_c_during_a_quick_verb_still_ends_quietly_with_130(workspace: Works
     )
     done = workspace.cli(program=[sys.executable, "-c", script])
     assert (done.returncode, done.stderr) == (130, "memory-ls: interrupted\n")
+
+
+@pytest.mark.parametrize(
+    ("verb", "collector"),
+    [
+        ("check", "on 50000"),
+        ("doctor", "on 50000"),
+        ("add", "on 50000"),
+        ("inject", "off 700"),
+        ("serve", "on 700"),
+        ("mcp", "on 700"),
+    ],
+)
+def test_a_verb_that_runs_once_collects_rarely_and_a_server_as_python_does(
+    workspace: Workspace, verb: str, collector: str
+) -> None:
+    # The verb's work replaced by a report of the collector as it would run it.
+    setup = (
+        "import gc, memory_ls.cli\n"
+        "def report(argv=None):\n"
+        "    on = 'on' if gc.isenabled() else 'off'\n"
+        "    os.write(2, f'collector {on} {gc.get_threshold()[0]}\\n'.encode())\n"
+        "    return 0\n"
+        "memory_ls.cli.main = report\n"
+    )
+    code, _, err = run_as_program(workspace, [verb], setup)
+    assert code == 0, err
+    assert f"collector {collector}\n" in err
