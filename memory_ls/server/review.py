@@ -307,13 +307,30 @@ def _file_text(runtime: MemoryRuntime, scope: Scope) -> str:
 # -- watching the inboxes -------------------------------------------------------------------
 
 
-def _stamps(ls: MemoryServer) -> dict[str, Stamp | None]:
-    out: dict[str, Stamp | None] = {}
+def _stamps(ls: MemoryServer) -> dict[str, tuple[Stamp | None, object]]:
+    """Each inbox file's stamp, and for a racy one (``RACY_MARGIN_NS``) what it holds: an
+    equal racy stamp does not prove the inbox unchanged, its bytes do (an mtime in the
+    future stays racy for as long as it is ahead, and must not be a change every poll)."""
+    out: dict[str, tuple[Stamp | None, object]] = {}
     for runtime in list(ls.projects.runtimes.values()) or [ls.projects.default_runtime()]:
         for scope in SCOPES:
             path = inbox_path(runtime.paths[scope])
-            out[str(path)] = stamp_of(path)
+            stamp = stamp_of(path)
+            held: object = None
+            if stamp is not None and stamp.racy:
+                file = read_store(path)
+                held = file.data if file.error is None else file.error
+            out[str(path)] = (stamp, held)
     return out
+
+
+def _same_inbox(seen: tuple[Stamp | None, object], now: tuple[Stamp | None, object] | None) -> bool:
+    if now is None:
+        return False
+    if unchanged(seen[0], now[0]):
+        return True
+    # A racy stamp seen again: unchanged when the bytes are (read at both looks).
+    return seen[0] == now[0] and seen[1] is not None and seen[1] == now[1]
 
 
 def inbox_changed(ls: MemoryServer) -> None:
@@ -334,9 +351,9 @@ def inbox_changed(ls: MemoryServer) -> None:
 def check_inboxes(ls: MemoryServer) -> None:
     """Compare the inbox files' stamps with the last seen; report a change."""
     stamps = _stamps(ls)
-    # A racy stamp last seen (RACY_MARGIN_NS) does not prove the inbox unchanged: it is
-    # reported as a change, at most a poll or two after the inbox last changed.
-    if any(not unchanged(seen, stamps.get(path)) for path, seen in ls.inbox_stamps.items()) or (
+    # A racy stamp last seen (RACY_MARGIN_NS) does not prove the inbox unchanged: its
+    # bytes, read at both looks, decide (`_stamps`).
+    if any(not _same_inbox(seen, stamps.get(path)) for path, seen in ls.inbox_stamps.items()) or (
         stamps.keys() != ls.inbox_stamps.keys()
     ):
         inbox_changed(ls)
