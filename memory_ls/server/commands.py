@@ -44,6 +44,7 @@ from memory_ls.core.inbox import check_by
 from memory_ls.core.merge import merge_notes
 from memory_ls.core.models import ExportResult, ImportResult, MemoryResult, Scope, SyncResult
 from memory_ls.core.render import sync_summary
+from memory_ls.core.text import display_path
 from memory_ls.server import publishing
 from memory_ls.server.background import WorkProgress
 from memory_ls.server.documents import MemoryDocument
@@ -134,6 +135,10 @@ CLEAR_CANNOT_ASK = (
     "(window/showMessageRequest); nothing was changed."
 )
 CLEAR_DECLINED = "memory.clear was not confirmed; nothing was changed."
+CLEAR_MOVED = (
+    "memory.clear was confirmed for {asked}, but {path} leads to {now} now; "
+    "nothing was changed (run memory.clear again to clear that file)."
+)
 URI_MESSAGE = "uri must be a string: a workspace folder or a file in it (a file URI or a path)."
 
 
@@ -385,7 +390,16 @@ async def _mutate(
     # Ask only when the clear could happen: a bad scope, read-only or untrusted is refused as is.
     # Asked before taking the store's turn: the user may take minutes to answer.
     if action == "clear" and error is None and runtime.refusal(scope) is None:
+        asked_about = runtime.canonical(scope)
         refusal = await _confirm_clear(ls, runtime, scope)
+        if refusal is None and (now := runtime.canonical(scope)) != asked_about:
+            # A folder link on the way pointed elsewhere while the user read the question:
+            # "Clear" was said to the notes of the file asked about, not to this one's.
+            refusal = CLEAR_MOVED.format(
+                path=display_path(runtime.paths[scope]),
+                asked=display_path(asked_about),
+                now=display_path(now),
+            )
         if refusal:
             return runtime.result("clear", scope, error=refusal)
     stores = request.stores()
