@@ -307,17 +307,21 @@ def _file_text(runtime: MemoryRuntime, scope: Scope) -> str:
 # -- watching the inboxes -------------------------------------------------------------------
 
 
-def _stamps(ls: MemoryServer) -> dict[str, tuple[Stamp | None, object]]:
-    """Each inbox file's stamp, and for a racy one (``RACY_MARGIN_NS``) what it holds: an
-    equal racy stamp does not prove the inbox unchanged, its bytes do (an mtime in the
-    future stays racy for as long as it is ahead, and must not be a change every poll)."""
+def _stamps(
+    ls: MemoryServer, seen: dict[str, tuple[Stamp | None, object]] | None = None
+) -> dict[str, tuple[Stamp | None, object]]:
+    """Each inbox file's stamp, and for a racy one (``RACY_MARGIN_NS``), or one ``seen``
+    racy last time, what it holds: an equal racy stamp does not prove the inbox unchanged,
+    its bytes do (an mtime in the future stays racy for as long as it is ahead, and must
+    not be a change every poll; nor is an inbox a change as its stamp settles)."""
     out: dict[str, tuple[Stamp | None, object]] = {}
     for runtime in list(ls.projects.runtimes.values()) or [ls.projects.default_runtime()]:
         for scope in SCOPES:
             path = inbox_path(runtime.paths[scope])
             stamp = stamp_of(path)
             held: object = None
-            if stamp is not None and stamp.racy:
+            last = (seen or {}).get(str(path), (None, None))[0]
+            if stamp is not None and (stamp.racy or (last is not None and last.racy)):
                 file = read_store(path)
                 held = file.data if file.error is None else file.error
             out[str(path)] = (stamp, held)
@@ -350,13 +354,15 @@ def inbox_changed(ls: MemoryServer) -> None:
 
 def check_inboxes(ls: MemoryServer) -> None:
     """Compare the inbox files' stamps with the last seen; report a change."""
-    stamps = _stamps(ls)
+    stamps = _stamps(ls, ls.inbox_stamps)
     # A racy stamp last seen (RACY_MARGIN_NS) does not prove the inbox unchanged: its
     # bytes, read at both looks, decide (`_stamps`).
     if any(not _same_inbox(seen, stamps.get(path)) for path, seen in ls.inbox_stamps.items()) or (
         stamps.keys() != ls.inbox_stamps.keys()
     ):
         inbox_changed(ls)
+    else:
+        ls.inbox_stamps = stamps  # (a settled stamp: its bytes need not be read again)
 
 
 async def poll(ls: MemoryServer) -> None:

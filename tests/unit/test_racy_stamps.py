@@ -372,3 +372,48 @@ def test_a_rewrite_in_the_tick_of_a_store_in_the_future_is_seen_at_the_next_look
     rewrite_in_one_tick(path, b"- cccc\n")
     with rt.steady():  # a fresh look (no reuse): read again
         assert rt.notes("global") == ["cccc"]
+
+
+def test_an_unchanged_inbox_is_no_change_as_its_stamp_settles(
+    workspace: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An inbox just written is racy: the polls while it is compare its bytes, and the
+    first poll that finds its stamp settled (the clock past the margin, the file not
+    touched) compares them once more: no change to report, at any of them."""
+    workspace.write("project", "- x\n")
+    projects = Projects()
+    projects.configure(Settings(agent_dir=str(workspace.agent_dir)), [workspace.root])
+    rt = projects.runtime_for_path(workspace.root)
+    Review(rt).propose("add", {"text": "aaaa"}, "cli")
+    reported: list[object] = []
+    ls: Any = SimpleNamespace(projects=projects)
+    monkeypatch.setattr(review_module, "inbox_changed", lambda ls: reported.append(ls))
+    ls.inbox_stamps = review_module._stamps(ls)
+    review_module.check_inboxes(ls)
+    clock_ahead(monkeypatch)  # every stamp settled, no file touched
+    review_module.check_inboxes(ls)
+    review_module.check_inboxes(ls)
+    assert reported == []
+
+
+def test_a_settled_inbox_is_not_read_at_each_poll(
+    workspace: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    workspace.write("project", "- x\n")
+    projects = Projects()
+    projects.configure(Settings(agent_dir=str(workspace.agent_dir)), [workspace.root])
+    rt = projects.runtime_for_path(workspace.root)
+    Review(rt).propose("add", {"text": "aaaa"}, "cli")
+    ls: Any = SimpleNamespace(projects=projects)
+    monkeypatch.setattr(review_module, "inbox_changed", lambda ls: None)
+    ls.inbox_stamps = review_module._stamps(ls)
+    clock_ahead(monkeypatch)
+    review_module.check_inboxes(ls)  # the poll that sees it settled reads it once more
+    reads: list[object] = []
+    real = review_module.read_store
+    monkeypatch.setattr(
+        review_module, "read_store", lambda *a, **k: reads.append(a) or real(*a, **k)
+    )
+    for _ in range(3):
+        review_module.check_inboxes(ls)
+    assert reads == []
