@@ -38,7 +38,7 @@ from memory_ls.server import publishing
 from memory_ls.server.commands import BufferChange, in_thread, sync_buffers
 from memory_ls.server.documents import MemoryDocument
 from memory_ls.server.protocol import send_json
-from memory_ls.store.files import Stamp, read_store, stamp_of, unchanged
+from memory_ls.store.files import Stamp, StoreFile, read_store, stamp_of, unchanged
 from memory_ls.store.paths import inbox_path
 from memory_ls.store.review import Review
 from memory_ls.store.runtime import MemoryRuntime
@@ -59,7 +59,8 @@ LENS_TEXT = 60
 
 # -- reading the inboxes (cached by stamp) -------------------------------------------
 
-_cache: dict[str, tuple[Stamp | None, list[Proposal]]] = {}
+_cache: dict[str, tuple[Stamp | None, list[Proposal], StoreFile | None]] = {}
+"""Each inbox's stamp, proposals, and the read they were parsed from."""
 
 
 def waiting(runtime: MemoryRuntime, scope: Scope) -> list[Proposal]:
@@ -76,10 +77,18 @@ def waiting(runtime: MemoryRuntime, scope: Scope) -> list[Proposal]:
     cached = _cache.get(key)
     if cached is not None and unchanged(cached[0], stamp):  # (a racy stamp: read again)
         return cached[1]
-    file = read_store(path) if stamp is not None else None
+    known = cached[2] if cached is not None else None
+    file = read_store(path, known=known) if stamp is not None else None
+    readable = file is not None and file.error is None and file.data is not None
+    if cached is not None and known is not None and file is not None and file.data is known.data:
+        # A racy stamp read again (an inbox just written, or its mtime in the future,
+        # racy until the clock passes it): the same bytes (read_store kept `known`'s)
+        # are the same proposals, not decoded and parsed again at every keystroke's pass.
+        _cache[key] = (stamp, cached[1], file)
+        return cached[1]
     text = file.content if file is not None and file.error is None else ""
     proposals = parse_inbox(text).proposals
-    _cache[key] = (stamp, proposals)
+    _cache[key] = (stamp, proposals, file if readable else None)
     return proposals
 
 
