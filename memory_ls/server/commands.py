@@ -30,7 +30,7 @@ from weakref import WeakSet
 from lsprotocol import types as lsp
 from pygls.exceptions import JsonRpcException, JsonRpcInternalError, JsonRpcInvalidParams
 
-from memory_ls.core.actions import Change, check_scope, read_request
+from memory_ls.core.actions import Change, check_scope, clear_moved, read_request
 from memory_ls.core.bridges import (
     CHECK_MESSAGE,
     PROPOSE_MESSAGE,
@@ -135,10 +135,6 @@ CLEAR_CANNOT_ASK = (
     "(window/showMessageRequest); nothing was changed."
 )
 CLEAR_DECLINED = "memory.clear was not confirmed; nothing was changed."
-CLEAR_MOVED = (
-    "memory.clear was confirmed for {asked}, but {path} leads to {now} now; "
-    "nothing was changed (run memory.clear again to clear that file)."
-)
 URI_MESSAGE = "uri must be a string: a workspace folder or a file in it (a file URI or a path)."
 
 
@@ -395,10 +391,11 @@ async def _mutate(
         if refusal is None and (now := runtime.canonical(scope)) != asked_about:
             # A folder link on the way pointed elsewhere while the user read the question:
             # "Clear" was said to the notes of the file asked about, not to this one's.
-            refusal = CLEAR_MOVED.format(
-                path=display_path(runtime.paths[scope]),
-                asked=display_path(asked_about),
-                now=display_path(now),
+            refusal = clear_moved(
+                "memory.clear",
+                display_path(asked_about),
+                display_path(runtime.paths[scope]),
+                display_path(now),
             )
         if refusal:
             return runtime.result("clear", scope, error=refusal)
