@@ -809,8 +809,22 @@ def _run(verb: str, args: argparse.Namespace) -> int:
         refused = runtime.refusal(args.scope)
         if refused is not None:
             return _print_result(verb, runtime.result("clear", args.scope, error=refused), args)
+        asked_about = runtime.canonical(args.scope)
         if not _confirm_clear(runtime, args.scope, args.json):
             return EXIT_REFUSED
+        if (now := runtime.canonical(args.scope)) != asked_about:
+            # A folder link on the way pointed elsewhere while the question waited: the
+            # "y" was said to the notes of the file asked about, not to this one's.
+            from memory_ls.core.actions import clear_moved
+            from memory_ls.core.text import display_path
+
+            moved = clear_moved(
+                f"{PROG} clear",
+                display_path(asked_about),
+                display_path(runtime.paths[args.scope]),
+                display_path(now),
+            )
+            return _print_result(verb, runtime.result("clear", args.scope, error=moved), args)
     fields = {"scope": args.scope}
     for name in ("text", "other", "to"):
         if getattr(args, name, None) is not None:

@@ -51,6 +51,16 @@ class Change:
     """A refusal found only by looking at the text (no match)."""
 
 
+def clear_moved(command: str, asked: str, path: str, now: str) -> str:
+    """Why a confirmed clear changed nothing: ``path`` led to ``asked`` when the person
+    was asked, and leads to ``now`` (a folder link on the way pointed elsewhere meanwhile).
+    The paths are quoted as messages quote them (``display_path``)."""
+    return (
+        f"{command} was confirmed for {asked}, but {path} leads to {now} now; "
+        f"nothing was changed (run {command} again to clear that file)."
+    )
+
+
 def no_match(scope: Scope, text: str) -> str:
     """The refusal for a note that is not in ``scope`` (quoted escaped: a person reads it,
     and a U+202E in the text asked for must not reorder the line)."""

@@ -30,7 +30,7 @@ from weakref import WeakSet
 from lsprotocol import types as lsp
 from pygls.exceptions import JsonRpcException, JsonRpcInternalError, JsonRpcInvalidParams
 
-from memory_ls.core.actions import Change, check_scope, read_request
+from memory_ls.core.actions import Change, check_scope, clear_moved, read_request
 from memory_ls.core.bridges import (
     CHECK_MESSAGE,
     PROPOSE_MESSAGE,
@@ -44,6 +44,7 @@ from memory_ls.core.inbox import check_by
 from memory_ls.core.merge import merge_notes
 from memory_ls.core.models import ExportResult, ImportResult, MemoryResult, Scope, SyncResult
 from memory_ls.core.render import sync_summary
+from memory_ls.core.text import display_path
 from memory_ls.server import publishing
 from memory_ls.server.background import WorkProgress
 from memory_ls.server.documents import MemoryDocument
@@ -386,7 +387,17 @@ async def _mutate(
     # Ask only when the clear could happen: a bad scope, read-only or untrusted is refused as is.
     # Asked before taking the store's turn: the user may take minutes to answer.
     if action == "clear" and error is None and runtime.refusal(scope) is None:
+        asked_about = runtime.canonical(scope)
         refusal = await _confirm_clear(ls, runtime, scope)
+        if refusal is None and (now := runtime.canonical(scope)) != asked_about:
+            # A folder link on the way pointed elsewhere while the user read the question:
+            # "Clear" was said to the notes of the file asked about, not to this one's.
+            refusal = clear_moved(
+                "memory.clear",
+                display_path(asked_about),
+                display_path(runtime.paths[scope]),
+                display_path(now),
+            )
         if refusal:
             return runtime.result("clear", scope, error=refusal)
     stores = request.stores()

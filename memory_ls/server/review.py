@@ -38,7 +38,7 @@ from memory_ls.server import publishing
 from memory_ls.server.commands import BufferChange, in_thread, sync_buffers
 from memory_ls.server.documents import MemoryDocument
 from memory_ls.server.protocol import send_json
-from memory_ls.store.files import Stamp, read_store, stamp_of, unchanged
+from memory_ls.store.files import Stamp, StoreFile, read_store, stamp_of, unchanged
 from memory_ls.store.paths import inbox_path
 from memory_ls.store.review import Review
 from memory_ls.store.runtime import MemoryRuntime
@@ -59,7 +59,8 @@ LENS_TEXT = 60
 
 # -- reading the inboxes (cached by stamp) -------------------------------------------
 
-_cache: dict[str, tuple[Stamp | None, list[Proposal]]] = {}
+_cache: dict[str, tuple[Stamp | None, list[Proposal], StoreFile | None]] = {}
+"""Each inbox's stamp, proposals, and the read they were parsed from."""
 
 
 def waiting(runtime: MemoryRuntime, scope: Scope) -> list[Proposal]:
@@ -76,10 +77,18 @@ def waiting(runtime: MemoryRuntime, scope: Scope) -> list[Proposal]:
     cached = _cache.get(key)
     if cached is not None and unchanged(cached[0], stamp):  # (a racy stamp: read again)
         return cached[1]
-    file = read_store(path) if stamp is not None else None
+    known = cached[2] if cached is not None else None
+    file = read_store(path, known=known) if stamp is not None else None
+    readable = file is not None and file.error is None and file.data is not None
+    if cached is not None and known is not None and file is not None and file.data is known.data:
+        # A racy stamp read again (an inbox just written, or its mtime in the future,
+        # racy until the clock passes it): the same bytes (read_store kept `known`'s)
+        # are the same proposals, not decoded and parsed again at every keystroke's pass.
+        _cache[key] = (stamp, cached[1], file)
+        return cached[1]
     text = file.content if file is not None and file.error is None else ""
     proposals = parse_inbox(text).proposals
-    _cache[key] = (stamp, proposals)
+    _cache[key] = (stamp, proposals, file if readable else None)
     return proposals
 
 
@@ -307,13 +316,34 @@ def _file_text(runtime: MemoryRuntime, scope: Scope) -> str:
 # -- watching the inboxes -------------------------------------------------------------------
 
 
-def _stamps(ls: MemoryServer) -> dict[str, Stamp | None]:
-    out: dict[str, Stamp | None] = {}
+def _stamps(
+    ls: MemoryServer, seen: dict[str, tuple[Stamp | None, object]] | None = None
+) -> dict[str, tuple[Stamp | None, object]]:
+    """Each inbox file's stamp, and for a racy one (``RACY_MARGIN_NS``), or one ``seen``
+    racy last time, what it holds: an equal racy stamp does not prove the inbox unchanged,
+    its bytes do (an mtime in the future stays racy for as long as it is ahead, and must
+    not be a change every poll; nor is an inbox a change as its stamp settles)."""
+    out: dict[str, tuple[Stamp | None, object]] = {}
     for runtime in list(ls.projects.runtimes.values()) or [ls.projects.default_runtime()]:
         for scope in SCOPES:
             path = inbox_path(runtime.paths[scope])
-            out[str(path)] = stamp_of(path)
+            stamp = stamp_of(path)
+            held: object = None
+            last = (seen or {}).get(str(path), (None, None))[0]
+            if stamp is not None and (stamp.racy or (last is not None and last.racy)):
+                file = read_store(path)
+                held = file.data if file.error is None else file.error
+            out[str(path)] = (stamp, held)
     return out
+
+
+def _same_inbox(seen: tuple[Stamp | None, object], now: tuple[Stamp | None, object] | None) -> bool:
+    if now is None:
+        return False
+    if unchanged(seen[0], now[0]):
+        return True
+    # A racy stamp seen again: unchanged when the bytes are (read at both looks).
+    return seen[0] == now[0] and seen[1] is not None and seen[1] == now[1]
 
 
 def inbox_changed(ls: MemoryServer) -> None:
@@ -333,13 +363,15 @@ def inbox_changed(ls: MemoryServer) -> None:
 
 def check_inboxes(ls: MemoryServer) -> None:
     """Compare the inbox files' stamps with the last seen; report a change."""
-    stamps = _stamps(ls)
-    # A racy stamp last seen (RACY_MARGIN_NS) does not prove the inbox unchanged: it is
-    # reported as a change, at most a poll or two after the inbox last changed.
-    if any(not unchanged(seen, stamps.get(path)) for path, seen in ls.inbox_stamps.items()) or (
+    stamps = _stamps(ls, ls.inbox_stamps)
+    # A racy stamp last seen (RACY_MARGIN_NS) does not prove the inbox unchanged: its
+    # bytes, read at both looks, decide (`_stamps`).
+    if any(not _same_inbox(seen, stamps.get(path)) for path, seen in ls.inbox_stamps.items()) or (
         stamps.keys() != ls.inbox_stamps.keys()
     ):
         inbox_changed(ls)
+    else:
+        ls.inbox_stamps = stamps  # (a settled stamp: its bytes need not be read again)
 
 
 async def poll(ls: MemoryServer) -> None:

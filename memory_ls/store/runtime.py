@@ -242,6 +242,11 @@ class MemoryRuntime:
                 elif isinstance(key, tuple) and key[0] == "canonical":
                     self.canonical(key[1])
             fresh = dict(self._memo() or {})
+            for key in looked:
+                if isinstance(key, tuple) and key[0] == "read":
+                    # A racy store read in that look: what it holds now (read again,
+                    # this look not having read it), compared by its bytes and stamp.
+                    fresh[key] = self.view(key[1]).file
         return any(fresh.get(key) != value for key, value in looked.items())
 
     def _memo(self) -> dict[object, object] | None:
@@ -383,10 +388,28 @@ class MemoryRuntime:
                 and cached.readable
                 # Before the stamp: a refused folder is not even looked into.
                 and self.store_refusal(scope) is None
-                and unchanged(cached.file.stamp, stamp_of(path))
             ):
-                return cached
-            return self._reread(scope)
+                stamp = stamp_of(path)
+                if unchanged(cached.file.stamp, stamp) or self._read_in_look(scope, cached, stamp):
+                    return cached
+            view = self._reread(scope)
+            memo = self._memo()
+            if memo is not None:
+                memo[("read", scope)] = view.file
+            return view
+
+    def _read_in_look(self, scope: Scope, cached: StoreView, stamp: Stamp | None) -> bool:
+        """Whether ``cached``, its stamp racy (``RACY_MARGIN_NS``), was read in this thread's
+        :meth:`steady` look and the stamp is still the one that read took: one read per
+        look, not one per question a pass asks (an mtime in the future, racy until the
+        clock passes it, would otherwise cost the editor two reads of the other store a
+        keystroke). :meth:`look_again` reads it afresh once the analysis rests."""
+        memo = self._memo()
+        return (
+            memo is not None
+            and memo.get(("read", scope)) is cached.file
+            and cached.file.stamp == stamp
+        )
 
     def _reread(self, scope: Scope) -> StoreView:
         refusal = self.store_refusal(scope)

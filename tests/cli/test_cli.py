@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import json
+import os
+import pty
+import select
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import CLI_TIMEOUT, Workspace
+from tests.conftest import CLI_TIMEOUT, Workspace, store_text
 
 HEADER = "<!-- Pi memory: one note per bullet; written by the memory tool and /memory -->"
 
@@ -353,3 +357,52 @@ def test_json_output_of_an_odd_project_path_is_the_standard_encoders_text(
     assert json.loads(workspace.cli("path", "--json", "--project", str(project)).stdout)[
         "project"
     ] == str(project / ".pi" / "memory.md")
+
+
+def test_a_clear_confirmed_after_the_pi_link_moved_clears_nothing(workspace: Workspace) -> None:
+    """``clear`` on a terminal names a file and counts its notes; the project's ``.pi`` (a
+    symlink to a folder inside the project) is pointed at another folder there while the
+    question waits. The "y" was said to the notes asked about: nothing is cleared."""
+    first, second = workspace.root / "mem-a", workspace.root / "mem-b"
+    first.mkdir()
+    second.mkdir()
+    (first / "memory.md").write_text(store_text("a", "b"), encoding="utf-8")
+    (second / "memory.md").write_text(store_text("o", "p", "q"), encoding="utf-8")
+    pi = workspace.root / ".pi"
+    pi.symlink_to(first, target_is_directory=True)
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "memory_ls", "clear", "--trusted"],
+        cwd=workspace.root,
+        env=workspace.env(),
+        stdin=slave,
+        stdout=subprocess.PIPE,
+        stderr=slave,
+    )
+    os.close(slave)
+    try:
+        asked = b""
+        deadline = time.monotonic() + CLI_TIMEOUT
+        while b"[y/N]" not in asked:
+            assert time.monotonic() < deadline, asked
+            if select.select([master], [], [], 0.1)[0]:
+                asked += os.read(master, 4096)
+        assert b"Remove all 2 project note(s)" in asked
+        pi.unlink()
+        pi.symlink_to(second, target_is_directory=True)
+        os.write(master, b"y\n")
+        out, _ = proc.communicate(timeout=CLI_TIMEOUT)
+        said = b""
+        while select.select([master], [], [], 0.2)[0]:
+            try:
+                said += os.read(master, 4096)
+            except OSError:
+                break
+    finally:
+        os.close(master)
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 1, (out, said)
+    assert os.path.realpath(second / "memory.md").encode() in said
+    assert (second / "memory.md").read_text() == store_text("o", "p", "q")
+    assert (first / "memory.md").read_text() == store_text("a", "b")

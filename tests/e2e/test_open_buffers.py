@@ -972,3 +972,41 @@ async def test_a_marked_uri_opened_again_is_the_file_it_opens(start, workspace, 
     await s.command("memory.add", {"text": "o2", "uri": linked})
     assert s.buffers[linked] == file_text(other_store)
     assert notes(file_text(other_store)) == ["o", "o2"]
+
+
+class _RepointOnAsk(list[Any]):
+    """The client's questions, the folder link pointed elsewhere as the first one comes."""
+
+    def __init__(self, link: Path, to: Path) -> None:
+        super().__init__()
+        self.link, self.to = link, to
+
+    def append(self, item: Any) -> None:
+        if not self:
+            repoint(self.link, self.to)
+        super().append(item)
+
+
+async def test_a_clear_confirmed_after_its_folder_link_moved_clears_nothing(
+    start, workspace, tmp_path
+):
+    """memory.clear asks about one file (its notes counted, its path named); the project's
+    ``.pi`` is a symlink to a folder inside the project, pointed at another folder there
+    while the question is open. The user's "Clear" was for the notes asked about: those
+    of the file it leads to now are not cleared, nor anything else, and the result says
+    why. (A workspace folder that is a link is resolved when its project is made: that
+    link moving leaves the question's file the one cleared.)"""
+    first, second = workspace.root / "mem-a", workspace.root / "mem-b"
+    first.mkdir()
+    second.mkdir()
+    (first / "memory.md").write_text(store_text("a", "b"), encoding="utf-8")
+    (second / "memory.md").write_text(store_text("o", "p", "q"), encoding="utf-8")
+    (workspace.root / ".pi").symlink_to(first, target_is_directory=True)
+    s = await start("visual-studio-code", init_options={"trusted": True})
+    s.asked = _RepointOnAsk(workspace.root / ".pi", second)
+    r = await s.command("memory.clear", {})
+    assert len(s.asked) == 1 and "Clear all 2 project" in s.asked[0].message
+    assert r["changed"] is False and "error" in r, r
+    assert real(second / "memory.md") in r["error"]
+    assert notes(file_text(second / "memory.md")) == ["o", "p", "q"]
+    assert notes(file_text(first / "memory.md")) == ["a", "b"]

@@ -9,6 +9,7 @@ open-buffer rule: unsaved edits survive.
 from __future__ import annotations
 
 import asyncio
+import os
 from typing import Any
 
 import pytest
@@ -201,3 +202,39 @@ async def test_hover_is_answered_while_a_review_command_waits_for_the_lock(
         p["id"]
         for p in parse_inbox((workspace.root / ".pi" / "memory.inbox.jsonl").read_text()).proposals
     ] == [pid]
+
+
+async def test_an_inbox_dated_tomorrow_is_not_reported_at_every_poll(
+    start: Any, workspace: Any
+) -> None:
+    """An inbox whose mtime is in the future (``touch -d tomorrow``, a mount with a clock
+    ahead) has a racy stamp until the clock passes it. The inbox poll (each second) then
+    compares its bytes: unchanged, it is no change, so no ``memory/inbox``, no refresh of
+    every open document and no lens refresh at every poll; a proposal that comes is still
+    reported."""
+    store = workspace.write("project", ["use pnpm"])
+    added = workspace.cli("add", "--propose", "--by", "codex", "run make lint first")
+    assert added.returncode == 0, added.stderr
+    inbox = store.with_name("memory.inbox.jsonl")
+    st = os.stat(inbox)
+    os.utime(inbox, ns=(st.st_atime_ns, st.st_mtime_ns + 86400 * 10**9))
+    session: Session = await start("neovim")
+    counts: list[Any] = []
+
+    @session.client.feature("memory/inbox")
+    def inbox_counts(params: Any) -> None:
+        counts.append(params)
+
+    uri = session.open(store)
+    await session.wait_for(uri, lambda ds: True)
+    await asyncio.sleep(0.5)
+    counts.clear()
+    await asyncio.sleep(3.2)  # three polls
+    assert counts == []
+    again = workspace.cli("add", "--propose", "--by", "codex", "tests need DATABASE_URL")
+    assert again.returncode == 0, again.stderr
+
+    async def counted() -> bool:
+        return bool(counts)
+
+    await until(counted)

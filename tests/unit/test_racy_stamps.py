@@ -294,3 +294,151 @@ def test_the_inbox_poll_reports_a_rewrite_within_the_tick_of_its_last_look(
     ls.inbox_stamps = review_module._stamps(ls)
     review_module.check_inboxes(ls)
     assert reported == [ls]  # settled: nothing to report
+
+
+def test_the_inbox_poll_settles_on_an_inbox_with_an_mtime_in_the_future(
+    workspace: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An inbox whose mtime is ahead of the clock (``touch -d tomorrow``, a skewed mount)
+    is racy until the clock passes it: the poll compares its bytes then, so an unchanged
+    inbox is not a change every second (a refresh of every open document, a lens refresh
+    and a memory/inbox notification each time), and a rewrite in its tick still is."""
+    workspace.write("project", "- x\n")
+    projects = Projects()
+    projects.configure(Settings(agent_dir=str(workspace.agent_dir)), [workspace.root])
+    rt = projects.runtime_for_path(workspace.root)
+    Review(rt).propose("add", {"text": "aaaa"}, "cli")
+    inbox = inbox_path(rt.paths["project"])
+    st = os.stat(inbox)
+    os.utime(inbox, ns=(st.st_atime_ns, st.st_mtime_ns + 86400 * 10**9))
+    reported: list[object] = []
+    ls: Any = SimpleNamespace(projects=projects)
+    monkeypatch.setattr(review_module, "inbox_changed", lambda ls: reported.append(ls))
+    ls.inbox_stamps = review_module._stamps(ls)
+    for _ in range(3):
+        review_module.check_inboxes(ls)
+    assert reported == []
+    rewrite_in_one_tick(inbox, inbox.read_bytes().replace(b"aaaa", b"bbbb"))
+    review_module.check_inboxes(ls)
+    assert reported == [ls]
+
+
+def _in_the_future(path: Path) -> None:
+    st = os.stat(path)
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 86400 * 10**9))
+
+
+def test_a_store_in_the_future_is_read_once_a_look_not_once_a_question(
+    workspace: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A store whose mtime is ahead of the clock stays racy until the clock passes it. An
+    editor's pass asks for the other store's view a few times (its keys, the global
+    store's claims), and keystrokes a look apart (``DISK_LOOK_REUSE``) take one look: the
+    file is read once for it, not at every question of every keystroke."""
+    path = workspace.write("global", "- aaaa\n")
+    workspace.write("project", "- x\n")
+    _in_the_future(path)
+    rt = workspace.runtime()
+    rt.view("global")
+    reads: list[object] = []
+    real = runtime_module.read_store
+    monkeypatch.setattr(
+        runtime_module, "read_store", lambda *a, **k: reads.append(a) or real(*a, **k)
+    )
+    for _ in range(5):
+        with rt.steady(reuse_for=60):
+            for _ in range(3):
+                assert rt.notes("global") == ["aaaa"]
+    assert len(reads) == 1
+    # Once the analysis rests: read afresh, and nothing reported when nothing changed
+    # (a report refreshes every document, whose publish looks again: never a loop).
+    assert rt.look_again() is False
+    assert len(reads) == 2
+
+
+def test_a_rewrite_in_the_tick_of_a_store_in_the_future_is_seen_at_the_next_look(
+    workspace: Workspace,
+) -> None:
+    path = workspace.write("global", "- aaaa\n")
+    workspace.write("project", "- x\n")
+    _in_the_future(path)
+    rt = workspace.runtime()
+    with rt.steady(reuse_for=60):
+        assert rt.notes("global") == ["aaaa"]
+    rewrite_in_one_tick(path, b"- bbbb\n")
+    assert rt.look_again() is True  # the look the editor takes once typing rests
+    with rt.steady():
+        assert rt.notes("global") == ["bbbb"]
+    rewrite_in_one_tick(path, b"- cccc\n")
+    with rt.steady():  # a fresh look (no reuse): read again
+        assert rt.notes("global") == ["cccc"]
+
+
+def test_an_unchanged_inbox_is_no_change_as_its_stamp_settles(
+    workspace: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An inbox just written is racy: the polls while it is compare its bytes, and the
+    first poll that finds its stamp settled (the clock past the margin, the file not
+    touched) compares them once more: no change to report, at any of them."""
+    workspace.write("project", "- x\n")
+    projects = Projects()
+    projects.configure(Settings(agent_dir=str(workspace.agent_dir)), [workspace.root])
+    rt = projects.runtime_for_path(workspace.root)
+    Review(rt).propose("add", {"text": "aaaa"}, "cli")
+    reported: list[object] = []
+    ls: Any = SimpleNamespace(projects=projects)
+    monkeypatch.setattr(review_module, "inbox_changed", lambda ls: reported.append(ls))
+    ls.inbox_stamps = review_module._stamps(ls)
+    review_module.check_inboxes(ls)
+    clock_ahead(monkeypatch)  # every stamp settled, no file touched
+    review_module.check_inboxes(ls)
+    review_module.check_inboxes(ls)
+    assert reported == []
+
+
+def test_a_settled_inbox_is_not_read_at_each_poll(
+    workspace: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    workspace.write("project", "- x\n")
+    projects = Projects()
+    projects.configure(Settings(agent_dir=str(workspace.agent_dir)), [workspace.root])
+    rt = projects.runtime_for_path(workspace.root)
+    Review(rt).propose("add", {"text": "aaaa"}, "cli")
+    ls: Any = SimpleNamespace(projects=projects)
+    monkeypatch.setattr(review_module, "inbox_changed", lambda ls: None)
+    ls.inbox_stamps = review_module._stamps(ls)
+    clock_ahead(monkeypatch)
+    review_module.check_inboxes(ls)  # the poll that sees it settled reads it once more
+    reads: list[object] = []
+    real = review_module.read_store
+    monkeypatch.setattr(
+        review_module, "read_store", lambda *a, **k: reads.append(a) or real(*a, **k)
+    )
+    for _ in range(3):
+        review_module.check_inboxes(ls)
+    assert reads == []
+
+
+def test_an_inbox_in_the_future_is_not_parsed_again_at_each_pass(
+    workspace: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every analysis pass (each keystroke) asks for the proposals waiting (the `proposal`
+    findings): an inbox whose racy stamp is read again and holds the same bytes keeps its
+    proposals (200 of them parsed cost ~1.3 ms a keystroke), and a rewrite in its tick is
+    still seen."""
+    workspace.write("project", "- x\n")
+    rt = workspace.runtime()
+    Review(rt).propose("add", {"text": "aaaa"}, "cli")
+    inbox = inbox_path(rt.paths["project"])
+    _in_the_future(inbox)
+    review_module._cache.clear()
+    parsed: list[str] = []
+    real = review_module.parse_inbox
+    monkeypatch.setattr(
+        review_module, "parse_inbox", lambda text: parsed.append(text) or real(text)
+    )
+    for _ in range(4):
+        assert [p["text"] for p in review_module.waiting(rt, "project")] == ["aaaa"]
+    assert len(parsed) == 1
+    rewrite_in_one_tick(inbox, inbox.read_bytes().replace(b"aaaa", b"bbbb"))
+    assert [p["text"] for p in review_module.waiting(rt, "project")] == ["bbbb"]
