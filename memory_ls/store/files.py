@@ -136,7 +136,9 @@ def write_failed_message(path: Path, exc: OSError) -> str:
     if exc.errno in (errno.EEXIST, errno.ENOTDIR):
         for folder in path.parents:
             if os.path.lexists(folder):
-                if not os.path.isdir(folder):
+                if not os.path.exists(folder):  # a symlink that leads nowhere
+                    why = f"{display_path(folder)} is a symlink to nothing (a dangling link)"
+                elif not os.path.isdir(folder):
                     why = f"{display_path(folder)} is not a directory"
                 break  # the nearest one that exists decides
     return f"Cannot write the memory file {display_path(path)}: {why}"

@@ -295,3 +295,14 @@ def test_a_failed_write_during_a_move_names_the_store_that_failed(
         f"Cannot write the memory file {workspace.global_store}: No space left on device"
     )
     assert workspace.read("project") == b"- p\n" and workspace.read("global") == b"- g\n"
+
+
+def test_a_dangling_agent_dir_link_is_named_when_a_write_fails(workspace: Workspace) -> None:
+    workspace.agent_dir.rmdir()
+    workspace.agent_dir.symlink_to(workspace.root / "nowhere")
+    result = workspace.runtime().run("add", {"text": "x", "scope": "global"})
+    assert result["error"] == (
+        f"Cannot write the memory file {workspace.global_store}: "
+        f"{workspace.agent_dir} is a symlink to nothing (a dangling link)"
+    )
+    assert not (workspace.root / "nowhere").exists()
