@@ -79,3 +79,38 @@ def test_replace_copy_and_pickle() -> None:
     assert (r.x, r.y, r.tags, r.note) == (1, 5, ["t"], "n")
     for made in (copy.copy(p), copy.deepcopy(p), pickle.loads(pickle.dumps(p))):
         assert made == p and made.note == "n"
+
+
+@record(frozen=True)
+class One:
+    value: float
+    why: str = field(default="", compare=False)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class OneDC:
+    value: float
+    why: str = dataclasses.field(default="", compare=False)
+
+
+@record(frozen=True)
+class Nothing:
+    why: str = field(default="", compare=False)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class NothingDC:
+    why: str = dataclasses.field(default="", compare=False)
+
+
+def test_equality_and_hash_of_one_or_no_compared_field_as_a_dataclass() -> None:
+    nan = float("nan")
+    for one, nothing, point in ((One, Nothing, Point), (OneDC, NothingDC, PointDC)):
+        assert one(1.0, "a") == one(1.0, "b") and hash(one(1.0, "a")) == hash(one(1.0, "b"))
+        assert one(1.0) != one(2.0)
+        assert one(nan) == one(nan) and one(float("nan")) != one(float("nan"))
+        assert nothing("a") == nothing("b") and hash(nothing("a")) == hash(nothing("b"))
+        # Two or more fields compare as tuples do: the same object is equal to itself.
+        assert point(nan, 0) == point(nan, 0)  # type: ignore[arg-type]
+        assert point(float("nan"), 0) != point(float("nan"), 0)  # type: ignore[arg-type]
+        assert (one(1.0) == 1.0) is False and (point(1) == (1, 0, [])) is False
