@@ -126,7 +126,7 @@ class RecallPlan:
 
 
 def recall_plan(
-    project: list[str], global_: list[str], max_bytes: int, inject: bool = True
+    project: Sequence[str], global_: Sequence[str], max_bytes: int, inject: bool = True
 ) -> RecallPlan:
     """Plan recall of ``project`` then ``global_`` notes within ``max_bytes``.
 
@@ -154,8 +154,8 @@ def recall_body(
 
 
 def _plan(
-    project: list[str],
-    global_: list[str],
+    project: Sequence[str],
+    global_: Sequence[str],
     max_bytes: int,
     inject: bool,
     planned: list[PlannedNote] | None,
@@ -165,7 +165,10 @@ def _plan(
     used = sum(utf8_length(line) + 1 for line in lines)
     limit = max(0, max_bytes - TAIL_RESERVE)
     skipped = 0
-    sections: tuple[tuple[Scope, list[str]], ...] = (("project", project), ("global", global_))
+    sections: tuple[tuple[Scope, Sequence[str]], ...] = (
+        ("project", project),
+        ("global", global_),
+    )
     new = tuple.__new__
     for scope, notes in sections:
         header = f"{scope}:"

@@ -69,6 +69,8 @@ class MemoryDocument:
         """The notes in file order, kept while no note appears, disappears or moves."""
         self._note_lines: list[int] = []
         """The line of each note in :attr:`_notes`."""
+        self._shown: tuple[str, ...] | None = None
+        """:attr:`_notes` as :meth:`notes` last gave them (``None``: changed since)."""
         self.set_text(text)
 
     # -- whole-text ---------------------------------------------------------------
@@ -115,7 +117,7 @@ class MemoryDocument:
         self.layout += 1
         self.notes_version += 1
         self.bullets_version += 1
-        self._notes = None
+        self._notes = self._shown = None
 
     # -- incremental ------------------------------------------------------------
 
@@ -171,7 +173,7 @@ class MemoryDocument:
                 before is not None and after is not None and before.blank != after.blank
             ):
                 self.layout += 1
-                self._notes = None
+                self._notes = self._shown = None
             if before is not None and before.key:
                 self.dirty_keys.add(before.key)
                 if after is None or after.key != before.key:
@@ -185,6 +187,7 @@ class MemoryDocument:
                 if self._notes is not None and after is not None and after.note:
                     at = bisect.bisect_left(self._note_lines, i)
                     self._notes[at] = after.note
+                    self._shown = None
             found = line_findings(after) if after is not None else []
             if found:
                 self.found[i] = found
@@ -230,7 +233,7 @@ class MemoryDocument:
         self.layout += 1
         self.notes_version += 1
         self.bullets_version += 1
-        self._notes = None
+        self._notes = self._shown = None
         # Everything from the first changed line on has new numbers or text; a line
         # edited in place before it was numbered as it still is.
         earlier = min(self.dirty_lines, default=first)
@@ -260,17 +263,20 @@ class MemoryDocument:
 
     # -- queries ----------------------------------------------------------------
 
-    def notes(self) -> list[str]:
+    def notes(self) -> tuple[str, ...]:
         """The notes in file order (blank bullets dropped).
 
         Kept between calls while only notes' texts change, so a keystroke does not
-        list every line (the recall plan asks on every publish).
+        list every line (the recall plan asks on every publish); a tuple, the same one
+        until a note changes, which the plan keeps as it is (no copy of its own).
         """
         if self._notes is None:
             found = [b for b in self.bullets if b is not None and b.note]
             self._notes = [b.note for b in found]
             self._note_lines = [b.line for b in found]
-        return list(self._notes)
+        if self._shown is None:
+            self._shown = tuple(self._notes)
+        return self._shown
 
     def note_bullets(self) -> list[Bullet]:
         """Every bullet, blank ones included, in file order."""

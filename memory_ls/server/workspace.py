@@ -15,6 +15,7 @@ configuration and store reads).
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -350,7 +351,7 @@ class Projects:
 
     # -- cached facts ----------------------------------------------------------------
 
-    def store_notes(self, runtime: MemoryRuntime, scope: Scope) -> list[str]:
+    def store_notes(self, runtime: MemoryRuntime, scope: Scope) -> Sequence[str]:
         """A store's notes: the editor's buffer when it is open, else the file (recall view)."""
         doc = self.open_store(runtime, scope)
         if doc is not None:
