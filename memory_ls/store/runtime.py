@@ -51,6 +51,18 @@ from memory_ls.store.paths import (
 )
 from memory_ls.store.trust import Stamps, decide_trust
 
+RACY_DECISION_STANDS = 0.25
+"""Seconds a trust and configuration decision stands while a stamp in its key is racy
+(:data:`~memory_ls.store.files.RACY_MARGIN_NS`) and every stamp is as it was: a path
+that changed in any way that shows is decided again at once, a same-size rewrite within
+its timestamp tick at the first question after this. Deciding at every question instead
+made each of a request's several questions a decision of dozens of system calls, and
+beside a thread holding the interpreter (the project look reading a big Makefile) each
+call waits its switch interval: a hover took 0.3 s for the first seconds of a project
+whose folders had just been made. The editor reuses its looks for as long
+(``publishing.DISK_LOOK_REUSE``)."""
+
+
 TYPE_CHECKING = False  # not `typing`'s: the read verbs do without importing it (~3.5 ms)
 if TYPE_CHECKING:
     # Types only. The actions, the bridges and the checks are imported where a write,
@@ -155,9 +167,10 @@ class MemoryRuntime:
         self.read_only = read_only
         self._views: dict[Scope, StoreView] = {}
         self._settings_cache: (
-            tuple[tuple[object, ...], TrustDecision, EffectiveConfig, bool] | None
+            tuple[tuple[object, ...], TrustDecision, EffectiveConfig, float | None] | None
         ) = None
-        """The settings' key, trust, configuration, and whether a stamp in the key is racy."""
+        """The settings' key, trust, configuration, and when they were decided if a stamp in
+        the key is racy (``time.monotonic()``; ``None``: none is)."""
         pi = project_folder(self.project_root)
         self._config_paths = (
             str(self.agent_dir),
@@ -282,8 +295,13 @@ class MemoryRuntime:
             return held  # type: ignore[return-value]
         cached = self._settings_cache
         # A racy stamp in the key (a path changed within RACY_MARGIN_NS of its stamp, e.g.
-        # `trust.json` just rewritten) does not prove the path unchanged: decide again.
-        if cached is not None and not cached[3] and cached[0] == self._settings_key(cached[1]):
+        # `trust.json` just rewritten, or a parent folder) does not prove the path
+        # unchanged: decide again, once RACY_DECISION_STANDS has passed.
+        if (
+            cached is not None
+            and (cached[3] is None or time.monotonic() - cached[3] < RACY_DECISION_STANDS)
+            and cached[0] == self._settings_key(cached[1])
+        ):
             answer = cached[1], cached[2]
         else:
             # The key is taken before what it keys is read: taken after, a file changed in
@@ -302,7 +320,7 @@ class MemoryRuntime:
             config = load_config(self.agent_dir, self.project_root, trust.trusted)
             key = self._settings_key(trust, stamps.taken)
             racy = any(isinstance(stamp, Stamp) and stamp.racy for stamp in key)
-            self._settings_cache = (key, trust, config, racy)
+            self._settings_cache = (key, trust, config, time.monotonic() if racy else None)
             answer = trust, config
         if memo is not None:
             memo["settings"] = answer

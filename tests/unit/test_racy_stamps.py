@@ -139,6 +139,9 @@ def test_trust_json_rewritten_within_the_tick_of_the_decision_is_decided_again(
     rt = workspace.runtime(trusted=None)
     assert rt.trust().trusted is True
     rewrite_in_one_tick(store, json.dumps({str(workspace.root): False}).encode())
+    # (A racy decision stands RACY_DECISION_STANDS while no stamp changed: a request's
+    # several questions are one decision.)
+    time.sleep(runtime_module.RACY_DECISION_STANDS + 0.05)
     assert rt.trust().trusted is False
 
 
@@ -150,7 +153,33 @@ def test_config_rewritten_within_the_tick_of_its_read_is_read_again(
     rt = workspace.runtime()
     assert rt.config().max_inject_bytes == 1000
     rewrite_in_one_tick(config, json.dumps({"memory": {"maxInjectBytes": 2000}}).encode())
+    time.sleep(runtime_module.RACY_DECISION_STANDS + 0.05)
     assert rt.config().max_inject_bytes == 2000
+
+
+def test_a_racy_decision_stands_a_moment_for_the_same_stamps_not_for_new_ones(
+    workspace: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Within RACY_DECISION_STANDS a racy decision is not taken again while every stamp is
+    as it was (a hover asked it three times: each a decision, each dozens of system
+    calls); a change that shows in a stamp is decided at once."""
+    store = workspace.agent_dir / "trust.json"
+    store.write_text(json.dumps({str(workspace.root): True}))
+    decisions: list[object] = []
+    real = runtime_module.decide_trust
+
+    def counting(*args: object, **kwargs: object) -> object:
+        decisions.append(args)
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(runtime_module, "decide_trust", counting)
+    rt = workspace.runtime(trusted=None)
+    for _ in range(3):
+        assert rt.trust().trusted is True
+    assert len(decisions) == 1  # racy (just written), yet one decision
+    store.write_text(json.dumps({str(workspace.root): False}) + "  ")  # another size
+    assert rt.trust().trusted is False
+    assert len(decisions) == 2
 
 
 def test_settled_settings_are_decided_once(
