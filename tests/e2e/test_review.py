@@ -47,11 +47,11 @@ async def until(predicate: Any, timeout: float = TIMEOUT) -> None:
         await asyncio.sleep(0.05)
 
 
-@pytest.mark.parametrize("preset", PRESETS)
-async def test_a_proposal_from_outside_is_reviewed_in_the_editor(
-    start: Any, workspace: Any, preset: str
-) -> None:
-    store = workspace.write("project", ["use pnpm", "tests need DATABASE_URL"])
+async def _open_counting_inbox(
+    start: Any, preset: str, store: Any
+) -> tuple[Session, list[Any], str]:
+    """A session with ``store`` open and its first diagnostics in, and the list the
+    ``memory/inbox`` notifications it gets are added to."""
     session: Session = await start(preset)
     counts: list[Any] = []
 
@@ -61,6 +61,15 @@ async def test_a_proposal_from_outside_is_reviewed_in_the_editor(
 
     uri = session.open(store)
     await session.wait_for(uri, lambda ds: True)
+    return session, counts, uri
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+async def test_a_proposal_from_outside_is_reviewed_in_the_editor(
+    start: Any, workspace: Any, preset: str
+) -> None:
+    store = workspace.write("project", ["use pnpm", "tests need DATABASE_URL"])
+    session, counts, uri = await _open_counting_inbox(start, preset, store)
 
     # Another process proposes, as an agent would: the editor shows it without a reload.
     added = workspace.cli("add", "--propose", "--by", "claude-code", "run make lint first")
@@ -218,15 +227,7 @@ async def test_an_inbox_dated_tomorrow_is_not_reported_at_every_poll(
     inbox = store.with_name("memory.inbox.jsonl")
     st = os.stat(inbox)
     os.utime(inbox, ns=(st.st_atime_ns, st.st_mtime_ns + 86400 * 10**9))
-    session: Session = await start("neovim")
-    counts: list[Any] = []
-
-    @session.client.feature("memory/inbox")
-    def inbox_counts(params: Any) -> None:
-        counts.append(params)
-
-    uri = session.open(store)
-    await session.wait_for(uri, lambda ds: True)
+    _, counts, _ = await _open_counting_inbox(start, "neovim", store)
     await asyncio.sleep(0.5)
     counts.clear()
     await asyncio.sleep(3.2)  # three polls

@@ -33,6 +33,20 @@ from memory_ls.store.review import Review
 from tests.conftest import Workspace
 from tests.old_files import age, clock_ahead, rewrite_in_one_tick
 
+
+def counted_decisions(monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    """The trust decisions the runtime takes from now on (their arguments), one a call."""
+    decisions: list[object] = []
+    real = runtime_module.decide_trust
+
+    def counting(*args: object, **kwargs: object) -> object:
+        decisions.append(args)
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(runtime_module, "decide_trust", counting)
+    return decisions
+
+
 # -- the rule ---------------------------------------------------------------------------
 
 
@@ -165,14 +179,7 @@ def test_a_racy_decision_stands_a_moment_for_the_same_stamps_not_for_new_ones(
     calls); a change that shows in a stamp is decided at once."""
     store = workspace.agent_dir / "trust.json"
     store.write_text(json.dumps({str(workspace.root): True}))
-    decisions: list[object] = []
-    real = runtime_module.decide_trust
-
-    def counting(*args: object, **kwargs: object) -> object:
-        decisions.append(args)
-        return real(*args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(runtime_module, "decide_trust", counting)
+    decisions = counted_decisions(monkeypatch)
     rt = workspace.runtime(trusted=None)
     for _ in range(3):
         assert rt.trust().trusted is True
@@ -190,14 +197,7 @@ def test_settled_settings_are_decided_once(
     config = workspace.agent_dir / "bytefly.json"
     config.write_text(json.dumps({"memory": {"maxInjectBytes": 1000}}))
     clock_ahead(monkeypatch)  # (trust consults every ancestor folder, /tmp among them)
-    decisions: list[object] = []
-    real = runtime_module.decide_trust
-
-    def counting(*args: object, **kwargs: object) -> object:
-        decisions.append(args)
-        return real(*args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(runtime_module, "decide_trust", counting)
+    decisions = counted_decisions(monkeypatch)
     rt = workspace.runtime(trusted=None)
     for _ in range(3):
         assert rt.trust().trusted is True and rt.config().max_inject_bytes == 1000
