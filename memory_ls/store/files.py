@@ -131,9 +131,11 @@ def invalid_utf8_message(path: Path, offset: int) -> str:
 def write_failed_message(path: Path, exc: OSError) -> str:
     """An I/O failure while writing the store at ``path``. A folder on the way that is not
     a folder (an agent dir that is a file) is named: creating the folders fails with "File
-    exists" or "Not a directory", which names no culprit."""
+    exists" or "Not a directory", which names no culprit. So is one that leads nowhere:
+    a project's ``.pi`` is not created, and the lock made in it fails with "No such file
+    or directory"."""
     why = exc.strerror or str(exc)
-    if exc.errno in (errno.EEXIST, errno.ENOTDIR):
+    if exc.errno in (errno.EEXIST, errno.ENOTDIR, errno.ENOENT):
         for folder in path.parents:
             if os.path.lexists(folder):
                 if not os.path.exists(folder):  # a symlink that leads nowhere

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -304,5 +305,20 @@ def test_a_dangling_agent_dir_link_is_named_when_a_write_fails(workspace: Worksp
     assert result["error"] == (
         f"Cannot write the memory file {workspace.global_store}: "
         f"{workspace.agent_dir} is a symlink to nothing (a dangling link)"
+    )
+    assert not (workspace.root / "nowhere").exists()
+
+
+def test_a_dangling_project_folder_link_is_named_when_a_write_fails(workspace: Workspace) -> None:
+    """The project store's folder is not created (only the global one is): a `.pi` that
+    leads nowhere failed with the bare 'No such file or directory', naming no culprit."""
+    pi = workspace.project_store.parent
+    if pi.exists():
+        shutil.rmtree(pi)
+    pi.symlink_to(workspace.root / "nowhere")
+    result = workspace.runtime().run("add", {"text": "x"})
+    assert result["error"] == (
+        f"Cannot write the memory file {workspace.project_store}: "
+        f"{pi} is a symlink to nothing (a dangling link)"
     )
     assert not (workspace.root / "nowhere").exists()
