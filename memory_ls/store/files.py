@@ -140,10 +140,21 @@ def write_failed_message(path: Path, exc: OSError) -> str:
             if os.path.lexists(folder):
                 if not os.path.exists(folder):  # a symlink that leads nowhere
                     why = f"{display_path(folder)} is a symlink to nothing (a dangling link)"
+                    if _loops(folder):
+                        why = f"{display_path(folder)} is a symlink that leads back to itself"
                 elif not os.path.isdir(folder):
                     why = f"{display_path(folder)} is not a directory"
                 break  # the nearest one that exists decides
     return f"Cannot write the memory file {display_path(path)}: {why}"
+
+
+def _loops(path: Path) -> bool:
+    """Whether following ``path``'s symlinks goes round in a loop."""
+    try:
+        os.stat(path)
+    except OSError as exc:
+        return exc.errno == errno.ELOOP
+    return False
 
 
 def locked_message(path: Path, timeout: float) -> str:

@@ -322,3 +322,18 @@ def test_a_dangling_project_folder_link_is_named_when_a_write_fails(workspace: W
         f"{pi} is a symlink to nothing (a dangling link)"
     )
     assert not (workspace.root / "nowhere").exists()
+
+
+def test_an_agent_dir_link_loop_is_named_as_a_loop_when_a_write_fails(
+    workspace: Workspace,
+) -> None:
+    """Not 'a symlink to nothing': it leads somewhere, round and round."""
+    workspace.agent_dir.rmdir()
+    other = workspace.root / "other"
+    other.symlink_to(workspace.agent_dir)
+    workspace.agent_dir.symlink_to(other)
+    result = workspace.runtime().run("add", {"text": "x", "scope": "global"})
+    assert result["error"] == (
+        f"Cannot write the memory file {workspace.global_store}: "
+        f"{workspace.agent_dir} is a symlink that leads back to itself"
+    )
