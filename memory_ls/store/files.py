@@ -131,17 +131,30 @@ def invalid_utf8_message(path: Path, offset: int) -> str:
 def write_failed_message(path: Path, exc: OSError) -> str:
     """An I/O failure while writing the store at ``path``. A folder on the way that is not
     a folder (an agent dir that is a file) is named: creating the folders fails with "File
-    exists" or "Not a directory", which names no culprit."""
+    exists" or "Not a directory", which names no culprit. So is one that leads nowhere:
+    a project's ``.pi`` is not created, and the lock made in it fails with "No such file
+    or directory"."""
     why = exc.strerror or str(exc)
-    if exc.errno in (errno.EEXIST, errno.ENOTDIR):
+    if exc.errno in (errno.EEXIST, errno.ENOTDIR, errno.ENOENT):
         for folder in path.parents:
             if os.path.lexists(folder):
                 if not os.path.exists(folder):  # a symlink that leads nowhere
                     why = f"{display_path(folder)} is a symlink to nothing (a dangling link)"
+                    if _loops(folder):
+                        why = f"{display_path(folder)} is a symlink that leads back to itself"
                 elif not os.path.isdir(folder):
                     why = f"{display_path(folder)} is not a directory"
                 break  # the nearest one that exists decides
     return f"Cannot write the memory file {display_path(path)}: {why}"
+
+
+def _loops(path: Path) -> bool:
+    """Whether following ``path``'s symlinks goes round in a loop."""
+    try:
+        os.stat(path)
+    except OSError as exc:
+        return exc.errno == errno.ELOOP
+    return False
 
 
 def locked_message(path: Path, timeout: float) -> str:

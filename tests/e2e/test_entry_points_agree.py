@@ -529,6 +529,10 @@ def _pi_dangling(ws: Workspace, outside: Path) -> None:
     (ws.root / ".pi").symlink_to(outside / "gone", target_is_directory=True)
 
 
+def _pi_dangling_inside(ws: Workspace, outside: Path) -> None:
+    (ws.root / ".pi").symlink_to(ws.root / "gone", target_is_directory=True)
+
+
 def _pi_file(ws: Workspace, outside: Path) -> None:
     (ws.root / ".pi").write_text("not a folder\n")
 
@@ -955,6 +959,13 @@ CASES: list[Case] = [
         "add",
         {"text": "new"},
         layout=_pi_dangling,
+        expect={"changed": False},
+    ),
+    Case(
+        "pi-dangling-inside-add",
+        "add",
+        {"text": "new"},
+        layout=_pi_dangling_inside,
         expect={"changed": False},
     ),
     Case("pi-is-a-file-add", "add", {"text": "new"}, layout=_pi_file, expect={"changed": False}),

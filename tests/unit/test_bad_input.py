@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -306,3 +307,33 @@ def test_a_dangling_agent_dir_link_is_named_when_a_write_fails(workspace: Worksp
         f"{workspace.agent_dir} is a symlink to nothing (a dangling link)"
     )
     assert not (workspace.root / "nowhere").exists()
+
+
+def test_a_dangling_project_folder_link_is_named_when_a_write_fails(workspace: Workspace) -> None:
+    """The project store's folder is not created (only the global one is): a `.pi` that
+    leads nowhere failed with the bare 'No such file or directory', naming no culprit."""
+    pi = workspace.project_store.parent
+    if pi.exists():
+        shutil.rmtree(pi)
+    pi.symlink_to(workspace.root / "nowhere")
+    result = workspace.runtime().run("add", {"text": "x"})
+    assert result["error"] == (
+        f"Cannot write the memory file {workspace.project_store}: "
+        f"{pi} is a symlink to nothing (a dangling link)"
+    )
+    assert not (workspace.root / "nowhere").exists()
+
+
+def test_an_agent_dir_link_loop_is_named_as_a_loop_when_a_write_fails(
+    workspace: Workspace,
+) -> None:
+    """Not 'a symlink to nothing': it leads somewhere, round and round."""
+    workspace.agent_dir.rmdir()
+    other = workspace.root / "other"
+    other.symlink_to(workspace.agent_dir)
+    workspace.agent_dir.symlink_to(other)
+    result = workspace.runtime().run("add", {"text": "x", "scope": "global"})
+    assert result["error"] == (
+        f"Cannot write the memory file {workspace.global_store}: "
+        f"{workspace.agent_dir} is a symlink that leads back to itself"
+    )
