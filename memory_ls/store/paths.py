@@ -79,6 +79,15 @@ def outside_project_message(project_root: Path, real: str) -> str:
     return f"Refusing to use {folder}: it resolves outside the project ({display_path(real)})."
 
 
+def symlink_loop_message(project_root: Path) -> str:
+    """Refusal for a project whose ``.pi`` is a symlink loop (``.pi -> .pi``, or two links
+    that name each other): it resolves to no folder at all, inside the project or out."""
+    folder = display_path(project_folder(project_root))
+    return (
+        f"Refusing to use {folder}: it is a symlink that leads round in a loop, never to a folder."
+    )
+
+
 def no_project_message(path: Path | str) -> str:
     """Refusal for a project directory that does not exist (it is never created)."""
     return f"No such project directory: {display_path(path)}"
@@ -110,7 +119,8 @@ def project_folder_refusal(
     clone could make the tool write anywhere, or make the project and global
     scopes one file. A symlink that stays inside the project is fine, and so is
     a dangling one that would; a dangling one leading out is refused, and so is
-    one that cannot be resolved at all (a loop): only what resolves inside is used.
+    one that cannot be resolved at all (a loop, refused as one: :func:`symlink_loop_message`):
+    only what resolves inside is used.
 
     ``real`` is the folder's real path when the caller resolved it itself (the
     write path does, for the folder it holds open and locked); by default it
@@ -205,7 +215,7 @@ def _outside_refusal(project_root: Path, real: str | None) -> str | None:
             return None  # missing: nothing leads anywhere, and a write creates it in place
         real = os.path.realpath(folder)
         if _loops(folder):
-            return outside_project_message(project_root, real)
+            return symlink_loop_message(project_root)
     if is_within(real, os.path.realpath(project_root)):
         return None
     return outside_project_message(project_root, real)
