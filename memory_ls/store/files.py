@@ -135,17 +135,34 @@ def write_failed_message(path: Path, exc: OSError) -> str:
     a project's ``.pi`` is not created, and the lock made in it fails with "No such file
     or directory"."""
     why = exc.strerror or str(exc)
-    if exc.errno in (errno.EEXIST, errno.ENOTDIR, errno.ENOENT):
-        for folder in path.parents:
-            if os.path.lexists(folder):
-                if not os.path.exists(folder):  # a symlink that leads nowhere
-                    why = f"{display_path(folder)} is a symlink to nothing (a dangling link)"
-                    if _loops(folder):
-                        why = f"{display_path(folder)} is a symlink that leads back to itself"
-                elif not os.path.isdir(folder):
-                    why = f"{display_path(folder)} is not a directory"
-                break  # the nearest one that exists decides
+    if exc.errno in (errno.EEXIST, errno.ENOTDIR, errno.ENOENT, errno.ELOOP):
+        why = _folder_on_the_way(path) or why
     return f"Cannot write the memory file {display_path(path)}: {why}"
+
+
+def read_failed_message(path: Path, exc: OSError) -> str:
+    """An I/O failure while reading the store at ``path``. A folder on the way that is a
+    symlink loop (an agent dir linked to itself) is named, as for a write: the bare
+    "Too many levels of symbolic links" names no culprit."""
+    why = exc.strerror or str(exc)
+    if exc.errno == errno.ELOOP:
+        why = _folder_on_the_way(path) or why
+    return f"Cannot read {display_path(path)}: {why}"
+
+
+def _folder_on_the_way(path: Path) -> str | None:
+    """What is wrong with the nearest folder above ``path`` that exists (as a name): a
+    symlink to nothing, a symlink loop, or not a folder; ``None`` when it is a folder."""
+    for folder in path.parents:
+        if os.path.lexists(folder):
+            if not os.path.exists(folder):  # a symlink that leads nowhere
+                if _loops(folder):
+                    return f"{display_path(folder)} is a symlink that leads back to itself"
+                return f"{display_path(folder)} is a symlink to nothing (a dangling link)"
+            if not os.path.isdir(folder):
+                return f"{display_path(folder)} is not a directory"
+            return None  # the nearest one that exists decides
+    return None
 
 
 def _loops(path: Path) -> bool:
@@ -360,9 +377,7 @@ def read_store(
     except FileNotFoundError:
         return StoreFile(path, False, "", None)
     except OSError as exc:
-        return StoreFile(
-            path, False, "", None, error=f"Cannot read {display_path(path)}: {exc.strerror}"
-        )
+        return StoreFile(path, False, "", None, error=read_failed_message(path, exc))
     if stat.S_ISLNK(st.st_mode):
         return StoreFile(path, True, "", None, error=symlink_message(path))
     if not stat.S_ISREG(st.st_mode):
