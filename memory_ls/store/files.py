@@ -790,6 +790,18 @@ def _look(name: str | Path, dir_fd: int | None) -> tuple[int | None, bytes | Non
     return fd, os.pread(fd, MAX_STORE_BYTES + 1, 0)
 
 
+def other_names_refusal(path: Path) -> str | None:
+    """Why the store at ``path`` would not be replaced now for having other names (hard
+    links), else ``None``: what a write would say, for a report that writes nothing."""
+    try:
+        st = os.lstat(path)
+    except (OSError, ValueError):
+        return None
+    if not stat.S_ISREG(st.st_mode) or st.st_nlink < 2:
+        return None
+    return hard_links_message(path, st.st_nlink)
+
+
 def refuse_change(path: Path, folder: LockedFolder | None = None) -> None:
     """Raise :class:`StoreRefused` when the existing file at ``path`` may not be replaced or
     removed by us (symlink, not a regular file, read-only, another owner); call under the lock.

@@ -27,6 +27,7 @@ from memory_ls.store.files import (
     Stamp,
     StoreFile,
     StoreRefused,
+    other_names_refusal,
     oversize_message,
     read_store,
     rewrite_store,
@@ -935,7 +936,8 @@ class MemoryRuntime:
                 size=size,
                 parsed=view.parsed,
                 error=file.error,
-                write_error=file.mutation_error,
+                write_error=file.mutation_error
+                or (None if unread else other_names_refusal(file.path)),
                 file_type=kind,
                 findings=() if unread or kind is not None else self._review_findings(scope),
                 refused=refused,

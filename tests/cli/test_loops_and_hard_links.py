@@ -173,8 +173,10 @@ def test_the_file_is_global_memory_read_once_and_never_split(linked: Linked) -> 
     assert (r.returncode, r.stderr) == (1, f"Error: {linked.split}\n")
     r = ws.cli("doctor", "--trusted", "--json")
     report = json.loads(r.stdout)
-    assert report["problems"] == [f"project: {linked.message}"]
+    # The project scope is refused; the global store, why a write would be refused.
+    assert report["problems"] == [f"project: {linked.message}", f"global: {linked.split}"]
     assert (report["project"]["refused"], report["project"]["exists"]) == (linked.message, True)
+    assert report["global"]["readOnlyReason"] == linked.split
     linked.still_one_file()
 
 

@@ -192,6 +192,12 @@ def test_any_store_with_another_name_is_not_replaced(workspace: Workspace, tmp_p
     assert rt.notes("project") == ["p"]
     assert rt.add("x", "project")["error"] == hard_links_message(store, 2)
     assert other.read_text() == store.read_text() == store_text("p")
+    # The doctor says so before anyone tries (it writes nothing).
+    report = rt.doctor_report()
+    assert report["project"].get("readOnlyReason") == hard_links_message(store, 2)
+    assert f"project: {hard_links_message(store, 2)}" in report["problems"]
+    other.unlink()
+    assert "readOnlyReason" not in rt.doctor_report()["project"]
 
 
 def test_a_link_made_right_before_the_rename_is_refused(
