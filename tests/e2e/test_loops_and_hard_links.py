@@ -97,3 +97,44 @@ async def test_a_hard_linked_project_store_is_the_global_store_in_the_editor(sta
     r = await s.command("memory.add", {"text": "project note"})
     assert r["changed"] is True and "error" not in r, r
     assert (r["project"], r["global"]) == (["project note"], ["shared note", "global note"])
+
+
+async def test_a_hard_link_made_while_the_files_are_open_is_seen(start, workspace):
+    """SPEC §3 freshness: two stores open, then the project's replaced by a hard link to
+    the global one. The next look sees one file: the refusal on both documents (no more
+    "also in global memory"), and no write through either scope splits it."""
+    glob = workspace.write("global", ["shared note"])
+    workspace.write("project", ["shared note"])
+    s = await start(init_options={"trusted": True})
+    project_uri = s.open(workspace.project_store)
+    global_uri = s.open(glob)
+    await s.codes(project_uri, "cross-scope-duplicate")
+    workspace.project_store.unlink()
+    os.link(glob, workspace.project_store)
+    s.client.workspace_did_change_watched_files(
+        lsp.DidChangeWatchedFilesParams(
+            changes=[
+                lsp.FileEvent(uri=project_uri, type=lsp.FileChangeType.Deleted),
+                lsp.FileEvent(uri=project_uri, type=lsp.FileChangeType.Created),
+            ]
+        )
+    )
+    message = (
+        f"Refusing to use {workspace.root}/.pi: its memory.md is a hard link to the global "
+        f"memory file ({glob}); project and global memory must be two files."
+    )
+    for uri in (project_uri, global_uri):
+        ds = await s.wait_for(
+            uri,
+            lambda ds: (
+                [d.message for d in ds if d.code == "outside-project"] == [message]
+                and "cross-scope-duplicate" not in {d.code for d in ds}
+            ),
+        )
+        assert ds[0].severity == lsp.DiagnosticSeverity.Error
+    r = await s.command("memory.add", {"text": "planted"})
+    assert r["error"] == message
+    r = await s.command("memory.add", {"text": "planted", "scope": "global"})
+    assert r["error"].startswith("Memory file has 2 hard links")
+    assert glob.read_text() == store_text("shared note")
+    assert os.stat(glob).st_ino == os.stat(workspace.project_store).st_ino
