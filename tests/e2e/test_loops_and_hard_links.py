@@ -138,3 +138,17 @@ async def test_a_hard_link_made_while_the_files_are_open_is_seen(start, workspac
     assert r["error"].startswith("Memory file has 2 hard links")
     assert glob.read_text() == store_text("shared note")
     assert os.stat(glob).st_ino == os.stat(workspace.project_store).st_ino
+
+
+async def test_a_store_that_links_to_itself_is_a_symlinked_store(start, workspace):
+    """``.pi/memory.md -> memory.md``: the store path itself is a symlink, refused as one
+    (SPEC §1's words), on the open file and by the commands."""
+    (workspace.root / ".pi").mkdir()
+    workspace.project_store.symlink_to("memory.md")
+    s = await start(init_options={"trusted": True})
+    uri = s.open(workspace.project_store, text=f"{HEADER}\n\n- a note\n")
+    ds = await s.codes(uri, "symlink")
+    assert [d.severity for d in ds if d.code == "symlink"] == [lsp.DiagnosticSeverity.Error]
+    assert "outside-project" not in {d.code for d in ds}
+    r = await s.command("memory.add", {"text": "planted"})
+    assert r["error"] == f"Refusing to use the symlinked memory file: {workspace.project_store}"
