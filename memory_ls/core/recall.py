@@ -225,6 +225,7 @@ def incremental_plan(
     global_: Sequence[str],
     max_bytes: int,
     inject: bool = True,
+    project_changed: Sequence[int] | None = None,
 ) -> RecallPlan | None:
     """``previous`` updated to new notes, or ``None`` when only :func:`recall_plan` can say.
 
@@ -234,12 +235,18 @@ def incremental_plan(
     decision as long as the note still does not fit where it stands. Anything
     else (an included note, several notes, a note added or removed, other
     settings) needs a fresh plan.
+
+    ``project_changed``: every index where ``project`` differs from
+    ``previous.project``, when the caller knows them (the editor's buffer does:
+    ``MemoryDocument.notes_changed``); else the two are compared.
     """
     if max_bytes != previous.max_bytes or inject != previous.inject:
         return None
     if len(project) != len(previous.project) or len(global_) != len(previous.global_):
         return None
-    changed = [("project", i) for i in _changed(previous.project, project)]
+    if project_changed is None:
+        project_changed = _changed(previous.project, project)
+    changed = [("project", i) for i in project_changed]
     changed += [("global", i) for i in _changed(previous.global_, global_)]
     if not changed:
         return previous
@@ -254,10 +261,10 @@ def incremental_plan(
     cost = note_cost(text)
     if cost < old.bytes and _fits_at(previous, position, cost):
         return None
-    note = PlannedNote(old.scope, old.index, text, cost, False)
-    notes = (*previous.notes[:position], note, *previous.notes[position + 1 :])
+    notes = list(previous.notes)  # (one copy each way: unpacking two slices copies twice more)
+    notes[position] = PlannedNote(old.scope, old.index, text, cost, False)
     return RecallPlan(
-        previous.inject, max_bytes, notes, previous.body, tuple(project), tuple(global_)
+        previous.inject, max_bytes, tuple(notes), previous.body, tuple(project), tuple(global_)
     )
 
 

@@ -437,12 +437,16 @@ class Projects:
         keeps one plan per project.
         """
         config = runtime.config()
-        project = self.store_notes(runtime, "project") if self.project_readable(runtime) else []
+        readable = self.project_readable(runtime)
+        doc = self.open_store(runtime, "project") if readable else None
+        project = self.store_notes(runtime, "project") if readable else []
         global_ = self.store_notes(runtime, "global")
         cached = self._plans.get(runtime.project_root)
         if cached is not None:
+            # The buffer says which of its notes changed since the plan's (a keystroke: one).
+            edited = doc.notes_changed(cached[0].project) if doc is not None else None
             updated = incremental_plan(
-                cached[0], project, global_, config.max_inject_bytes, config.inject
+                cached[0], project, global_, config.max_inject_bytes, config.inject, edited
             )
             if updated is not None:
                 self._plans[runtime.project_root] = (updated, cached[1])
