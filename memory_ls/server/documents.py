@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import bisect
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -310,6 +310,22 @@ class MemoryDocument:
             return None
         # (An index edited back to its earlier text is no change.)
         return [i for i in since[1] if earlier[i] != shown[i]]
+
+    def notes_edited(self, earlier: tuple[str, ...]) -> tuple[list[int], Sequence[str]] | None:
+        """:meth:`notes_changed` without making the notes a tuple: the indices of the notes
+        edited in place since ``earlier``, :meth:`notes`' last answer, in order (some may
+        hold their earlier text again), and the notes as they are now (a view of the
+        document's own list: read it at once, never keep it). ``None``: ``earlier`` is not
+        its last answer, or notes came, went or moved since.
+
+        A keystroke's recall check asks: a tuple of 4,500 notes, made and then freed with
+        the plan it went into, cost ~0.03 ms of it.
+        """
+        if earlier is not self._given or self._notes is None:
+            return None
+        if self._shown is not None:
+            return [], self._shown
+        return sorted(self._edited), self._notes
 
     def note_bullets(self) -> list[Bullet]:
         """Every bullet, blank ones included, in file order."""

@@ -407,5 +407,7 @@ def test_the_notes_an_edit_changed_are_the_notes_that_differ(
         changed = doc.notes_changed(earlier)
         if changed is not None:
             assert len(earlier) == len(now)
-            assert changed == [i for i, (a, b) in enumerate(zip(earlier, now)) if a != b]
+            assert changed == [
+                i for i, (a, b) in enumerate(zip(earlier, now, strict=True)) if a != b
+            ]
     assert doc.notes_changed(now) == []
