@@ -75,7 +75,7 @@ def publish(ls: MemoryServer, doc: MemoryDocument, always: bool = False) -> None
         return
     body = ls.analysis.encoded(doc)
     look_again_soon(ls, state.info.runtime)
-    if body == state.sent and not always:
+    if not always and body == state.sent:  # (a keystroke's always: not compared)
         return
     state.sent = body
     send_encoded(ls.protocol, *publish_parts(doc.uri, doc.version, body))
