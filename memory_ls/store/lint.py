@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memory_ls.core.checks import FileContext, Finding, check_bullets, key_index, sort_findings
-from memory_ls.core.notes import Bullet, ParsedFile, parse_bullets
+from memory_ls.core.notes import Bullet, ParsedFile, parse_bullets, remember
 from memory_ls.core.recall import RecallPlan, recall_plan
 from memory_ls.core.records import field, record
 from memory_ls.core.scopes import other_scope
@@ -217,6 +217,9 @@ def _start_report(
     # Every bullet is read (the checks): the one-loop cold parse, not one cached call a line.
     parsed = ParsedFile(lines, [b for b in parse_bullets(lines) if b is not None], None, None)
     run.bullets[text] = parsed.bullets
+    # The runtime reads this store too (the other store's cross-scope checks and recall):
+    # the same text is this parse, not parsed again (~7 ms on 4,500 notes).
+    remember(text, parsed)
     # First, so that it runs beside everything else.
     similar = _similar_beside(parsed.bullets, run)
     try:
