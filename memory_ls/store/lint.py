@@ -430,9 +430,19 @@ def render_reports(reports: list[FileReport], fmt: str) -> tuple[str, bool]:
     Lines and columns are 1-based, columns in characters (code points). Only an
     error or a warning fails the check; information and hints do not.
     """
+    failing = any(f.severity in ("error", "warning") for r in reports for f in r.findings)
+    if fmt not in ("json", "sarif"):
+        # Text: a line a finding, written from the findings (no row dicts), each report's
+        # path escaped once (``check`` on 4,500 notes writes ~1,400 lines).
+        out: list[str] = []
+        for r in reports:
+            shown = display_path(r.path)
+            out.extend(
+                f"{shown}:{f.line + 1}:{f.start + 1}: {f.code} {f.message}" for f in r.findings
+            )
+        return "\n".join(out), failing
     import json
 
-    failing = any(f.severity in ("error", "warning") for r in reports for f in r.findings)
     rows = [
         {
             "path": r.path,
@@ -449,53 +459,47 @@ def render_reports(reports: list[FileReport], fmt: str) -> tuple[str, bool]:
     ]
     if fmt == "json":
         return json.dumps(rows, indent=2, ensure_ascii=False), failing
-    if fmt == "sarif":
-        from memory_ls import __version__
-        from memory_ls.core.checks import CODES
+    # sarif
+    from memory_ls import __version__
+    from memory_ls.core.checks import CODES
 
-        sarif = {
-            "version": "2.1.0",
-            "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
-            "runs": [
-                {
-                    "tool": {
-                        "driver": {
-                            "name": "memory-ls",
-                            "version": __version__,
-                            "rules": [
-                                {"id": code, "defaultConfiguration": {"level": _severity_level(s)}}
-                                for code, s in CODES.items()
-                            ],
-                        }
-                    },
-                    "results": [
-                        {
-                            "ruleId": row["code"],
-                            "level": _severity_level(str(row["severity"])),
-                            "message": {"text": row["message"]},
-                            "locations": [
-                                {
-                                    "physicalLocation": {
-                                        "artifactLocation": {"uri": _sarif_uri(str(row["path"]))},
-                                        "region": {
-                                            "startLine": row["line"],
-                                            "startColumn": row["column"],
-                                            "endLine": row["endLine"],
-                                            "endColumn": row["endColumn"],
-                                        },
-                                    }
+    sarif = {
+        "version": "2.1.0",
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "runs": [
+            {
+                "tool": {
+                    "driver": {
+                        "name": "memory-ls",
+                        "version": __version__,
+                        "rules": [
+                            {"id": code, "defaultConfiguration": {"level": _severity_level(s)}}
+                            for code, s in CODES.items()
+                        ],
+                    }
+                },
+                "results": [
+                    {
+                        "ruleId": row["code"],
+                        "level": _severity_level(str(row["severity"])),
+                        "message": {"text": row["message"]},
+                        "locations": [
+                            {
+                                "physicalLocation": {
+                                    "artifactLocation": {"uri": _sarif_uri(str(row["path"]))},
+                                    "region": {
+                                        "startLine": row["line"],
+                                        "startColumn": row["column"],
+                                        "endLine": row["endLine"],
+                                        "endColumn": row["endColumn"],
+                                    },
                                 }
-                            ],
-                        }
-                        for row in rows
-                    ],
-                }
-            ],
-        }
-        return json.dumps(sarif, indent=2, ensure_ascii=False), failing
-    text = "\n".join(
-        f"{display_path(str(row['path']))}:{row['line']}:{row['column']}: "
-        f"{row['code']} {row['message']}"
-        for row in rows
-    )
-    return text, failing
+                            }
+                        ],
+                    }
+                    for row in rows
+                ],
+            }
+        ],
+    }
+    return json.dumps(sarif, indent=2, ensure_ascii=False), failing
