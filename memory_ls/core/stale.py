@@ -789,8 +789,10 @@ class ProjectSnapshot:
 
     def ends_with(self, rel: str) -> bool:
         """Whether some path in the project ends with ``rel`` (whole components)."""
-        last = rel.rsplit("/", 1)[-1]
-        return any(p == rel or p.endswith("/" + rel) for p in self._by_name.get(last, ()))
+        named = self._by_name.get(rel.rsplit("/", 1)[-1])
+        if not named:
+            return False  # (the usual answer for a stale mention: no generator made)
+        return any(p == rel or p.endswith("/" + rel) for p in named)
 
     def scripts(self) -> frozenset[str]:
         """Every script any package defines."""
@@ -806,10 +808,13 @@ class ProjectSnapshot:
 
 def path_is_stale(mention: str, project: ProjectSnapshot) -> Literal["root", "anywhere"] | None:
     """Which rule finds ``mention`` missing, or ``None`` (present, or not checked)."""
-    parts = [p for p in mention.split("/") if p not in ("", ".")]
-    if not parts:
-        return None
-    rel = "/".join(parts)
+    parts = mention.split("/")
+    rel = mention
+    if "" in parts or "." in parts:  # (the common mention has neither: kept as it is)
+        parts = [p for p in parts if p not in ("", ".")]
+        if not parts:
+            return None
+        rel = "/".join(parts)
     if parts[0] in project.root_entries:
         if skipped_folder(parts[0]):
             return None  # the snapshot does not see inside it
@@ -916,7 +921,8 @@ def stale_findings(
     read by :func:`path_mentions` / :func:`script_mentions` themselves.
     ``tests/unit/test_stale.py`` holds it to the note-by-note way.
     """
-    notes = [b for b in bullets if not b.blank and b.line < len(lines)]
+    count = len(lines)
+    notes = [b for b in bullets if b.note and b.line < count]  # (b.note: not blank)
     if not notes:
         return []
     texts = [lines[b.line][b.start : b.end] for b in notes]
@@ -944,18 +950,33 @@ def stale_findings(
     held_starts = list(itertools.accumulate([len(texts[i]) + 1 for i in bare[:-1]], initial=0))
     held_at = functools.partial(bisect.bisect_right, held_starts)
     read: dict[str, tuple[int, str] | None] = {}  # a word as found -> (lead, mention)
+    bad = _SPACE_OR_FORBIDDEN.search
     for m in _SPACED_SLASH_WORD_RE.finditer(held):
         raw = m.group(1)
         got = read.get(raw, _UNREAD)
         if got is _UNREAD:
-            lead = len(raw) - len(raw.lstrip("("))
-            word = raw[lead:].rstrip(_TRAILING)
-            got = read[raw] = (lead, word) if word and is_path_mention(word) else None
+            word = raw.lstrip("(")
+            lead = len(raw) - len(word)
+            word = word.rstrip(_TRAILING)
+            # is_path_mention(word), written out: the word holds a slash (neither trim takes
+            # it), so it is not empty, and it has no whitespace.
+            got = read[raw] = (
+                (lead, word)
+                if "://" not in word
+                and bad(word) is None
+                and not word.startswith(("/", "-", "@", ".."))
+                else None
+            )
         if got is None:
             continue
-        k = held_at(m.start()) - 1  # (the whitespace before the first word is its note's newline)
-        begin = m.start(1) - held_starts[k] - 1 + got[0]
-        paths.setdefault(bare[k], []).append((begin, begin + len(got[1]), got[1]))
+        space = m.start()  # the whitespace before the word (its note's newline before the first)
+        k = held_at(space) - 1
+        begin = space - held_starts[k] + got[0]
+        held_paths = paths.get(bare[k])
+        if held_paths is None:
+            paths[bare[k]] = [(begin, begin + len(got[1]), got[1])]
+        else:
+            held_paths.append((begin, begin + len(got[1]), got[1]))
     # The bare notes that may say a path is gone: only they are searched with _GONE_RE.
     hinted = {bare[held_at(m.start()) - 1] for m in _GONE_HINT_RE.finditer(held)}
     tooled = _tooled_notes(joined, texts, starts, ticked)
@@ -985,7 +1006,7 @@ def stale_findings(
                     else "matches no file in the project"
                 )
                 message = messages[word] = f"`{escape_unseen(word)}` {where}."
-            data = StalePathData(note=b.note, mention=word, rule=rule)
+            data: StalePathData = {"note": b.note, "mention": word, "rule": rule}
             out.append(
                 Finding("stale-path", b.line, b.start + start, b.line, b.start + end, message, data)
             )
