@@ -16,6 +16,7 @@ types when the client asks for the code's quick fixes (:mod:`memory_ls.core.fixe
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, NotRequired, TypedDict
 
@@ -678,9 +679,14 @@ def check_bullets(
     return sort_findings(found)
 
 
+_READING_ORDER = operator.attrgetter("line", "start", "code")
+"""A finding's ``(line, start, code)``, taken in C (``check`` sorts ~1,400 findings a store
+after its ``similar`` worker is done)."""
+
+
 def sort_findings(found: Iterable[Finding]) -> list[Finding]:
     """Findings in reading order."""
-    return sorted(found, key=lambda f: (f.line, f.start, f.code))
+    return sorted(found, key=_READING_ORDER)
 
 
 def key_index(bullets: Iterable[Bullet]) -> dict[str, str]:
