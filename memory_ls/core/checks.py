@@ -501,7 +501,7 @@ def cross_scope_findings(
             ),
         )
         for b in bullets
-        if not b.blank and b.key in other_keys
+        if b.note and b.key in other_keys  # (b.note: not blank, without a property call)
     ]
 
 

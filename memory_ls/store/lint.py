@@ -262,7 +262,13 @@ def _other_findings(
             # The other store's text was checked just before (the project store, when
             # this is the global one): its bullets are not parsed again.
             known = run.bullets.get(other_view.file.content)
-            other_keys = key_index(known if known is not None else other_view.parsed.bullets)
+            theirs_bullets = known if known is not None else other_view.parsed.bullets
+            if len(parsed.bullets) < len(theirs_bullets):
+                # Only this store's keys are looked up in it (cross_scope_findings): the
+                # global store's ~15 keys need no index of the project store's 4,500.
+                wanted = {b.key for b in parsed.bullets if b.note}
+                theirs_bullets = [b for b in theirs_bullets if b.key in wanted]
+            other_keys = key_index(theirs_bullets)
         mine = parsed.notes if (scope == "global" or trust.trusted) else []
         theirs = runtime.recall_notes(other)
         project, global_ = (mine, theirs) if scope == "project" else (theirs, mine)
