@@ -9,6 +9,7 @@ tune them; its figures are printed apart (docs/conflicts.md has both, and the mi
 from __future__ import annotations
 
 import json
+import re
 import time
 from pathlib import Path
 
@@ -19,12 +20,16 @@ from hypothesis import strategies as st
 from memory_ls.core.checks import Finding
 from memory_ls.core.conflicts import (
     _ANY_MARK_RE,
+    _LEAD_DELIMITERS,
+    _LEAD_WORDS,
     _NEGATORS,
+    _POSITIVE_WORDS,
     _POSITIVES,
     MAX_CONFLICTS_PER_NOTE,
     Claim,
     ConflictIndex,
     _marked,
+    _may_lead,
     _unemphasised,
     claims_of_key,
     conflict_finding,
@@ -445,3 +450,28 @@ def test_a_history_part_before_a_speaker_s_comma_keeps_the_claim(note: str) -> N
     bullets = parse_lines([f"- {note}"]).bullets
     assert read_claims(_unemphasised(bullets[0].key))
     _assert_marked_between(bullets)
+
+
+def _may_lead_by_regex(before: str) -> bool:
+    """``_may_lead`` as it was written: the last word found by ``[a-z]*$``."""
+    before = before.rstrip()
+    if before[-1:] == ",":
+        before = before[:-1].rstrip()
+    if not before or before[-1] in _LEAD_DELIMITERS:
+        return True
+    return re.search(r"[a-z]*$", before).group() in _LEAD_WORDS  # type: ignore[union-attr]
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from([*LEADS, *SEPARATORS, "x", "Use", "É", "é", "\n", "\t", "1", "_", "ø"])
+    ).map("".join)
+)
+def test_the_last_word_before_a_marker_is_cut_as_the_regex_found_it(before: str) -> None:
+    assert _may_lead(before) == _may_lead_by_regex(before)
+
+
+def test_a_marker_is_positive_as_the_alternation_says() -> None:
+    for word in [*f"{_NEGATORS}|{_POSITIVES}".split("|"), "Use", "used", "", "always "]:
+        assert (word in _POSITIVE_WORDS) == (re.fullmatch(_POSITIVES, word) is not None)
