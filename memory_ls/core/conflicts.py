@@ -222,6 +222,10 @@ order within it, so a match is the same): ``re`` tries each of the 24 words at e
 position of a store's joined keys otherwise (~2x slower; a test holds the two equal)."""
 
 
+_ANY_MARK_BYTES_RE = re.compile(_ANY_MARK_RE.pattern.encode())
+""":data:`_ANY_MARK_RE` over ASCII bytes (where ``\\b`` knows ASCII letters alone)."""
+
+
 def _unemphasised(key: str) -> str:
     """``key`` without emphasis marks: "**never** use X" claims what "never use X" does."""
     return key.replace("*", "").replace("__", "")
@@ -423,8 +427,17 @@ def _marked(bullets: Sequence[Bullet]) -> list[int]:
         return [i for i, k in enumerate(keys) if _ANY_MARK_RE.search(_unemphasised(k))]
     starts = list(itertools.accumulate((len(p) + 1 for p in parts[:-1]), initial=0))
     found: list[int] = []
-    for m in _ANY_MARK_RE.finditer(joined):
+    # Searched as ASCII bytes, a byte a character (each other character a "?", no word
+    # character there): a match of the text's is one of these, at the same place, and a
+    # place is kept when the text's pattern matches there too (a letter past ASCII is a
+    # word character to it). ~1.6x faster than over the text: a store with one emoji is
+    # 4 bytes a character. (No marker word starts inside another's match: its inner
+    # words, "longer" and "not", are none.)
+    text_matches = _ANY_MARK_RE.match
+    for m in _ANY_MARK_BYTES_RE.finditer(joined.encode("ascii", "replace")):
         at = m.start()
+        if text_matches(joined, at) is None:
+            continue
         i = bisect.bisect_right(starts, at) - 1
         if (not found or found[-1] != i) and _may_lead(joined[starts[i] : at]):
             found.append(i)
