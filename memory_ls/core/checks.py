@@ -16,7 +16,6 @@ types when the client asks for the code's quick fixes (:mod:`memory_ls.core.fixe
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, NotRequired, TypedDict
 
@@ -679,14 +678,9 @@ def check_bullets(
     return sort_findings(found)
 
 
-_READING_ORDER = operator.attrgetter("line", "start", "code")
-"""A finding's ``(line, start, code)``, taken in C (``check`` sorts ~1,400 findings a store
-after its ``similar`` worker is done)."""
-
-
 def sort_findings(found: Iterable[Finding]) -> list[Finding]:
     """Findings in reading order."""
-    return sorted(found, key=_READING_ORDER)
+    return sorted(found, key=lambda f: (f.line, f.start, f.code))
 
 
 def key_index(bullets: Iterable[Bullet]) -> dict[str, str]:
