@@ -998,8 +998,8 @@ def _check(args: argparse.Namespace) -> int:
     errors = [r.error for r in reports if r.error]
     counts = {"error": len(errors), "warning": 0, "other": 0}
     for finding in (f for r in reports for f in r.findings):
-        kind = finding.severity if finding.severity in ("error", "warning") else "other"
-        counts[kind] += 1
+        severity = finding.severity  # (a property: read once a finding)
+        counts[severity if severity in ("error", "warning") else "other"] += 1
     # A closed standard error (`2>&-` into a pipe that is gone) does not change the
     # findings' exit status either.
     with contextlib.suppress(BrokenPipeError):

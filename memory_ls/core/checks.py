@@ -440,7 +440,7 @@ def duplicate_pairs(bullets: Sequence[Bullet]) -> list[tuple[Bullet, Bullet]]:
     first: dict[str, Bullet] = {}
     out: list[tuple[Bullet, Bullet]] = []
     for b in bullets:
-        if b.blank:
+        if not b.note:  # blank (`b.blank` is a property: a call a note)
             continue
         earlier = first.setdefault(b.key, b)
         if earlier is not b:
@@ -500,7 +500,7 @@ def cross_scope_findings(
             ),
         )
         for b in bullets
-        if not b.blank and b.key in other_keys
+        if b.note and b.key in other_keys  # (b.note: not blank, without a property call)
     ]
 
 
@@ -687,6 +687,6 @@ def key_index(bullets: Iterable[Bullet]) -> dict[str, str]:
     """Key → first note with that key, for cross-scope checks."""
     index: dict[str, str] = {}
     for b in bullets:
-        if not b.blank:
+        if b.note:  # not blank
             index.setdefault(b.key, b.note)
     return index

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, cast
 from memory_ls.core.checks import ConflictData, Finding, Related, Severity
 from memory_ls.core.notes import Bullet
 from memory_ls.core.records import field, record
-from memory_ls.core.text import escape_unseen, near_duplicate_key
+from memory_ls.core.text import compiled, escape_unseen, near_duplicate_key
 
 if TYPE_CHECKING:
     from memory_ls.core.scopes import Scope
@@ -64,6 +64,9 @@ _NEGATORS = (
     r"|cannot|can't|won't|will not|no longer|stop|avoid|avoids|no"
 )
 _POSITIVES = r"always|use|uses|prefer|prefers"
+_POSITIVE_WORDS = frozenset(_POSITIVES.split("|"))
+"""The words of :data:`_POSITIVES`: a marker is positive when it is one of them (what
+``re.fullmatch(_POSITIVES, mark)`` said, without compiling it as ``check`` starts)."""
 _LEAD_RE = re.compile(
     rf"^{_SPEAKER}{_MODAL}(?P<mark>(?:{_NEGATORS})|(?:{_POSITIVES}))\b\s*(?P<rest>.*)$"
 )
@@ -154,7 +157,7 @@ def _clause_claims(clause: str) -> list[Claim]:
     if m is None:
         return []
     mark, rest = m.group("mark"), m.group("rest")
-    positive = re.fullmatch(_POSITIVES, mark) is not None
+    positive = mark in _POSITIVE_WORDS
     if mark == "no" and re.match(r"(?:need|one|problem|longer|more|less|matter)\b|,", rest):
         return []  # "no need to ...", "no more than ...", "no, ..."
     if not positive and rest.startswith("always "):
@@ -202,10 +205,12 @@ def _named(subject: str) -> bool:
 # A note that starts with a short label ("Frontend: ..."); the label narrows it unless it
 # only stresses it ("Important: ...").
 _LABEL_RE = re.compile(r"^\s*([a-z][\w ./-]{0,30}?)\s*:\s+")
-_EMPHASIS_LABEL_RE = re.compile(
+_EMPHASIS_LABEL = (
     r"important|note|nb|rule|rules|reminder|remember|tip|warning|critical|fyi|always|never"
     r"|convention|conventions|preference|preferences|policy|gotcha|key|lesson|learned"
 )
+"""Compiled when first asked for (:func:`~memory_ls.core.text.compiled`): a note with a
+label is rare, and ``check`` compiled it for every store (~0.3 ms)."""
 
 
 # Every claim starts with one of these words (see _LEAD_RE): a note without any makes
@@ -219,6 +224,10 @@ _ANY_MARK_RE = re.compile(
 """``\\b(?:{_NEGATORS}|{_POSITIVES})\\b``, the words grouped by their first letter (in their
 order within it, so a match is the same): ``re`` tries each of the 24 words at every
 position of a store's joined keys otherwise (~2x slower; a test holds the two equal)."""
+
+
+_ANY_MARK_BYTES_RE = re.compile(_ANY_MARK_RE.pattern.encode())
+""":data:`_ANY_MARK_RE` over ASCII bytes (where ``\\b`` knows ASCII letters alone)."""
 
 
 def _unemphasised(key: str) -> str:
@@ -238,7 +247,7 @@ def claims_of_key(key: str) -> tuple[Claim, ...]:
 
 # A note's history, as the quick fix "Merge the two notes" writes it: "never use X (was:
 # use X)" says what to do now, and what it replaced is no claim.
-_HISTORY_OPEN_RE = re.compile(r"\((?:was|previously|formerly):?\s")
+_HISTORY_OPEN = r"\((?:was|previously|formerly):?\s"
 
 
 def _drop_history(key: str) -> str:
@@ -251,9 +260,10 @@ def _drop_history(key: str) -> str:
     opened: list[tuple[int, bool]] = []  # each open parenthesis: where, and whether history
     inside = 0  # how many of them are history
     cut: list[tuple[int, int]] = []  # the outermost history parts, in order
+    opening = compiled(_HISTORY_OPEN).match
     for i, char in enumerate(key):
         if char == "(":
-            history = _HISTORY_OPEN_RE.match(key, i) is not None
+            history = opening(key, i) is not None
             opened.append((i, history))
             inside += history
         elif char == ")" and opened:
@@ -281,7 +291,7 @@ def read_claims(key: str) -> tuple[Claim, ...]:
     if label is not None:
         key = key[label.end() :]
         name = _normalise_phrase(label.group(1))
-        if name and not _EMPHASIS_LABEL_RE.fullmatch(name):
+        if name and not compiled(_EMPHASIS_LABEL).fullmatch(name):
             scope = frozenset({name})  # "Frontend: use Tailwind" speaks of the frontend only
     claims: list[Claim] = []
     for clause in _CLAUSE_SPLIT_RE.split(key):
@@ -421,8 +431,17 @@ def _marked(bullets: Sequence[Bullet]) -> list[int]:
         return [i for i, k in enumerate(keys) if _ANY_MARK_RE.search(_unemphasised(k))]
     starts = list(itertools.accumulate((len(p) + 1 for p in parts[:-1]), initial=0))
     found: list[int] = []
-    for m in _ANY_MARK_RE.finditer(joined):
+    # Searched as ASCII bytes, a byte a character (each other character a "?", no word
+    # character there): a match of the text's is one of these, at the same place, and a
+    # place is kept when the text's pattern matches there too (a letter past ASCII is a
+    # word character to it). ~1.6x faster than over the text: a store with one emoji is
+    # 4 bytes a character. (No marker word starts inside another's match: its inner
+    # words, "longer" and "not", are none.)
+    text_matches = _ANY_MARK_RE.match
+    for m in _ANY_MARK_BYTES_RE.finditer(joined.encode("ascii", "replace")):
         at = m.start()
+        if text_matches(joined, at) is None:
+            continue
         i = bisect.bisect_right(starts, at) - 1
         if (not found or found[-1] != i) and _may_lead(joined[starts[i] : at]):
             found.append(i)
@@ -439,7 +458,7 @@ _LEAD_WORDS = frozenset(
 )
 """The words that may stand right before a claim's marker word in :data:`_LEAD_RE` (its
 speaker's and modal's last words) or a join of :data:`_CLAUSE_SPLIT_RE` ("... and never")."""
-_LAST_LETTERS_RE = re.compile(r"[a-z]*$")
+_LOWER_LETTERS = "abcdefghijklmnopqrstuvwxyz"
 
 
 def _may_lead(before: str) -> bool:
@@ -456,7 +475,8 @@ def _may_lead(before: str) -> bool:
     if not before or before[-1] in _LEAD_DELIMITERS:
         # (a history part before the comma is a space once dropped: "please  , never")
         return True
-    return _LAST_LETTERS_RE.search(before).group() in _LEAD_WORDS  # type: ignore[union-attr]
+    # Its last word: the run of a-z at its end (what `[a-z]*$` finds), cut in C.
+    return before[len(before.rstrip(_LOWER_LETTERS)) :] in _LEAD_WORDS
 
 
 def conflict_severity(data: ConflictData) -> Severity:

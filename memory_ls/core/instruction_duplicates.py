@@ -11,7 +11,6 @@ A note repeats a line when their near-duplicate keys are equal, or when their
 from __future__ import annotations
 
 import bisect
-import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 from memory_ls.core.checks import Finding, InstructionDuplicateData, Related
@@ -19,6 +18,7 @@ from memory_ls.core.notes import Bullet, parse_bullet
 from memory_ls.core.records import record
 from memory_ls.core.similar import DEFAULT_THRESHOLD, score_floor
 from memory_ls.core.text import (
+    compiled,
     display_path,
     escape_unseen,
     key_of_normalised,
@@ -46,10 +46,11 @@ Lines past it are matched by an equal key only."""
 
 # Lines that are neither bullets nor prose: headings, table rows, HTML comments and
 # thematic breaks.
-_NOT_PROSE_RE = re.compile(r"\s{0,3}(?:#{1,6}(?:\s|$)|\||<!--|(?:[-*_]\s*){3,}$|</?[a-zA-Z])")
+_NOT_PROSE = r"\s{0,3}(?:#{1,6}(?:\s|$)|\||<!--|(?:[-*_]\s*){3,}$|</?[a-zA-Z])"
 # Ordered list items and "+" bullets, which the store's parser does not take as notes.
-_OTHER_MARKER_RE = re.compile(r"(\s*(?:\d{1,9}[.)]|\+)[ \t]+)(.+)")
-_QUOTE_RE = re.compile(r"\s{0,3}(?:>\s?)+")
+_OTHER_MARKER = r"(\s*(?:\d{1,9}[.)]|\+)[ \t]+)(.+)"
+_QUOTE = r"\s{0,3}(?:>\s?)+"
+# (Compiled when an instruction file is read, by compiled(): most projects checked have none.)
 
 
 @record
@@ -99,15 +100,17 @@ def instruction_lines(path: str, text: str) -> list[InstructionLine]:
 
     lines = split_text(text).lines
     skipped = instruction_skipped_lines(lines)
+    not_prose, quoted = compiled(_NOT_PROSE).match, compiled(_QUOTE).match
+    other_marker = compiled(_OTHER_MARKER).fullmatch
     out: list[InstructionLine] = []
     for i, line in enumerate(lines):
-        if i in skipped or not line.strip() or _NOT_PROSE_RE.match(line):
+        if i in skipped or not line.strip() or not_prose(line):
             continue
-        quote = _QUOTE_RE.match(line)
+        quote = quoted(line)
         offset = quote.end() if quote is not None else 0
         body = line[offset:]
         bullet = parse_bullet(body, i)
-        other = _OTHER_MARKER_RE.fullmatch(body)
+        other = other_marker(body)
         if bullet is not None:
             start, end, note = offset + bullet.start, offset + bullet.end, bullet.note
         elif other is not None:

@@ -263,12 +263,19 @@ def parse(content: str) -> ParsedFile:
     if hit is not None:
         return hit
     parsed = parse_lines(split_text(content).lines)
+    remember(content, parsed)
+    return parsed
+
+
+def remember(content: str, parsed: ParsedFile) -> None:
+    """Keep ``parsed`` as :func:`parse`'s answer for ``content``, which it must be the parse
+    of (``check`` parses a store's bullets cold in one loop, then asks the runtime for the
+    same store's notes: without this the runtime parses the text again)."""
     if len(_recent) >= 4:
         # The server parses in threads too: another may trim the same entry meanwhile.
         with contextlib.suppress(KeyError, RuntimeError, StopIteration):
             del _recent[next(iter(_recent))]
     _recent[content] = parsed
-    return parsed
 
 
 def parse_notes(content: str) -> list[str]:

@@ -460,10 +460,11 @@ def compared_notes(bullets: Sequence[Bullet]) -> list[Bullet]:
     """The notes the ``similar`` pass compares: the first of each key, in file order (a
     later note with a seen key is a ``duplicate``, not a paraphrase)."""
     seen: set[str] = set()
+    see = seen.add
     notes = []
     for b in bullets:
-        if not b.blank and b.key not in seen:
-            seen.add(b.key)
+        if b.note and b.key not in seen:  # (`b.note`: not `b.blank`, a property call a note)
+            see(b.key)
             notes.append(b)
     return notes
 

@@ -27,7 +27,7 @@ from typing import Literal, NamedTuple
 from memory_ls.core.checks import Finding, StalePathData, StaleScriptData
 from memory_ls.core.notes import Bullet
 from memory_ls.core.records import field, record
-from memory_ls.core.text import escape_unseen
+from memory_ls.core.text import compiled, escape_unseen
 
 # -- what counts as a path mention --------------------------------------------------------
 
@@ -46,11 +46,13 @@ _TRAILING = ".,;:!?)"
 # among them ("3.11" and "v18.2" are versions, not extensions).
 _EXTENSION_RE = re.compile(r"[^.]\.(?=[A-Za-z0-9_+-]*[A-Za-z])[A-Za-z0-9_+-]{1,10}$")
 # "The path was removed / renamed / moved / is no longer used": such a note knows.
-_GONE_RE = re.compile(
-    r"\b(?:removed|deleted|renamed|moved|no longer (?:used|exists?|there|needed)"
-    r"|not used any ?more)\b",
-    re.IGNORECASE,
+_GONE = (
+    r"(?i)\b(?:removed|deleted|renamed|moved|no longer (?:used|exists?|there|needed)"
+    r"|not used any ?more)\b"
 )
+"""Case-blind. Compiled when first asked for (:func:`~memory_ls.core.text.compiled`), as
+are the patterns below that ``check`` on a usual store never needs (a Makefile's, a
+justfile's, a ``bun run`` file's): their compiles were ~1 ms of every ``check``."""
 
 SKIPPED_FOLDERS = frozenset(
     {".git", "node_modules", "__pycache__", "dist", "build", "target", "venv", ".venv"}
@@ -154,7 +156,7 @@ def path_mentions(text: str) -> list[Mention]:
 
 def says_gone(text: str) -> bool:
     """Whether the note says a path was removed, renamed or moved, or is no longer used."""
-    return _GONE_RE.search(text) is not None
+    return compiled(_GONE).search(text) is not None
 
 
 # -- which words make a script reference ---------------------------------------------------
@@ -374,7 +376,7 @@ dependency."""
 _SCRIPT_NAME_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_:.+-]*")
 _SCRIPT_TRAILING = ".,;:!?)'\""
 # A word naming a file, not a script (`bun run src/index.ts`, `bun run server.js`).
-_FILE_LIKE_RE = re.compile(r"\.(?:[cm]?[jt]sx?|json|sh|py)$")
+_FILE_LIKE = r"\.(?:[cm]?[jt]sx?|json|sh|py)$"
 # In prose, `make X` is a command only after a word that says so ("run make test");
 # "make sure" is English. `just X` is a command only inside a code span.
 _PROSE_RUN_WORDS = frozenset(
@@ -485,7 +487,7 @@ def script_mentions(text: str) -> list[Mention]:
             if elsewhere or k >= len(tokens):
                 continue
             got = _script_word(tokens[k])
-            if got is None or (tool == "bun" and _FILE_LIKE_RE.search(got[0])):
+            if got is None or (tool == "bun" and compiled(_FILE_LIKE).search(got[0])):
                 continue
             if k + 1 < len(tokens) and tokens[k + 1].text.startswith("--if-present"):
                 continue
@@ -565,7 +567,7 @@ class MakeTargets:
         return False
 
 
-_MAKE_ASSIGN_RE = re.compile(r"^[^:#=]*?(?:::?=|\?=|\+=|!=|=)")
+_MAKE_ASSIGN = r"^[^:#=]*?(?:::?=|\?=|\+=|!=|=)"
 # No lazy quantifier next to an overlapping one: `[^:#=]*?\s*` rescanned the rest of a
 # line from each of its characters (a 1 MB line without a colon never finished).
 _MAKE_RULE_RE = re.compile(r"^([^:#=\t][^:#=]*)(::?)(?!=)")
@@ -601,7 +603,7 @@ def make_targets(text: str) -> MakeTargets:
         if re.match(r"-?include\b|sinclude\b", stripped):
             is_open = True
             continue
-        if _MAKE_ASSIGN_RE.match(line) and not _MAKE_RULE_RE.match(line):
+        if compiled(_MAKE_ASSIGN).match(line) and not _MAKE_RULE_RE.match(line):
             continue
         m = _MAKE_RULE_RE.match(line)
         if m is None:
@@ -625,9 +627,9 @@ def make_targets(text: str) -> MakeTargets:
 
 
 # A recipe's name; what follows it up to the line's first colon is its parameters.
-_JUST_NAME_RE = re.compile(r"@?([A-Za-z_][A-Za-z0-9_-]*)\b")
-_JUST_ALIAS_RE = re.compile(r"^alias\s+([A-Za-z_][A-Za-z0-9_-]*)\s*:=")
-_JUST_OPENING_RE = re.compile(r"^(?:import|mod)\b|^set\s+fallback\b")
+_JUST_NAME = r"@?([A-Za-z_][A-Za-z0-9_-]*)\b"
+_JUST_ALIAS = r"^alias\s+([A-Za-z_][A-Za-z0-9_-]*)\s*:="
+_JUST_OPENING = r"^(?:import|mod)\b|^set\s+fallback\b"
 
 
 def _just_recipe_name(line: str) -> str | None:
@@ -639,7 +641,7 @@ def _just_recipe_name(line: str) -> str | None:
     colon = line.find(":")
     if colon < 0 or line.startswith("=", colon + 1):
         return None  # not a rule, or `name := value`
-    m = _JUST_NAME_RE.match(line, 0, colon)
+    m = compiled(_JUST_NAME).match(line, 0, colon)
     return None if m is None else m.group(1)
 
 
@@ -651,10 +653,10 @@ def just_recipes(text: str) -> MakeTargets:
     for line in text.replace("\r\n", "\n").split("\n"):
         if not line or line[0] in " \t#[":
             continue
-        if _JUST_OPENING_RE.match(line):
+        if compiled(_JUST_OPENING).match(line):
             is_open = True
             continue
-        alias = _JUST_ALIAS_RE.match(line)
+        alias = compiled(_JUST_ALIAS).match(line)
         if alias is not None:
             names.add(alias.group(1))
             continue
@@ -789,8 +791,10 @@ class ProjectSnapshot:
 
     def ends_with(self, rel: str) -> bool:
         """Whether some path in the project ends with ``rel`` (whole components)."""
-        last = rel.rsplit("/", 1)[-1]
-        return any(p == rel or p.endswith("/" + rel) for p in self._by_name.get(last, ()))
+        named = self._by_name.get(rel.rsplit("/", 1)[-1])
+        if not named:
+            return False  # (the usual answer for a stale mention: no generator made)
+        return any(p == rel or p.endswith("/" + rel) for p in named)
 
     def scripts(self) -> frozenset[str]:
         """Every script any package defines."""
@@ -806,10 +810,13 @@ class ProjectSnapshot:
 
 def path_is_stale(mention: str, project: ProjectSnapshot) -> Literal["root", "anywhere"] | None:
     """Which rule finds ``mention`` missing, or ``None`` (present, or not checked)."""
-    parts = [p for p in mention.split("/") if p not in ("", ".")]
-    if not parts:
-        return None
-    rel = "/".join(parts)
+    parts = mention.split("/")
+    rel = mention
+    if "" in parts or "." in parts:  # (the common mention has neither: kept as it is)
+        parts = [p for p in parts if p not in ("", ".")]
+        if not parts:
+            return None
+        rel = "/".join(parts)
     if parts[0] in project.root_entries:
         if skipped_folder(parts[0]):
             return None  # the snapshot does not see inside it
@@ -916,7 +923,8 @@ def stale_findings(
     read by :func:`path_mentions` / :func:`script_mentions` themselves.
     ``tests/unit/test_stale.py`` holds it to the note-by-note way.
     """
-    notes = [b for b in bullets if not b.blank and b.line < len(lines)]
+    count = len(lines)
+    notes = [b for b in bullets if b.note and b.line < count]  # (b.note: not blank)
     if not notes:
         return []
     texts = [lines[b.line][b.start : b.end] for b in notes]
@@ -944,19 +952,34 @@ def stale_findings(
     held_starts = list(itertools.accumulate([len(texts[i]) + 1 for i in bare[:-1]], initial=0))
     held_at = functools.partial(bisect.bisect_right, held_starts)
     read: dict[str, tuple[int, str] | None] = {}  # a word as found -> (lead, mention)
+    bad = _SPACE_OR_FORBIDDEN.search
     for m in _SPACED_SLASH_WORD_RE.finditer(held):
         raw = m.group(1)
         got = read.get(raw, _UNREAD)
         if got is _UNREAD:
-            lead = len(raw) - len(raw.lstrip("("))
-            word = raw[lead:].rstrip(_TRAILING)
-            got = read[raw] = (lead, word) if word and is_path_mention(word) else None
+            word = raw.lstrip("(")
+            lead = len(raw) - len(word)
+            word = word.rstrip(_TRAILING)
+            # is_path_mention(word), written out: the word holds a slash (neither trim takes
+            # it), so it is not empty, and it has no whitespace.
+            got = read[raw] = (
+                (lead, word)
+                if "://" not in word
+                and bad(word) is None
+                and not word.startswith(("/", "-", "@", ".."))
+                else None
+            )
         if got is None:
             continue
-        k = held_at(m.start()) - 1  # (the whitespace before the first word is its note's newline)
-        begin = m.start(1) - held_starts[k] - 1 + got[0]
-        paths.setdefault(bare[k], []).append((begin, begin + len(got[1]), got[1]))
-    # The bare notes that may say a path is gone: only they are searched with _GONE_RE.
+        space = m.start()  # the whitespace before the word (its note's newline before the first)
+        k = held_at(space) - 1
+        begin = space - held_starts[k] + got[0]
+        held_paths = paths.get(bare[k])
+        if held_paths is None:
+            paths[bare[k]] = [(begin, begin + len(got[1]), got[1])]
+        else:
+            held_paths.append((begin, begin + len(got[1]), got[1]))
+    # The bare notes that may say a path is gone: only they are searched with _GONE.
     hinted = {bare[held_at(m.start()) - 1] for m in _GONE_HINT_RE.finditer(held)}
     tooled = _tooled_notes(joined, texts, starts, ticked)
     rules: dict[str, Literal["root", "anywhere"] | None] = {}
@@ -974,7 +997,7 @@ def stale_findings(
             if rule is None:
                 continue
             if gone is None:
-                gone = (i in ticked or i in hinted) and _GONE_RE.search(text) is not None
+                gone = (i in ticked or i in hinted) and compiled(_GONE).search(text) is not None
             if gone:
                 break  # the note says so: none of its paths is stale
             message = messages.get(word)
@@ -985,7 +1008,7 @@ def stale_findings(
                     else "matches no file in the project"
                 )
                 message = messages[word] = f"`{escape_unseen(word)}` {where}."
-            data = StalePathData(note=b.note, mention=word, rule=rule)
+            data: StalePathData = {"note": b.note, "mention": word, "rule": rule}
             out.append(
                 Finding("stale-path", b.line, b.start + start, b.line, b.start + end, message, data)
             )
@@ -1008,9 +1031,9 @@ _SPACED_SLASH_WORD_RE = re.compile(r"\s([^\s/]*/\S*)")
 whitespace, then the word (without the look-behind tried at every position: ~25%
 faster)."""
 _GONE_HINT_RE = re.compile(r"[dDmMnNrR](?i:emoved|eleted|enamed|oved|o longer|ot used)")
-"""What every match of :data:`_GONE_RE` holds (its first letter has no other case under
+"""What every match of :data:`_GONE` holds (its first letter has no other case under
 ``IGNORECASE``, so it is written out): a literal set first, which ``re`` looks for in C
-(~2.5x faster over the notes than :data:`_GONE_RE`, whose ``\\b`` and case-blind
+(~2.5x faster over the notes than :data:`_GONE`, whose ``\\b`` and case-blind
 alternatives are tried at every position)."""
 _TOOL_RE = re.compile(r"(?:pnpm|npm|yarn|bun|make|just)(?![^\s`])")
 """:data:`_TOOL_WORD_RE` but for the look behind, which a caller makes (a look-behind

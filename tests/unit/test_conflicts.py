@@ -22,12 +22,16 @@ from memory_ls.core.conflicts import (
     _ANY_MARK_RE,
     _CLAUSE_SPLIT_PLAIN,
     _CLAUSE_SPLIT_RE,
+    _LEAD_DELIMITERS,
+    _LEAD_WORDS,
     _NEGATORS,
+    _POSITIVE_WORDS,
     _POSITIVES,
     MAX_CONFLICTS_PER_NOTE,
     Claim,
     ConflictIndex,
     _marked,
+    _may_lead,
     _unemphasised,
     claims_of_key,
     conflict_finding,
@@ -461,3 +465,58 @@ def test_the_clause_split_is_the_plainly_written_one(text: str) -> None:
     plain = re.compile(_CLAUSE_SPLIT_PLAIN)
     for key in (text, text.replace(" ", ""), text.replace(" ", "  ")):
         assert _CLAUSE_SPLIT_RE.split(key) == plain.split(key)
+
+
+def _may_lead_by_regex(before: str) -> bool:
+    """``_may_lead`` as it was written: the last word found by ``[a-z]*$``."""
+    before = before.rstrip()
+    if before[-1:] == ",":
+        before = before[:-1].rstrip()
+    if not before or before[-1] in _LEAD_DELIMITERS:
+        return True
+    return re.search(r"[a-z]*$", before).group() in _LEAD_WORDS  # type: ignore[union-attr]
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from([*LEADS, *SEPARATORS, "x", "Use", "É", "é", "\n", "\t", "1", "_", "ø"])
+    ).map("".join)
+)
+def test_the_last_word_before_a_marker_is_cut_as_the_regex_found_it(before: str) -> None:
+    assert _may_lead(before) == _may_lead_by_regex(before)
+
+
+def test_a_marker_is_positive_as_the_alternation_says() -> None:
+    for word in [*f"{_NEGATORS}|{_POSITIVES}".split("|"), "Use", "used", "", "always "]:
+        assert (word in _POSITIVE_WORDS) == (re.fullmatch(_POSITIVES, word) is not None)
+
+
+def _marked_over_the_text(bullets: list[Bullet]) -> list[int]:
+    """``_marked`` as it was: the marker words searched over the text itself."""
+    keys = [b.key for b in bullets]
+    joined = "\n".join(keys).replace("*", "").replace("__", "")
+    parts = joined.split("\n")
+    if len(parts) != len(keys):
+        return [i for i, k in enumerate(keys) if _ANY_MARK_RE.search(_unemphasised(k))]
+    starts = [sum(len(p) + 1 for p in parts[:i]) for i in range(len(parts))]
+    found: list[int] = []
+    for m in _ANY_MARK_RE.finditer(joined):
+        i = max(k for k, s in enumerate(starts) if s <= m.start())
+        if (not found or found[-1] != i) and _may_lead(joined[starts[i] : m.start()]):
+            found.append(i)
+    return found
+
+
+TOUCHING = [*MARKERS, "dont", "doesn't", "shouldn't", "no longer", "never", "use", "no"]
+TOUCHING += ["é", "数", "ſ", "\u212a", "\u0130", "😀", "x", "_", "1", "'", " ", ". ", "\u00a0"]
+TOUCHING += ["*", "__", "-", ",", "(", "we ", "please, "]
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(TOUCHING), max_size=8).map("".join), max_size=8))
+def test_the_marker_search_over_ascii_bytes_is_the_search_over_the_text(notes: list[str]) -> None:
+    """``_marked`` searches the keys as ASCII bytes, where a letter past ASCII is no word
+    character: markers that touch one ("éuse", "no longer数") are looked at in the text."""
+    bullets = [b for b in parse_lines([f"- {n}" for n in notes]).bullets if b.note]
+    assert _marked(bullets) == _marked_over_the_text(bullets)

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from memory_ls.core.notes import parse_lines
 from memory_ls.core.stale import (
+    _EXTENSION_RE,
     MakeTargets,
     PackageInfo,
     ProjectSnapshot,
@@ -511,3 +512,36 @@ def test_the_whole_store_pass_on_notes_that_repeat_words() -> None:
         (4, "deploy"),
         (5, "src/gone.ts"),
     ]
+
+
+def _path_is_stale_as_written(mention: str, project: ProjectSnapshot) -> str | None:
+    """``path_is_stale`` as first written: the components always filtered and joined, and
+    ``ends_with`` over every path of the last component's name."""
+    parts = [p for p in mention.split("/") if p not in ("", ".")]
+    if not parts:
+        return None
+    rel = "/".join(parts)
+    if parts[0] in project.root_entries:
+        if skipped_folder(parts[0]):
+            return None
+        return None if rel in project.paths else "root"
+    if _EXTENSION_RE.search(parts[-1]) is None:
+        return None
+    last = rel.rsplit("/", 1)[-1]
+    ends = any(p == rel or p.endswith("/" + rel) for p in project._by_name.get(last, ()))
+    return None if ends else "anywhere"
+
+
+MENTION_PIECES = ["src", "lib", "x.py", "app.ts", "", ".", "..", "/", "//", "./", "node_modules"]
+MENTION_PIECES += ["gone.md", "3.11", "a", "Makefile", "package.json", ".git", "é.md", "😀"]
+
+
+@settings(max_examples=1000, deadline=None)
+@given(
+    st.lists(st.sampled_from(MENTION_PIECES), min_size=1, max_size=6).map("/".join),
+    st.sampled_from(STALE_PROJECTS),
+)
+def test_a_mention_is_judged_as_first_written(mention: str, project: ProjectSnapshot) -> None:
+    """``path_is_stale`` keeps a mention without empty or ``.`` components whole, and
+    ``ends_with`` makes no generator for a name no path has: the same verdicts."""
+    assert path_is_stale(mention, project) == _path_is_stale_as_written(mention, project)
