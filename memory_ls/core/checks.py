@@ -555,9 +555,7 @@ def proposal_findings(bullets: Sequence[Bullet], proposals: Sequence[Proposal]) 
     return out
 
 
-def not_injected_findings(
-    notes: Sequence[Bullet], scope: Scope, plan: RecallPlan
-) -> list[Finding]:
+def not_injected_findings(notes: Sequence[Bullet], scope: Scope, plan: RecallPlan) -> list[Finding]:
     """One finding per run of consecutive notes that the recall plan leaves out.
 
     ``notes`` are the store's bullets without the blank ones (the plan's notes, in

@@ -230,6 +230,7 @@ def incremental_plan(
     global_: Sequence[str],
     max_bytes: int,
     inject: bool = True,
+    project_changed: Sequence[int] | None = None,
 ) -> RecallPlan | None:
     """``previous`` updated to new notes, or ``None`` when only :func:`recall_plan` can say.
 
@@ -239,31 +240,66 @@ def incremental_plan(
     decision as long as the note still does not fit where it stands. Anything
     else (an included note, several notes, a note added or removed, other
     settings) needs a fresh plan.
+
+    ``project_changed``: every index where ``project`` differs from
+    ``previous.project``, when the caller knows them (the editor's buffer does:
+    ``MemoryDocument.notes_changed``); else the two are compared.
     """
     if max_bytes != previous.max_bytes or inject != previous.inject:
         return None
     if len(project) != len(previous.project) or len(global_) != len(previous.global_):
         return None
-    changed = [("project", i) for i in _changed(previous.project, project)]
+    if project_changed is None:
+        project_changed = _changed(previous.project, project)
+    changed: list[tuple[Scope, int]] = [("project", i) for i in project_changed]
     changed += [("global", i) for i in _changed(previous.global_, global_)]
     if not changed:
         return previous
     if len(changed) != 1:
         return None
     scope, index = changed[0]
+    text = (project if scope == "project" else global_)[index]
+    kept = kept_out(previous, scope, index, text)
+    if kept is None:
+        return None
     position = index if scope == "project" else len(project) + index
-    old = previous.notes[position]
+    notes = list(previous.notes)  # (one copy each way: unpacking two slices copies twice more)
+    notes[position] = kept
+    return RecallPlan(
+        previous.inject, max_bytes, tuple(notes), previous.body, tuple(project), tuple(global_)
+    )
+
+
+def kept_out(
+    plan: RecallPlan, scope: Scope, index: int, text: str, current: PlannedNote | None = None
+) -> PlannedNote | None:
+    """The plan's verdict on ``scope``'s note number ``index`` once its text is ``text``,
+    when that is the only change and no decision changes with it: the note was left
+    out and still does not fit where it stands (a note left out does not touch the
+    budget). ``None`` when only :func:`recall_plan` can say.
+
+    ``current``: the note's verdict as the plan has it now, when that is not
+    ``plan.notes``' (an edit already kept out, not yet in a plan of its own).
+    """
+    position = index if scope == "project" else len(plan.project) + index
+    old = plan.notes[position] if current is None else current
     if old.included:
         return None
-    text = (project if scope == "project" else global_)[index]
     cost = note_cost(text)
-    if cost < old.bytes and _fits_at(previous, position, cost):
+    if cost < old.bytes and _fits_at(plan, position, cost):
         return None
-    note = PlannedNote(old.scope, old.index, text, cost, False)
-    notes = (*previous.notes[:position], note, *previous.notes[position + 1 :])
-    return RecallPlan(
-        previous.inject, max_bytes, notes, previous.body, tuple(project), tuple(global_)
-    )
+    return PlannedNote(old.scope, old.index, text, cost, False)
+
+
+def with_kept_out(
+    plan: RecallPlan, project: tuple[str, ...], kept: dict[int, PlannedNote]
+) -> RecallPlan:
+    """``plan`` with its project notes ``project``, of which those at the indices of ``kept``
+    were edited, each still left out (:func:`kept_out` said so, one edit at a time)."""
+    notes = list(plan.notes)
+    for index, note in kept.items():
+        notes[index] = note
+    return RecallPlan(plan.inject, plan.max_bytes, tuple(notes), plan.body, project, plan.global_)
 
 
 def budget_before(plan: RecallPlan, position: int) -> tuple[int, bool]:

@@ -37,29 +37,66 @@ CONFLICT_INLINE_NOTES = 300
 a thread first (reading 4,500 notes' claims cold takes tens of ms)."""
 
 
+class _Pending:
+    """One pending call of :class:`Timers`: what runs, when, and the timer that wakes it."""
+
+    __slots__ = ("deadline", "fn", "handle", "loop")
+
+    def __init__(
+        self, loop: asyncio.AbstractEventLoop, deadline: float, fn: Callable[[], None]
+    ) -> None:
+        self.loop = loop
+        self.deadline = deadline
+        """When ``fn`` runs (``loop.time()``): moved later by each call that replaces it."""
+        self.fn = fn
+        self.handle: asyncio.TimerHandle | None = None
+
+
 class Timers:
     """Calls delayed on the event loop, one pending call per kind and key."""
 
     def __init__(self, report: Callable[[str], None]) -> None:
         self._report = report
         """Where a delayed call that failed is reported (the client's log)."""
-        self._pending: dict[tuple[str, str], asyncio.TimerHandle] = {}
+        self._pending: dict[tuple[str, str], _Pending] = {}
 
     def later(self, kind: str, key: str, delay: float, fn: Callable[[], None]) -> None:
-        """Run ``fn`` after ``delay`` seconds, replacing a pending call of the same kind."""
-        timer = self._pending.pop((kind, key), None)
-        if timer is not None:
-            timer.cancel()
-        loop = asyncio.get_running_loop()
+        """Run ``fn`` after ``delay`` seconds, replacing a pending call of the same kind.
 
-        def run() -> None:
-            self._pending.pop((kind, key), None)
+        A call replaced by one due later keeps its timer and only moves its deadline: the
+        timer, when it wakes before the deadline, sleeps again until it (each keystroke
+        replaced two or three calls, and cancelling a timer and making another cost
+        ~0.02 ms of a keystroke's ~0.4).
+        """
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + delay
+        pending = self._pending.get((kind, key))
+        if pending is not None and pending.handle is not None:
+            if pending.loop is loop:
+                pending.fn = fn
+                if deadline >= pending.deadline:
+                    pending.deadline = deadline
+                    return
+            # Due sooner than the timer wakes (or on another loop): a timer of its own.
+            pending.handle.cancel()
+        pending = self._pending[(kind, key)] = _Pending(loop, deadline, fn)
+        self._arm(kind, key, pending)
+
+    def _arm(self, kind: str, key: str, pending: _Pending) -> None:
+        def wake() -> None:
+            if self._pending.get((kind, key)) is not pending:
+                return  # (replaced by a call due sooner, with its own timer)
+            handle = pending.handle
+            if handle is not None and pending.deadline > handle.when():
+                self._arm(kind, key, pending)  # moved later since: sleep until then
+                return
+            del self._pending[(kind, key)]
             try:
-                fn()
+                pending.fn()
             except Exception as exc:
                 self._report(f"memory-ls: {kind} failed: {exc!r}")
 
-        self._pending[(kind, key)] = loop.call_later(delay, run)
+        pending.handle = pending.loop.call_at(pending.deadline, wake)
 
 
 class WorkProgress:

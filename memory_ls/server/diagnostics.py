@@ -645,10 +645,11 @@ class Analysis:
         if scope is None or info.runtime.store_refusal(scope) is not None:
             return
         # The plan holds no note of an untrusted project: nothing to flag there.
-        plan, decisions = self.projects.plan(info.runtime)
-        key = (decisions, doc.layout, plan.used)
+        decisions, used = self.projects.decision(info.runtime)
+        key = (decisions, doc.layout, used)
         if key != pub.ni_key:
             pub.ni_key = key
+            plan, _ = self.projects.plan(info.runtime)
             found = {f.line: f for f in not_injected_findings(doc.noted_bullets(), scope, plan)}
             for line in pub.ni_at.keys() | found.keys():
                 if pub.ni_at.get(line) != found.get(line):

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import bisect
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -73,6 +73,14 @@ class MemoryDocument:
         """The bullet of each note in :attr:`_notes` (blank bullets are no note)."""
         self._shown: tuple[str, ...] | None = None
         """:attr:`_notes` as :meth:`notes` last gave them (``None``: changed since)."""
+        self._given: tuple[str, ...] | None = None
+        """What :meth:`notes` last gave, kept while only notes' texts change (``None``: a
+        note appeared, disappeared or moved since)."""
+        self._edited: set[int] = set()
+        """The indices of :attr:`_notes` set in place since :attr:`_given` was given."""
+        self._since: tuple[tuple[str, ...], tuple[int, ...]] | None = None
+        """What :meth:`notes` gave before its current answer, and the only indices where
+        the two may differ (:meth:`notes_changed`); ``None``: not known."""
         self.set_text(text)
 
     # -- whole-text ---------------------------------------------------------------
@@ -192,6 +200,7 @@ class MemoryDocument:
                     at = bisect.bisect_left(self._note_lines, i)
                     self._notes[at] = after.note
                     self._noted[at] = after
+                    self._edited.add(at)
                     self._shown = None
             found = line_findings(after) if after is not None else []
             if found:
@@ -278,7 +287,11 @@ class MemoryDocument:
         if self._notes is None:
             self._index_notes()
         if self._shown is None:
-            self._shown = tuple(self._notes)
+            shown = tuple(self._notes)
+            before = self._given
+            self._since = None if before is None else (before, tuple(sorted(self._edited)))
+            self._edited = set()
+            self._shown = self._given = shown
         return self._shown
 
     def noted_bullets(self) -> list[Bullet]:
@@ -295,6 +308,42 @@ class MemoryDocument:
         self._noted = found
         self._notes = [b.note for b in found]
         self._note_lines = [b.line for b in found]
+        self._given = None  # (notes came, went or moved: no index says what changed)
+        self._edited = set()
+
+    def notes_changed(self, earlier: tuple[str, ...]) -> list[int] | None:
+        """The indices where :meth:`notes` now differs from ``earlier``, one of its own
+        answers, when the document knows them without comparing every note: ``earlier``
+        is its current answer, or the one before while notes were only edited in place
+        (an editor's keystroke). ``None``: it does not know (compare them).
+
+        The recall plan asks on every keystroke: finding the one changed note of 4,500
+        by comparing the two tuples cost ~0.05 ms of it.
+        """
+        shown = self.notes()
+        if earlier is shown:
+            return []
+        since = self._since
+        if since is None or since[0] is not earlier:
+            return None
+        # (An index edited back to its earlier text is no change.)
+        return [i for i in since[1] if earlier[i] != shown[i]]
+
+    def notes_edited(self, earlier: tuple[str, ...]) -> tuple[list[int], Sequence[str]] | None:
+        """:meth:`notes_changed` without making the notes a tuple: the indices of the notes
+        edited in place since ``earlier``, :meth:`notes`' last answer, in order (some may
+        hold their earlier text again), and the notes as they are now (a view of the
+        document's own list: read it at once, never keep it). ``None``: ``earlier`` is not
+        its last answer, or notes came, went or moved since.
+
+        A keystroke's recall check asks: a tuple of 4,500 notes, made and then freed with
+        the plan it went into, cost ~0.03 ms of it.
+        """
+        if earlier is not self._given or self._notes is None:
+            return None
+        if self._shown is not None:
+            return [], self._shown
+        return sorted(self._edited), self._notes
 
     def note_bullets(self) -> list[Bullet]:
         """Every bullet, blank ones included, in file order."""

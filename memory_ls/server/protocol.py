@@ -1048,7 +1048,8 @@ def _write_encoded(protocol: JsonRPCProtocol, *parts: bytes) -> None:
         body = b"".join(parts)
     try:
         res = writer.write(body)
-        if inspect.isawaitable(res):  # the WebSocket writer: kept until it is done
+        # The WebSocket writer's: kept until it is done (stdio's write returns None).
+        if res is not None and inspect.isawaitable(res):
             task = asyncio.ensure_future(res)
             _writes.add(task)
             task.add_done_callback(_writes.discard)

@@ -8,6 +8,7 @@ both. What the diagnostics are is :mod:`memory_ls.server.diagnostics`' answer.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 from typing import TYPE_CHECKING, Any
@@ -75,7 +76,7 @@ def publish(ls: MemoryServer, doc: MemoryDocument, always: bool = False) -> None
         return
     body = ls.analysis.encoded(doc)
     look_again_soon(ls, state.info.runtime)
-    if body == state.sent and not always:
+    if not always and body == state.sent:  # (a keystroke's always: not compared)
         return
     state.sent = body
     send_encoded(ls.protocol, *publish_parts(doc.uri, doc.version, body))
@@ -112,8 +113,15 @@ _TAIL = b"]}}"
 def publish_parts(uri: str, version: int | None, diagnostics: bytes) -> tuple[bytes, ...]:
     """:func:`publish_message` in the pieces it is joined from (a publish is framed and
     joined once, by :func:`send_encoded`: each copy of a 100 kB body costs)."""
-    params = f'{{"uri": {json.dumps(uri)}, "version": {json.dumps(version)}, "diagnostics": ['
+    version_json = int.__repr__(version) if type(version) is int else json.dumps(version)
+    params = f'{{"uri": {_uri_json(uri)}, "version": {version_json}, "diagnostics": ['
     return _HEAD, params.encode(), diagnostics, _TAIL
+
+
+@functools.lru_cache(maxsize=256)
+def _uri_json(uri: str) -> str:
+    """``json.dumps(uri)``: the same few URIs are published at every keystroke."""
+    return json.dumps(uri)
 
 
 def publish_message(uri: str, version: int | None, diagnostics: bytes) -> bytes:

@@ -17,6 +17,7 @@ import asyncio
 import functools
 import logging
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types as lsp
@@ -63,6 +64,13 @@ _cache: dict[str, tuple[Stamp | None, list[Proposal], StoreFile | None]] = {}
 """Each inbox's stamp, proposals, and the read they were parsed from."""
 
 
+@functools.lru_cache(maxsize=256)
+def _inbox_of(store: Path) -> tuple[Path, str]:
+    """The inbox beside ``store``, and its path as a string (asked at every keystroke)."""
+    path = inbox_path(store)
+    return path, str(path)
+
+
 def waiting(runtime: MemoryRuntime, scope: Scope) -> list[Proposal]:
     """The proposals waiting in ``scope``'s inbox, re-read only when its stamp changed.
 
@@ -71,9 +79,8 @@ def waiting(runtime: MemoryRuntime, scope: Scope) -> list[Proposal]:
     """
     if runtime.store_refusal(scope) is not None:
         return []
-    path = inbox_path(runtime.paths[scope])
+    path, key = _inbox_of(runtime.paths[scope])
     stamp = stamp_of(path)
-    key = str(path)
     cached = _cache.get(key)
     if cached is not None and unchanged(cached[0], stamp):  # (a racy stamp: read again)
         return cached[1]

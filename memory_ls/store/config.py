@@ -18,6 +18,7 @@ from memory_ls.core.config import (
 )
 from memory_ls.store.paths import (
     global_store_path,
+    hard_linked_store_message,
     project_folder_refusal,
     read_small_text,
     shared_file_refusal,
@@ -47,12 +48,18 @@ def load_config(agent_dir: Path, project_root: Path, trusted: bool) -> Effective
     read through a ``.pi`` that resolves outside the project: that file is
     another folder's, and is recorded as ``ignored`` with the refusal (SPEC §1). When the
     agent dir is the project's ``.pi`` (the project scope is refused: SPEC §1), its
-    ``bytefly.json`` is the agent dir's, read and listed once, as the global layer.
+    ``bytefly.json`` is the agent dir's, read and listed once, as the global layer. When
+    only the project's ``memory.md`` is the global one (a hard link), its folder is the
+    project's own, and so is its ``bytefly.json``.
     """
     layers: list[ConfigLayer] = [_read_layer(global_config_path(agent_dir))]
     project_path = project_config_path(project_root)
     global_store = global_store_path(agent_dir)
     refusal = project_folder_refusal(project_root, global_store=global_store)
+    if refusal == hard_linked_store_message(project_root, global_store):
+        # Only its memory.md is the global file: the folder and its bytefly.json are the
+        # project's own (the project scope is refused for its notes alone).
+        refusal = None
     if shared_file_refusal(project_root, global_store, refusal) is not None:
         pass  # the agent dir is this `.pi`: its file is the layer above, read and listed once
     elif refusal is not None:

@@ -135,17 +135,34 @@ def write_failed_message(path: Path, exc: OSError) -> str:
     a project's ``.pi`` is not created, and the lock made in it fails with "No such file
     or directory"."""
     why = exc.strerror or str(exc)
-    if exc.errno in (errno.EEXIST, errno.ENOTDIR, errno.ENOENT):
-        for folder in path.parents:
-            if os.path.lexists(folder):
-                if not os.path.exists(folder):  # a symlink that leads nowhere
-                    why = f"{display_path(folder)} is a symlink to nothing (a dangling link)"
-                    if _loops(folder):
-                        why = f"{display_path(folder)} is a symlink that leads back to itself"
-                elif not os.path.isdir(folder):
-                    why = f"{display_path(folder)} is not a directory"
-                break  # the nearest one that exists decides
+    if exc.errno in (errno.EEXIST, errno.ENOTDIR, errno.ENOENT, errno.ELOOP):
+        why = _folder_on_the_way(path) or why
     return f"Cannot write the memory file {display_path(path)}: {why}"
+
+
+def read_failed_message(path: Path, exc: OSError) -> str:
+    """An I/O failure while reading the store at ``path``. A folder on the way that is a
+    symlink loop (an agent dir linked to itself) is named, as for a write: the bare
+    "Too many levels of symbolic links" names no culprit."""
+    why = exc.strerror or str(exc)
+    if exc.errno == errno.ELOOP:
+        why = _folder_on_the_way(path) or why
+    return f"Cannot read {display_path(path)}: {why}"
+
+
+def _folder_on_the_way(path: Path) -> str | None:
+    """What is wrong with the nearest folder above ``path`` that exists (as a name): a
+    symlink to nothing, a symlink loop, or not a folder; ``None`` when it is a folder."""
+    for folder in path.parents:
+        if os.path.lexists(folder):
+            if not os.path.exists(folder):  # a symlink that leads nowhere
+                if _loops(folder):
+                    return f"{display_path(folder)} is a symlink that leads back to itself"
+                return f"{display_path(folder)} is a symlink to nothing (a dangling link)"
+            if not os.path.isdir(folder):
+                return f"{display_path(folder)} is not a directory"
+            return None  # the nearest one that exists decides
+    return None
 
 
 def _loops(path: Path) -> bool:
@@ -183,6 +200,16 @@ def foreign_group_message(path: Path, group: int) -> str:
     return (
         f"Memory file belongs to group {group}, which this user cannot give the new file; "
         f"replacing it would change its group, so run memory-ls as a member: {display_path(path)}"
+    )
+
+
+def hard_links_message(path: Path, links: int) -> str:
+    """Refusal to replace a store that has other names (hard links): the new file would be
+    this name's alone, and the others would keep the old notes, silently apart from now on."""
+    return (
+        f"Memory file has {links} hard links (other names for the same file); replacing it "
+        "would leave the others with the old notes. Remove the other names, or make this "
+        f"one a copy of its own, to change it: {display_path(path)}"
     )
 
 
@@ -238,7 +265,13 @@ def lock_timeout(env: Mapping[str, str]) -> float:
 
 
 def replace_refusal(
-    path: Path, mode: int, owner: int, group: int, euid: int, groups: Sequence[int]
+    path: Path,
+    mode: int,
+    owner: int,
+    group: int,
+    euid: int,
+    groups: Sequence[int],
+    links: int = 1,
 ) -> str | None:
     """Why a store with this mode, owner and group may not be replaced by this user.
 
@@ -247,8 +280,13 @@ def replace_refusal(
     write bit is read-only (for root too, who bypasses permission checks). Only
     root can give the new file another user's ownership; anyone else would take
     the file over, so a file of another user, or of a group this user is not
-    in, is refused instead.
+    in, is refused instead. A store with ``links`` > 1 names (hard links) is refused
+    too: the rename would give this name a new file and leave the others the old one,
+    two stores from then on where there was one (the project store hard-linked to
+    the global one, say), without a word.
     """
+    if links > 1:
+        return hard_links_message(path, links)
     if not mode & stat.S_IWUSR:
         return read_only_message(path)
     if euid == 0:
@@ -339,9 +377,7 @@ def read_store(
     except FileNotFoundError:
         return StoreFile(path, False, "", None)
     except OSError as exc:
-        return StoreFile(
-            path, False, "", None, error=f"Cannot read {display_path(path)}: {exc.strerror}"
-        )
+        return StoreFile(path, False, "", None, error=read_failed_message(path, exc))
     if stat.S_ISLNK(st.st_mode):
         return StoreFile(path, True, "", None, error=symlink_message(path))
     if not stat.S_ISREG(st.st_mode):
@@ -582,7 +618,9 @@ def rewrite_store(
                 return written
             content = base.content  # nothing to change in their save: put it back as it was
         data = _encoded(content, base)
-        outcome = write_store(path, content, folder, expected=on_disk, check=True, data=data)
+        outcome = write_store(
+            path, content, folder, expected=on_disk, check=True, data=data, one_name=True
+        )
         if outcome.stamp is None:  # changed before the rename: nothing written, read again
             base, restoring = read_store(path, folder, known), False
             on_disk = _bytes_of(base)
@@ -641,6 +679,7 @@ def write_store(
     expected: bytes | None = ...,
     check: Literal[False] = ...,
     data: bytes | None = ...,
+    one_name: bool = ...,
 ) -> Stamp: ...
 
 
@@ -653,6 +692,7 @@ def write_store(
     expected: bytes | None = ...,
     check: Literal[True],
     data: bytes | None = ...,
+    one_name: bool = ...,
 ) -> WriteOutcome: ...
 
 
@@ -664,6 +704,7 @@ def write_store(
     expected: bytes | None = None,
     check: bool = False,
     data: bytes | None = None,
+    one_name: bool = False,
 ) -> Stamp | WriteOutcome:
     """Replace the store atomically with ``content``; call under :func:`store_lock`.
 
@@ -676,7 +717,9 @@ def write_store(
     rename, else nothing is written; the replaced file is read again after the
     rename through a descriptor held open, so a save into it in between is
     returned (:class:`WriteOutcome`) rather than lost. ``data``, when the caller has
-    it, is ``content`` in UTF-8 already.
+    it, is ``content`` in UTF-8 already. ``one_name`` (a memory store) refuses a file
+    with other names (hard links), also one given a name right before the rename: the
+    rename would leave them the old file (:func:`replace_refusal`).
     """
     if data is None:
         data = content.encode("utf-8")
@@ -688,7 +731,7 @@ def write_store(
     except FileNotFoundError:
         old = None
     if old is not None:
-        _refuse_to_replace(path, old)
+        _refuse_to_replace(path, old, one_name)
     tmp_path = path.parent / temp_name(path.name, os.urandom(6).hex())
     tmp = _at(tmp_path, folder)
     # A new store gets the usual 0o666-minus-umask; an existing one keeps its mode.
@@ -711,6 +754,8 @@ def write_store(
             if now != expected:
                 os.unlink(tmp, dir_fd=dir_fd)
                 return WriteOutcome(None)
+            if one_name and held is not None and (links := os.fstat(held).st_nlink) > 1:
+                raise StoreRefused(hard_links_message(path, links))  # linked meanwhile
         os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
         overwritten = None
         if held is not None:
@@ -745,6 +790,18 @@ def _look(name: str | Path, dir_fd: int | None) -> tuple[int | None, bytes | Non
     return fd, os.pread(fd, MAX_STORE_BYTES + 1, 0)
 
 
+def other_names_refusal(path: Path) -> str | None:
+    """Why the store at ``path`` would not be replaced now for having other names (hard
+    links), else ``None``: what a write would say, for a report that writes nothing."""
+    try:
+        st = os.lstat(path)
+    except (OSError, ValueError):
+        return None
+    if not stat.S_ISREG(st.st_mode) or st.st_nlink < 2:
+        return None
+    return hard_links_message(path, st.st_nlink)
+
+
 def refuse_change(path: Path, folder: LockedFolder | None = None) -> None:
     """Raise :class:`StoreRefused` when the existing file at ``path`` may not be replaced or
     removed by us (symlink, not a regular file, read-only, another owner); call under the lock.
@@ -759,8 +816,9 @@ def refuse_change(path: Path, folder: LockedFolder | None = None) -> None:
     _refuse_to_replace(path, old)
 
 
-def _refuse_to_replace(path: Path, old: os.stat_result) -> None:
-    """Raise :class:`StoreRefused` when the existing store may not be replaced by us."""
+def _refuse_to_replace(path: Path, old: os.stat_result, one_name: bool = False) -> None:
+    """Raise :class:`StoreRefused` when the existing store may not be replaced by us; with
+    ``one_name`` (a memory store), also when it has other names (hard links)."""
     if stat.S_ISLNK(old.st_mode):
         raise StoreRefused(symlink_message(path))
     if not stat.S_ISREG(old.st_mode):
@@ -768,7 +826,13 @@ def _refuse_to_replace(path: Path, old: os.stat_result) -> None:
     if sys.platform == "win32":  # pragma: no cover - no uids; a read-only file fails to rename
         return
     refusal = replace_refusal(
-        path, old.st_mode, old.st_uid, old.st_gid, os.geteuid(), [os.getegid(), *os.getgroups()]
+        path,
+        old.st_mode,
+        old.st_uid,
+        old.st_gid,
+        os.geteuid(),
+        [os.getegid(), *os.getgroups()],
+        old.st_nlink if one_name else 1,
     )
     if refusal is not None:
         raise StoreRefused(refusal)

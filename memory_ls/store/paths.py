@@ -79,6 +79,15 @@ def outside_project_message(project_root: Path, real: str) -> str:
     return f"Refusing to use {folder}: it resolves outside the project ({display_path(real)})."
 
 
+def symlink_loop_message(project_root: Path) -> str:
+    """Refusal for a project whose ``.pi`` is a symlink loop (``.pi -> .pi``, or two links
+    that name each other): it resolves to no folder at all, inside the project or out."""
+    folder = display_path(project_folder(project_root))
+    return (
+        f"Refusing to use {folder}: it is a symlink that leads round in a loop, never to a folder."
+    )
+
+
 def no_project_message(path: Path | str) -> str:
     """Refusal for a project directory that does not exist (it is never created)."""
     return f"No such project directory: {display_path(path)}"
@@ -93,13 +102,24 @@ def shared_store_message(project_root: Path, global_store: Path) -> str:
     )
 
 
+def hard_linked_store_message(project_root: Path, global_store: Path) -> str:
+    """Refusal for a project whose ``.pi/memory.md`` is a hard link to the global store (one
+    file, one device and inode, under two names): as :func:`shared_store_message`."""
+    folder = display_path(project_folder(project_root))
+    return (
+        f"Refusing to use {folder}: its memory.md is a hard link to the global memory file "
+        f"({display_path(global_store)}); project and global memory must be two files."
+    )
+
+
 def project_folder_refusal(
     project_root: Path, real: str | None = None, global_store: Path | None = None
 ) -> str | None:
     """Why the project store may not be used at all, or ``None`` when it may (SPEC §1).
 
     Given the ``global_store``, a project store that is that very file (an agent dir
-    set to the project's ``.pi``, or to a link to it) is refused too, as one whose
+    set to the project's ``.pi``, or to a link to it; or a ``memory.md`` hard-linked to
+    the global one, :func:`hard_linked_store_message`) is refused too, as one whose
     ``.pi`` leads out of the project is: the scopes never become one file, so a note
     is never written twice, "moved" into its own file, or recalled twice. The file
     stays usable as the global store, which the agent dir names explicitly.
@@ -110,7 +130,8 @@ def project_folder_refusal(
     clone could make the tool write anywhere, or make the project and global
     scopes one file. A symlink that stays inside the project is fine, and so is
     a dangling one that would; a dangling one leading out is refused, and so is
-    one that cannot be resolved at all (a loop): only what resolves inside is used.
+    one that cannot be resolved at all (a loop, refused as one: :func:`symlink_loop_message`):
+    only what resolves inside is used.
 
     ``real`` is the folder's real path when the caller resolved it itself (the
     write path does, for the folder it holds open and locked); by default it
@@ -121,11 +142,39 @@ def project_folder_refusal(
         return outside
     if real is None:
         real = os.path.realpath(project_folder(project_root))
-    if os.path.join(real, STORE_FILE_NAME) == canonical_path(global_store) or _same_folder(
-        real, global_store.parent
-    ):
+    store = os.path.join(real, STORE_FILE_NAME)
+    if store == canonical_path(global_store) or _same_folder(real, global_store.parent):
         return shared_store_message(project_root, global_store)
+    if _hard_linked(store, global_store):
+        return hard_linked_store_message(project_root, global_store)
     return None
+
+
+def shares_global_file(project_root: Path, global_store: Path, refusal: str | None) -> bool:
+    """Whether ``refusal`` (:func:`project_folder_refusal`'s, given the global store) says
+    the project store is the global store's file, in one folder or by a hard link."""
+    return refusal is not None and refusal in (
+        shared_store_message(project_root, global_store),
+        hard_linked_store_message(project_root, global_store),
+    )
+
+
+def _hard_linked(store: str, global_store: Path) -> bool:
+    """Whether the project ``store`` (its folder's real path given) is the global store's
+    file under another name: a hard link, one device and inode. A symlink at either path
+    is no such name (it is refused as a symlink). One ``lstat`` of the project store, a
+    second only when it has more than one link."""
+    try:
+        mine = os.lstat(store)
+        if mine.st_nlink < 2 or not stat.S_ISREG(mine.st_mode):
+            return False
+        other = os.lstat(global_store)
+    except (OSError, ValueError):
+        return False  # missing (yet): one file only once it is there
+    return stat.S_ISREG(other.st_mode) and (mine.st_dev, mine.st_ino) == (
+        other.st_dev,
+        other.st_ino,
+    )
 
 
 def names_global_store(path: Path, global_store: Path) -> bool:
@@ -151,7 +200,8 @@ def shared_file_refusal(project_root: Path, global_store: Path, refusal: str | N
     file report or open document of that file shows it. One file means either
 
     - the agent dir is the project's ``.pi`` under another path or the same one (a link
-      to it, a bind mount; :func:`shared_store_message`), or
+      to it, a bind mount; :func:`shared_store_message`), or the project's ``memory.md``
+      is a hard link to the global one (:func:`hard_linked_store_message`), or
     - the agent dir is, as written, the project's ``.pi``, which leads out of the project
       (the refusal is then the ``outside`` one, as for any ``.pi`` leading out).
 
@@ -161,7 +211,7 @@ def shared_file_refusal(project_root: Path, global_store: Path, refusal: str | N
     """
     if refusal is None:
         return None
-    if refusal == shared_store_message(project_root, global_store):
+    if shares_global_file(project_root, global_store, refusal):
         return refusal
     if names_pi_folder(global_store.parent, project_root):
         return refusal
@@ -205,7 +255,7 @@ def _outside_refusal(project_root: Path, real: str | None) -> str | None:
             return None  # missing: nothing leads anywhere, and a write creates it in place
         real = os.path.realpath(folder)
         if _loops(folder):
-            return outside_project_message(project_root, real)
+            return symlink_loop_message(project_root)
     if is_within(real, os.path.realpath(project_root)):
         return None
     return outside_project_message(project_root, real)

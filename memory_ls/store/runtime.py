@@ -27,6 +27,7 @@ from memory_ls.store.files import (
     Stamp,
     StoreFile,
     StoreRefused,
+    other_names_refusal,
     oversize_message,
     read_store,
     rewrite_store,
@@ -227,12 +228,16 @@ class MemoryRuntime:
             looked_at, moment.memo = recent[1], dict(recent[2])
         else:
             looked_at, moment.memo = now, {}
+        # The stores' stamps just taken are the block's own (:meth:`view`): asking the
+        # disk again a moment later in the same block is the same look (the editor's pass
+        # asked for the other store's view twice, a lstat each).
+        moment.stamps = dict(zip(self.paths, stores, strict=True)) if stores else None
         try:
             yield
         finally:
             if reuse_for > 0:
                 moment.recent = (epoch, looked_at, moment.memo, stores)
-            moment.memo = None
+            moment.memo = moment.stamps = None
 
     def look_again(self) -> bool:
         """Look at the disk afresh for what this thread's last reused :meth:`steady` look
@@ -407,13 +412,19 @@ class MemoryRuntime:
                 # Before the stamp: a refused folder is not even looked into.
                 and self.store_refusal(scope) is None
             ):
-                stamp = stamp_of(path)
+                stamps: dict[Scope, Stamp | None] | None = getattr(self._moment, "stamps", None)
+                stamp = stamps[scope] if stamps is not None else stamp_of(path)
                 if unchanged(cached.file.stamp, stamp) or self._read_in_look(scope, cached, stamp):
                     return cached
             view = self._reread(scope)
             memo = self._memo()
             if memo is not None:
                 memo[("read", scope)] = view.file
+            stamps = getattr(self._moment, "stamps", None)
+            if stamps is not None:
+                # The file was read after the block's stamp (which may be older than the
+                # read): the block's later questions stamp the path themselves, as before.
+                self._moment.stamps = None
             return view
 
     def _read_in_look(self, scope: Scope, cached: StoreView, stamp: Stamp | None) -> bool:
@@ -935,7 +946,8 @@ class MemoryRuntime:
                 size=size,
                 parsed=view.parsed,
                 error=file.error,
-                write_error=file.mutation_error,
+                write_error=file.mutation_error
+                or (None if unread else other_names_refusal(file.path)),
                 file_type=kind,
                 findings=() if unread or kind is not None else self._review_findings(scope),
                 refused=refused,

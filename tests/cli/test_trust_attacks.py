@@ -171,7 +171,7 @@ def test_a_looping_pi_is_refused_by_every_verb(cli: Cli, tmp_path: Path, shape: 
     else:
         (root / ".pi").symlink_to("other")
         (root / "other").symlink_to(".pi")
-    prefix = f"Refusing to use {root}/.pi: it resolves outside the project ("
+    prefix = f"Refusing to use {root}/.pi: it is a symlink that leads round in a loop, "
     for verb in (["list"], ["add", "planted"], ["doctor"]):
         r = cli(*verb, "--project", str(root), "--trusted")
         assert prefix in r.stdout + r.stderr, verb

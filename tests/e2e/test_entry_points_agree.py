@@ -329,13 +329,18 @@ def _snapshot_path(path: Path) -> object:
         st = path.lstat()
     except (FileNotFoundError, NotADirectoryError):
         return None
+    except OSError as exc:  # a folder on the way loops
+        return ("unreachable", exc.errno)
     if not stat.S_ISREG(st.st_mode):  # a folder or a FIFO (never opened: it would block)
         return ("other", stat.S_IFMT(st.st_mode))
     return ("file", stat.S_IMODE(st.st_mode), path.read_bytes())
 
 
 def _snapshot_path_target(path: Path) -> object:
-    real = path.resolve()
+    try:
+        real = path.resolve()
+    except (OSError, RuntimeError):  # a loop (pathlib raises RuntimeError for one)
+        return None
     return real.read_bytes() if real.is_file() else None
 
 
@@ -535,6 +540,35 @@ def _pi_dangling_inside(ws: Workspace, outside: Path) -> None:
 
 def _pi_file(ws: Workspace, outside: Path) -> None:
     (ws.root / ".pi").write_text("not a folder\n")
+
+
+def _pi_loop(ws: Workspace, outside: Path) -> None:
+    ws.write("global", ["a global note"])
+    (ws.root / ".pi").symlink_to(".pi")
+
+
+def _pi_two_link_loop(ws: Workspace, outside: Path) -> None:
+    ws.write("global", ["a global note"])
+    (ws.root / ".pi").symlink_to(".pj")
+    (ws.root / ".pj").symlink_to(".pi")
+
+
+def _store_loop(ws: Workspace, outside: Path) -> None:
+    (ws.root / ".pi").mkdir()
+    ws.project_store.symlink_to("memory.md")
+
+
+def _hard_linked_store(ws: Workspace, outside: Path) -> None:
+    """The project store is a hard link to the global one: one file, two names."""
+    ws.write("global", NOTES)
+    (ws.root / ".pi").mkdir()
+    os.link(ws.global_store, ws.project_store)
+
+
+def _hard_linked_elsewhere(ws: Workspace, outside: Path) -> None:
+    """The global store has another name outside (a backup's hard link)."""
+    files(NOTES, ["a global note"])(ws, outside)
+    os.link(ws.global_store, outside / "backup.md")
 
 
 def _store_folder(ws: Workspace, outside: Path) -> None:
@@ -969,6 +1003,54 @@ CASES: list[Case] = [
         expect={"changed": False},
     ),
     Case("pi-is-a-file-add", "add", {"text": "new"}, layout=_pi_file, expect={"changed": False}),
+    Case("pi-loop-add", "add", {"text": "new"}, layout=_pi_loop, expect={"changed": False}),
+    Case("pi-loop-list", "list", {}, layout=_pi_loop, expect={"global": ["a global note"]}),
+    Case(
+        "pi-loop-global-add", "add", {"text": "new", **G}, layout=_pi_loop, expect={"changed": True}
+    ),
+    Case(
+        "pi-two-link-loop-add",
+        "add",
+        {"text": "new"},
+        layout=_pi_two_link_loop,
+        expect={"changed": False},
+    ),
+    Case("store-loop-add", "add", {"text": "new"}, layout=_store_loop, expect={"changed": False}),
+    Case(
+        "hard-linked-store-add",
+        "add",
+        {"text": "new"},
+        layout=_hard_linked_store,
+        expect={"changed": False, "project": []},
+    ),
+    Case(
+        "hard-linked-store-global-add",
+        "add",
+        {"text": "new", **G},
+        layout=_hard_linked_store,
+        expect={"changed": False, "global": NOTES},
+    ),
+    Case(
+        "hard-linked-store-list",
+        "list",
+        {},
+        layout=_hard_linked_store,
+        expect={"project": [], "global": NOTES},
+    ),
+    Case(
+        "hard-linked-store-move-in",
+        "move",
+        {"text": NOTES[0], **G},
+        layout=_hard_linked_store,
+        expect={"changed": False},
+    ),
+    Case(
+        "hard-linked-global-elsewhere-add",
+        "add",
+        {"text": "new", **G},
+        layout=_hard_linked_elsewhere,
+        expect={"changed": False, "global": ["a global note"]},
+    ),
     Case(
         "store-is-a-folder-add",
         "add",

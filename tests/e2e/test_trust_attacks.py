@@ -278,10 +278,11 @@ async def test_the_store_uri_of_a_project_whose_pi_dangles_outside_gets_the_refu
     assert not (tmp_path / "elsewhere").exists()
 
 
-async def test_a_looping_pi_is_refused_as_outside_the_project(start, workspace):
+async def test_a_looping_pi_is_refused_as_a_loop(start, workspace):
     (workspace.root / ".pi").symlink_to(".pi")
     s = await start(init_options={"trusted": True})
     result = await s.command("memory.list")
     assert result["error"] == (
-        f"Refusing to use {workspace.root}/.pi: it resolves outside the project ({workspace.root}/.pi)."
+        f"Refusing to use {workspace.root}/.pi: it is a symlink that leads round in a loop, "
+        "never to a folder."
     )

@@ -417,3 +417,38 @@ def test_line_numbers_spliced_across_a_digit_border_equal_a_fresh_analysis(
         assert spliced == fresh.encoded(fresh_doc)
         analysis.similar_incremental(doc)  # the similar pass, after a pause
         assert_as_fresh(workspace, analysis, doc)
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.data(), start=TEXT)
+def test_the_notes_an_edit_changed_are_the_notes_that_differ(
+    data: st.DataObject, start: str
+) -> None:
+    # What the recall plan is told changed (instead of comparing every note) is exactly
+    # what did, or nothing at all: never a note missed, whatever the edits in between.
+    doc = MemoryDocument("file:///p/.pi/memory.md", Path("/p/.pi/memory.md"), start, 1)
+    given = [doc.notes()]
+    for _ in range(data.draw(st.integers(1, 8))):
+        lines = doc.lines
+        line = data.draw(st.integers(0, len(lines) - 1))
+        char = data.draw(st.integers(0, len(lines[line])))
+        if data.draw(st.booleans()):  # a keystroke within a line, or any edit
+            end_line, end_char, text = line, char, data.draw(INLINE_TEXT)
+        else:
+            end_line = data.draw(st.integers(line, min(len(lines) - 1, line + 2)))
+            end_char = data.draw(st.integers(0, len(lines[end_line])))
+            if end_line == line and end_char < char:
+                char, end_char = end_char, char
+            text = data.draw(TEXT)
+        doc.apply_change(Span(line, char, end_line, end_char), text, "utf-32")
+        if data.draw(st.booleans()):
+            given.append(doc.notes())  # (asked between edits, or not)
+    now = doc.notes()
+    for earlier in given:
+        changed = doc.notes_changed(earlier)
+        if changed is not None:
+            assert len(earlier) == len(now)
+            assert changed == [
+                i for i, (a, b) in enumerate(zip(earlier, now, strict=True)) if a != b
+            ]
+    assert doc.notes_changed(now) == []

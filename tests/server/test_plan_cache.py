@@ -10,6 +10,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from memory_ls.core.recall import RecallPlan, recall_plan
 from memory_ls.core.text import HEADER
 from memory_ls.server.documents import MemoryDocument, Span
@@ -141,3 +144,60 @@ def test_an_untrusted_project_is_planned_without_its_notes(workspace: Workspace)
     )
     plan, _ = projects.plan(projects.default_runtime())
     assert plan.project == () and plan.global_ == ("g",)
+
+
+WORDS = st.sampled_from(["a", "bb", "c" * 40, "é", "", " "])
+
+
+@settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(data=st.data())
+def test_keystrokes_kept_beside_the_plan_are_the_fresh_plan(
+    workspace: Workspace, data: st.DataObject
+) -> None:
+    # A keystroke's decision (Projects.decision) keeps an edit of a left-out note beside
+    # the plan; whenever the plan is asked for, it is the fresh plan, and its decision
+    # changes only when the notes left out may have.
+    notes = data.draw(st.lists(st.sampled_from(["a", "b" * 60, BIG, "c" * 200]), max_size=6))
+    projects = setup(workspace, notes, ["g"])
+    runtime = projects.default_runtime()
+    doc = open_store(projects, workspace.project_store)
+    for _ in range(data.draw(st.integers(1, 12))):
+        lines = doc.lines
+        line = data.draw(st.integers(0, len(lines) - 1))
+        char = data.draw(st.integers(0, len(lines[line])))
+        end = data.draw(st.integers(char, len(lines[line])))
+        doc.apply_change(Span(line, char, line, end), data.draw(WORDS), "utf-32")
+        decision, used = projects.decision(runtime)
+        if data.draw(st.booleans()):
+            doc.notes()  # (another reader of the buffer's notes: the code lens's count)
+        if data.draw(st.booleans()):
+            plan, same = projects.plan(runtime)
+            assert same == decision and plan.used == used
+            assert plan == fresh(projects, runtime)
+            assert [n.included for n in plan.notes] == [
+                n.included for n in fresh(projects, runtime).notes
+            ]
+    plan, _ = projects.plan(runtime)
+    assert plan == fresh(projects, runtime)
+
+
+def test_typing_in_left_out_notes_one_after_another_keeps_the_decision(
+    workspace: Workspace,
+) -> None:
+    projects = setup(workspace, ["a", BIG, BIG + "!"], ["g"])
+    runtime = projects.default_runtime()
+    doc = open_store(projects, workspace.project_store)
+    _, decision = projects.plan(runtime)
+    for line in (3, 4, 3):
+        for char in "xyz":
+            doc.apply_change(Span(line, 2, line, 2), char, "utf-16")
+            assert projects.decision(runtime)[0] == decision
+    plan, same = projects.plan(runtime)
+    assert same == decision and plan == fresh(projects, runtime)
+    replace_line(doc, 4, "- short")  # now it fits: a decision of its own
+    assert projects.decision(runtime)[0] != decision
+    assert projects.plan(runtime)[0] == fresh(projects, runtime)

@@ -9,6 +9,7 @@ tune them; its figures are printed apart (docs/conflicts.md has both, and the mi
 from __future__ import annotations
 
 import json
+import re
 import time
 from pathlib import Path
 
@@ -19,6 +20,8 @@ from hypothesis import strategies as st
 from memory_ls.core.checks import Finding
 from memory_ls.core.conflicts import (
     _ANY_MARK_RE,
+    _CLAUSE_SPLIT_PLAIN,
+    _CLAUSE_SPLIT_RE,
     _NEGATORS,
     _POSITIVES,
     MAX_CONFLICTS_PER_NOTE,
@@ -445,3 +448,16 @@ def test_a_history_part_before_a_speaker_s_comma_keeps_the_claim(note: str) -> N
     bullets = parse_lines([f"- {note}"]).bullets
     assert read_claims(_unemphasised(bullets[0].key))
     _assert_marked_between(bullets)
+
+
+SPLIT_PIECES = [*SEPARATORS, *LEADS, *MARKERS, "  ", "\t", "\n", ",  and ", " ,", "x", "é"]
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.sampled_from(SPLIT_PIECES), max_size=16).map(" ".join))
+def test_the_clause_split_is_the_plainly_written_one(text: str) -> None:
+    # The split's alternatives are factored so that `re` can skip positions; the plain form
+    # says what it matches. (Joined with and without spaces: both ways below.)
+    plain = re.compile(_CLAUSE_SPLIT_PLAIN)
+    for key in (text, text.replace(" ", ""), text.replace(" ", "  ")):
+        assert _CLAUSE_SPLIT_RE.split(key) == plain.split(key)

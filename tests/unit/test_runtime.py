@@ -750,6 +750,39 @@ def test_a_steady_look_reused_for_a_while_and_looked_at_again(
         assert rt.store_refusal("project") is not None
 
 
+def test_a_steady_block_stamps_each_store_once_and_sees_a_change_at_the_next_block(
+    workspace: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The other store's view, asked for twice a keystroke, takes the stamps the block took
+    # as it began (no lstat of its own); a rewrite between two blocks, well within the
+    # time a look is reused, is read by the next block all the same.
+    path = workspace.write("global", ["aaaa"])
+    workspace.write("project", ["x"])
+    age(path, workspace.project_store)
+    rt = workspace.runtime()
+    assert rt.notes("global") == ["aaaa"]
+    stamped: list[object] = []
+    real = runtime_module.stamp_of
+    monkeypatch.setattr(runtime_module, "stamp_of", lambda p: stamped.append(p) or real(p))
+    with rt.steady(reuse_for=60):
+        for _ in range(3):
+            assert rt.notes("global") == ["aaaa"]
+    assert sorted(map(str, stamped)) == sorted(map(str, rt.paths.values()))
+    workspace.write("global", ["bbbbbbbb"])  # (another size: a stamp of its own)
+    age(path)
+    with rt.steady(reuse_for=60):
+        assert rt.notes("global") == ["bbbbbbbb"]
+        assert rt.notes("global") == ["bbbbbbbb"]
+    workspace.write("global", ["cc"])
+    with rt.steady(reuse_for=60):  # racy now (just written): read, then read no more
+        assert rt.notes("global") == ["cc"]
+        assert rt.notes("global") == ["cc"]
+    rewrite_in_one_tick(path, path.read_bytes().replace(b"- cc", b"- dd"))
+    assert rt.look_again() is True  # (as ever: a racy read is looked at again at rest)
+    with rt.steady(reuse_for=60):
+        assert rt.notes("global") == ["dd"]
+
+
 def test_a_steady_look_is_not_reused_once_a_store_changed(
     workspace: Workspace, monkeypatch: pytest.MonkeyPatch
 ) -> None:

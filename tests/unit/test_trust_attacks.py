@@ -371,7 +371,7 @@ def test_path_info_and_check_name_the_rule(tmp_path: Path, agent: Path) -> None:
     assert summary in finding.message
 
 
-# -- 10. a `.pi` that loops is refused as leading outside ----------------------------------
+# -- 10. a `.pi` that loops is refused, as a loop -------------------------------------------
 
 
 @pytest.mark.parametrize("shape", ["self", "two links"])
@@ -384,7 +384,10 @@ def test_a_looping_pi_is_refused(tmp_path: Path, agent: Path, shape: str) -> Non
         (root / "other").symlink_to(".pi")
     refusal = project_folder_refusal(root)
     assert refusal is not None
-    assert refusal.startswith(f"Refusing to use {root}/.pi: it resolves outside the project (")
+    assert refusal == (
+        f"Refusing to use {root}/.pi: it is a symlink that leads round in a loop, "
+        "never to a folder."
+    )
     rt = runtime(root, agent, True)
     assert rt.add("planted")["error"] == refusal
     assert rt.list()["error"] == refusal

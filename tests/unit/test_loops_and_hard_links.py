@@ -1,0 +1,228 @@
+"""A ``.pi`` that is a symlink loop, and a store that is a hard link (SPEC §1, §3).
+
+A loop resolves to no folder at all: it is refused, and the message says it is a loop
+(it said "it resolves outside the project", naming the loop's own path as where it led).
+A project ``memory.md`` hard-linked to the global one is one file under two names, as
+an agent dir set to the project's ``.pi`` is: the project scope is refused, the file
+stays global memory. And no store with other names is ever replaced: the rename would
+give this name a new file and leave the others the old notes, two stores where there
+was one, without a word.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from memory_ls.store import files
+from memory_ls.store.config import load_config
+from memory_ls.store.files import hard_links_message, replace_refusal
+from memory_ls.store.paths import (
+    StorePath,
+    classify_store_path,
+    hard_linked_store_message,
+    project_folder_refusal,
+    shared_file_refusal,
+    symlink_loop_message,
+)
+from tests.conftest import Workspace, store_text
+
+# -- a `.pi` that loops -----------------------------------------------------------------
+
+
+def test_the_loop_message_is_exact(tmp_path: Path) -> None:
+    assert symlink_loop_message(tmp_path / "p") == (
+        f"Refusing to use {tmp_path}/p/.pi: it is a symlink that leads round in a loop, "
+        "never to a folder."
+    )
+
+
+@pytest.mark.parametrize("loop", ["self", "two links", "into a loop"])
+def test_a_pi_that_loops_is_refused_as_a_loop(workspace: Workspace, loop: str) -> None:
+    root = workspace.root
+    if loop == "self":
+        (root / ".pi").symlink_to(".pi")
+    elif loop == "two links":
+        (root / ".pi").symlink_to(".pj")
+        (root / ".pj").symlink_to(".pi")
+    else:  # `.pi` leads to a link that loops on itself
+        (root / ".pi").symlink_to("a")
+        (root / "a").symlink_to("a")
+    message = symlink_loop_message(root)
+    assert project_folder_refusal(root) == message
+    assert project_folder_refusal(root, global_store=workspace.global_store) == message
+    found = classify_store_path(root / ".pi" / "memory.md", workspace.global_store)
+    assert found == StorePath("project", root, refusal=message)
+    workspace.write("global", ["global note"])
+    rt = workspace.runtime()
+    for action, args in (("add", {"text": "x"}), ("list", {}), ("clear", {})):
+        result = rt.run(action, args)
+        assert result["error"] == message, action
+        assert (result["project"], result["global"]) == ([], ["global note"]), action
+    assert rt.add("another", "global")["changed"] is True
+    assert rt.store_refusal("project") == message
+
+
+def test_an_agent_dir_that_is_the_looping_pi_refuses_the_project_with_the_loop(
+    workspace: Workspace,
+) -> None:
+    """The agent dir named as ``<root>/.pi`` where that ``.pi`` loops: the project scope
+    gets the loop's refusal (as it gets the ``.pi``'s own where it leads out)."""
+    (workspace.root / ".pi").symlink_to(".pi")
+    agent = workspace.root / ".pi"
+    message = symlink_loop_message(workspace.root)
+    refusal = project_folder_refusal(workspace.root, global_store=agent / "memory.md")
+    assert refusal == message
+    assert shared_file_refusal(workspace.root, agent / "memory.md", refusal) == message
+
+
+# -- a project store hard-linked to the global one ---------------------------------------
+
+
+@pytest.fixture
+def linked(workspace: Workspace) -> Workspace:
+    """``<root>/.pi/memory.md`` is a hard link to ``<agent>/memory.md`` (one inode)."""
+    workspace.write("global", ["shared note"])
+    (workspace.root / ".pi").mkdir()
+    os.link(workspace.global_store, workspace.project_store)
+    return workspace
+
+
+def test_the_hard_link_message_is_exact(tmp_path: Path) -> None:
+    assert hard_linked_store_message(tmp_path / "p", tmp_path / "a" / "memory.md") == (
+        f"Refusing to use {tmp_path}/p/.pi: its memory.md is a hard link to the global memory "
+        f"file ({tmp_path}/a/memory.md); project and global memory must be two files."
+    )
+    assert hard_links_message(tmp_path / "m.md", 3) == (
+        "Memory file has 3 hard links (other names for the same file); replacing it would "
+        "leave the others with the old notes. Remove the other names, or make this one a "
+        f"copy of its own, to change it: {tmp_path}/m.md"
+    )
+
+
+def test_a_store_with_other_names_is_never_replaced() -> None:
+    path = Path("/p/memory.md")
+    assert replace_refusal(path, 0o100644, 1000, 1000, 1000, [1000], 2) == hard_links_message(
+        path, 2
+    )
+    assert replace_refusal(path, 0o100644, 0, 0, 0, [0], 5) == hard_links_message(path, 5)
+    assert replace_refusal(path, 0o100644, 1000, 1000, 1000, [1000], 1) is None
+
+
+def test_the_project_scope_is_refused_and_the_file_is_global_memory(linked: Workspace) -> None:
+    ws = linked
+    message = hard_linked_store_message(ws.root, ws.global_store)
+    assert project_folder_refusal(ws.root) is None  # without the global store: a plain file
+    assert project_folder_refusal(ws.root, global_store=ws.global_store) == message
+    assert shared_file_refusal(ws.root, ws.global_store, message) == message
+    # Opened as the project's store, it is the global store's file (as a bind mount is).
+    assert classify_store_path(ws.project_store, ws.global_store) == StorePath(
+        "global", ws.root, refusal=message
+    )
+    rt = ws.runtime()
+    assert rt.store_refusal("project") == message
+    assert rt.shared_store_refusal("global") == message
+    listed = rt.run("list", {})
+    assert (listed["project"], listed["global"], listed["error"]) == (
+        [],
+        ["shared note"],
+        message,
+    )
+    assert rt.body().count("- shared note") == 1  # recalled once, as global memory
+    before = ws.read("global")
+    for action, args in (
+        ("add", {"text": "planted"}),
+        ("forget", {"text": "shared note"}),
+        ("move", {"text": "shared note"}),
+        ("move", {"text": "shared note", "scope": "global"}),
+        ("clear", {}),
+    ):
+        result = rt.run(action, args)
+        assert result["error"] == message, (action, args)
+        assert result["changed"] is False
+    assert ws.read("global") == before
+    assert os.stat(ws.project_store).st_ino == os.stat(ws.global_store).st_ino  # still linked
+
+
+def test_a_global_write_is_refused_rather_than_splitting_the_file(linked: Workspace) -> None:
+    """Replacing the global store would leave ``.pi/memory.md`` the old file: the project
+    scope would come back holding a copy of every global note (recalled twice)."""
+    ws = linked
+    rt = ws.runtime()
+    result = rt.add("new global note", "global")
+    assert result["error"] == hard_links_message(ws.global_store, 2)
+    assert (result["changed"], result["global"]) == (False, ["shared note"])
+    assert ws.text("global") == store_text("shared note")
+    assert sorted(os.listdir(ws.agent_dir)) == ["memory.md"]  # no temporary left
+    # Once the user gives the project its own file, both scopes work.
+    ws.project_store.unlink()
+    assert rt.add("new global note", "global")["changed"] is True
+    assert rt.add("a project note", "project")["changed"] is True
+    assert rt.notes("global") == ["shared note", "new global note"]
+    assert rt.notes("project") == ["a project note"]
+
+
+def test_a_hard_link_made_after_both_views_were_cached_is_seen_before_a_write(
+    workspace: Workspace,
+) -> None:
+    """SPEC §3 freshness: the views cached before the link are not trusted for a write."""
+    workspace.write("global", ["g"])
+    workspace.write("project", ["p"])
+    rt = workspace.runtime()
+    assert (rt.notes("project"), rt.notes("global")) == (["p"], ["g"])
+    workspace.project_store.unlink()
+    os.link(workspace.global_store, workspace.project_store)
+    message = hard_linked_store_message(workspace.root, workspace.global_store)
+    assert rt.add("x", "project")["error"] == message
+    assert rt.add("x", "global")["error"] == hard_links_message(workspace.global_store, 2)
+    assert rt.notes("project") == []
+    assert workspace.text("global") == store_text("g")
+
+
+def test_any_store_with_another_name_is_not_replaced(workspace: Workspace, tmp_path: Path) -> None:
+    """A project store hard-linked to a file that is no store (a backup's copy, another
+    project's store): its scope works for reading; a write is refused, not a split."""
+    store = workspace.write("project", ["p"])
+    other = tmp_path / "elsewhere.md"
+    os.link(store, other)
+    rt = workspace.runtime()
+    assert rt.store_refusal("project") is None
+    assert rt.notes("project") == ["p"]
+    assert rt.add("x", "project")["error"] == hard_links_message(store, 2)
+    assert other.read_text() == store.read_text() == store_text("p")
+    # The doctor says so before anyone tries (it writes nothing).
+    report = rt.doctor_report()
+    assert report["project"].get("readOnlyReason") == hard_links_message(store, 2)
+    assert f"project: {hard_links_message(store, 2)}" in report["problems"]
+    other.unlink()
+    assert "readOnlyReason" not in rt.doctor_report()["project"]
+
+
+def test_a_link_made_right_before_the_rename_is_refused(
+    workspace: Workspace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The name given after the first look, before the rename: seen at the last look."""
+    store = workspace.write("project", ["p"])
+    real_look = files._look
+
+    def look_after_a_link(name: str | Path, dir_fd: int | None) -> tuple[int | None, bytes | None]:
+        if not (tmp_path / "late.md").exists():
+            os.link(store, tmp_path / "late.md")
+        return real_look(name, dir_fd)
+
+    monkeypatch.setattr(files, "_look", look_after_a_link)
+    result = workspace.runtime().add("x", "project")
+    assert result["error"] == hard_links_message(store, 2)
+    assert store.read_text() == store_text("p")
+    assert sorted(os.listdir(store.parent)) == ["memory.md"]
+
+
+def test_the_projects_own_bytefly_json_still_counts(linked: Workspace) -> None:
+    """Only its memory.md is the global file: the ``.pi`` folder is the project's, and so
+    is its ``bytefly.json`` (an agent dir that *is* the ``.pi`` has one file for both)."""
+    ws = linked
+    (ws.root / ".pi" / "bytefly.json").write_text('{"memory": {"maxInjectBytes": 600}}')
+    config = load_config(ws.agent_dir, ws.root, trusted=True)
+    assert config.max_inject_bytes == 600
