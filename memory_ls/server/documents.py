@@ -284,10 +284,9 @@ class MemoryDocument:
         list every line (the recall plan asks on every publish); a tuple, the same one
         until a note changes, which the plan keeps as it is (no copy of its own).
         """
-        if self._notes is None:
-            self._index_notes()
+        notes = self._notes if self._notes is not None else self._index_notes()
         if self._shown is None:
-            shown = tuple(self._notes)
+            shown = tuple(notes)
             before = self._given
             self._since = None if before is None else (before, tuple(sorted(self._edited)))
             self._edited = set()
@@ -303,13 +302,15 @@ class MemoryDocument:
             self._index_notes()
         return self._noted
 
-    def _index_notes(self) -> None:
+    def _index_notes(self) -> list[str]:
+        """List the notes, their lines and their bullets again; the notes."""
         found = [b for b in self.bullets if b is not None and b.note]
         self._noted = found
-        self._notes = [b.note for b in found]
+        self._notes = notes = [b.note for b in found]
         self._note_lines = [b.line for b in found]
         self._given = None  # (notes came, went or moved: no index says what changed)
         self._edited = set()
+        return notes
 
     def notes_changed(self, earlier: tuple[str, ...]) -> list[int] | None:
         """The indices where :meth:`notes` now differs from ``earlier``, one of its own
