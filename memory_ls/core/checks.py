@@ -17,6 +17,8 @@ types when the client asks for the code's quick fixes (:mod:`memory_ls.core.fixe
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from itertools import compress, count, pairwise
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any, Literal, NotRequired, TypedDict
 
 from memory_ls.core.notes import Bullet
@@ -377,6 +379,25 @@ def lines_findings(bullets: Iterable[Bullet | None]) -> dict[int, list[Finding]]
     return out
 
 
+def parsed_lines_findings(
+    lines: list[str], bullets: list[Bullet | None], odd: Iterable[int]
+) -> dict[int, list[Finding]]:
+    """:func:`lines_findings` of ``bullets``, parsed from ``lines`` by
+    :func:`~memory_ls.core.notes.parse_bullets`, which put the lines of every bullet
+    that is not a plain note in ``odd``.
+
+    Only those, and the lines long enough to hold a note over half the limit, are
+    looked at: a plain note is printable and normalised already, so nothing but its
+    length can be wrong with it (:func:`lines_findings`'s own rule). An editor opening
+    a store has thousands of plain notes; one ``max`` in C rules out the long ones.
+    """
+    half = MAX_NOTE_UTF16 // 2
+    look = set(odd)
+    if max(map(len, lines), default=0) > half:
+        look.update(i for i, line in enumerate(lines) if len(line) > half)
+    return lines_findings(b for i in sorted(look) if (b := bullets[i]) is not None)
+
+
 def line_findings(b: Bullet) -> list[Finding]:
     """Findings that depend on one bullet line alone."""
     if b.blank:
@@ -534,28 +555,27 @@ def proposal_findings(bullets: Sequence[Bullet], proposals: Sequence[Proposal]) 
     return out
 
 
-def not_injected_findings(
-    bullets: Sequence[Bullet], scope: Scope, plan: RecallPlan
-) -> list[Finding]:
+def not_injected_findings(notes: Sequence[Bullet], scope: Scope, plan: RecallPlan) -> list[Finding]:
     """One finding per run of consecutive notes that the recall plan leaves out.
 
-    The runs are read off the plan's left-out notes (in order), so only their ends
-    are looked at, not every note: a large store leaves out thousands.
+    ``notes`` are the store's bullets without the blank ones (the plan's notes, in
+    order). The runs are the gaps between the notes the plan takes, found in C: a
+    large store leaves out thousands of notes and takes a few hundred, and only the
+    ends of each run are looked at.
     """
-    left_out = plan.omitted_in(scope)
-    if not left_out:
+    if not plan.inject:
         return []
-    notes = [b for b in bullets if b.note]  # (not blank)
-    runs: list[list[int]] = []  # [first, last] note index of each run
-    for planned in left_out:
-        i = planned.index
-        if i >= len(notes):
-            break  # (indices rise)
-        if runs and runs[-1][1] == i - 1:
-            runs[-1][1] = i
-        else:
-            runs.append([i, i])
-    total = len(left_out)
+    planned = plan.notes_in(scope)
+    taken = list(compress(count(), map(_INCLUDED, planned)))
+    total = len(planned) - len(taken)
+    if not total:
+        return []
+    runs: list[tuple[int, int]] = []  # (first, last) note index of each run
+    for before, after in pairwise((-1, *taken, len(planned))):
+        first_i, last_i = before + 1, min(after - 1, len(notes) - 1)
+        if first_i > last_i:
+            continue  # (no gap, or past the last note)
+        runs.append((first_i, last_i))
     out = []
     for first_i, last_i in runs:
         first, last = notes[first_i], notes[last_i]
@@ -574,6 +594,9 @@ def not_injected_findings(
             )
         )
     return out
+
+
+_INCLUDED = attrgetter("included")
 
 
 @record
@@ -674,7 +697,8 @@ def check_bullets(
     if ctx.scope is not None and other_keys:
         found.extend(cross_scope_findings(bullets, ctx.scope, other_keys, other_path))
     if ctx.scope is not None and plan is not None:
-        found.extend(not_injected_findings(bullets, ctx.scope, plan))
+        noted = [b for b in bullets if b.note]  # (not blank)
+        found.extend(not_injected_findings(noted, ctx.scope, plan))
     return sort_findings(found)
 
 

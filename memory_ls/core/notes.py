@@ -100,8 +100,13 @@ def parse_bullet(line: str, index: int = 0) -> Bullet | None:
     return None if fields is None else Bullet(index, *fields)
 
 
-def parse_bullets(lines: list[str]) -> list[Bullet | None]:
+def parse_bullets(lines: list[str], odd: list[int] | None = None) -> list[Bullet | None]:
     """``[parse_bullet(line, i) for i, line in enumerate(lines)]``, faster when cold.
+
+    ``odd``, when given, gets the index of every bullet that is not a plain note: one
+    whose text is not printable or not normalised already (a blank bullet too). A
+    plain note can have no line finding but ``too-long``
+    (:func:`memory_ls.core.checks.parsed_lines_findings`).
 
     :func:`_bullet_fields`, :func:`normalise` and :func:`key_of_normalised` inlined in
     one loop: an editor opening a store parses every line of it cold. A note that is
@@ -138,6 +143,8 @@ def parse_bullets(lines: list[str]) -> list[Bullet | None]:
             key = raw.lower().rstrip(punct).strip()
             append(new(Bullet, (i, indent, marker, raw, end - len(raw), end, raw, key)))
             continue
+        if odd is not None:
+            odd.append(i)
         # A printable note has no control and no lone surrogate: the pattern (~0.8 ms to
         # compile, its class reaching past U+FFFF) is needed only for a line that has one.
         replace = not raw.isprintable() and compiled(NEEDS_REPLACING).search(raw)

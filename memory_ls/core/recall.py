@@ -99,6 +99,11 @@ class RecallPlan:
         """Notes the budget leaves out (none when recall is off)."""
         return [n for n in self.notes if not n.included] if self.inject else []
 
+    def notes_in(self, scope: Scope) -> tuple[PlannedNote, ...]:
+        """``scope``'s notes as planned, in file order (left out or not)."""
+        split = len(self.project)
+        return self.notes[:split] if scope == "project" else self.notes[split:]
+
     def omitted_in(self, scope: Scope) -> list[PlannedNote]:
         """``scope``'s notes the budget leaves out (none when recall is off)."""
         return [n for n in self.notes if n.scope == scope and not n.included] if self.inject else []

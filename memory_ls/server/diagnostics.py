@@ -316,7 +316,8 @@ class Published:
     joined: bytes | None = None
     """Every bucket joined, until one changes."""
     encoded: dict[int, list[Encoded]] = dataclasses.field(default_factory=dict)
-    """Line -> how each of its diagnostics was encoded (as in :attr:`buckets`)."""
+    """Line -> how each of its diagnostics was encoded (as in :attr:`buckets`), for the
+    lines encoded from templates: those that moved (:meth:`Analysis._bucket`)."""
     moved: dict[int, list[Encoded]] = dataclasses.field(default_factory=dict)
     """The :attr:`encoded` of the lines that moved, by their line before the move; used
     (then cleared) by the update that follows the move."""
@@ -539,7 +540,9 @@ class Analysis:
         at = bisect.bisect_left(pub.lines, moved)
         for line in pub.lines[at:]:
             del pub.buckets[line]
-            pub.moved[line] = pub.encoded.pop(line)
+            kept = pub.encoded.pop(line, None)
+            if kept is not None:  # (a line never moved has no templates yet: _bucket)
+                pub.moved[line] = kept
         del pub.lines[at:]
         pub.joined = None
 
@@ -647,7 +650,7 @@ class Analysis:
         if key != pub.ni_key:
             pub.ni_key = key
             plan, _ = self.projects.plan(info.runtime)
-            found = {f.line: f for f in not_injected_findings(doc.note_bullets(), scope, plan)}
+            found = {f.line: f for f in not_injected_findings(doc.noted_bullets(), scope, plan)}
             for line in pub.ni_at.keys() | found.keys():
                 if pub.ni_at.get(line) != found.get(line):
                     dirty.add(line)
@@ -886,6 +889,10 @@ class Analysis:
         After lines moved by ``shift``, a finding equal to one encoded ``shift`` lines
         earlier but for its own line numbers, on lines of the same text, takes that
         one's template: a line that only moved costs a splice, not an encoding.
+
+        Templates are made only when lines move: a line encoded where nothing moved
+        (every line of a store's first publish, an edited line) is encoded as it is,
+        a third cheaper, and gets its templates the first time it moves.
         """
         found = self._on_line(doc, pub, line)
         overrides: Mapping[str, str] = self.projects.settings.severity
@@ -899,6 +906,10 @@ class Analysis:
             # the user's memoryLs.severity wins over it.
             level = overrides.get(f.code) or f.severity
             if level == "off":
+                continue
+            if not shift:
+                item = self.diagnostic(doc, f, SEVERITY_NUMBER[level])
+                encoded.append((f.start, f.code, _encode(item).encode()))
                 continue
             texts = tuple(
                 lines[i] if 0 <= i < count else ""
@@ -925,8 +936,11 @@ class Analysis:
                 )
             encoded.append((f.start, f.code, body))
         had = line in pub.buckets
-        if encoded:
+        if kept:
             pub.encoded[line] = kept
+        else:
+            pub.encoded.pop(line, None)
+        if encoded:
             encoded.sort()
             body = b", ".join(e[2] for e in encoded)
             if pub.buckets.get(line) == body:
@@ -936,7 +950,6 @@ class Analysis:
                 bisect.insort(pub.lines, line)
         elif had:
             del pub.buckets[line]
-            del pub.encoded[line]
             del pub.lines[bisect.bisect_left(pub.lines, line)]
         else:
             return

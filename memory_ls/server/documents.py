@@ -19,7 +19,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from memory_ls.core.checks import Finding, line_findings, lines_findings
+from memory_ls.core.checks import Finding, line_findings, parsed_lines_findings
 from memory_ls.core.notes import Bullet, parse_bullet, parse_bullets
 from memory_ls.core.text import BOM, split_text, utf8_length
 from memory_ls.server.positions import from_client
@@ -69,6 +69,8 @@ class MemoryDocument:
         """The notes in file order, kept while no note appears, disappears or moves."""
         self._note_lines: list[int] = []
         """The line of each note in :attr:`_notes`."""
+        self._noted: list[Bullet] = []
+        """The bullet of each note in :attr:`_notes` (blank bullets are no note)."""
         self._shown: tuple[str, ...] | None = None
         """:attr:`_notes` as :meth:`notes` last gave them (``None``: changed since)."""
         self._given: tuple[str, ...] | None = None
@@ -90,8 +92,9 @@ class MemoryDocument:
         self.eol = split.eol
         self.lines: list[str] = split.lines
         self.size = utf8_length(text)
-        self.bullets: list[Bullet | None] = parse_bullets(self.lines)
-        self._reindex()
+        odd: list[int] = []
+        self.bullets: list[Bullet | None] = parse_bullets(self.lines, odd)
+        self._reindex(odd)
         self.touched_keys = set(self.key_lines)
         self.epoch += 1
         self.dirty_lines = set()
@@ -104,9 +107,10 @@ class MemoryDocument:
         body = self.eol.join(self.lines)
         return BOM + body if self.bom else body
 
-    def _reindex(self) -> None:
-        """Rebuild the line findings and the key index (the whole text changed)."""
-        self.found: dict[int, list[Finding]] = lines_findings(self.bullets)
+    def _reindex(self, odd: list[int]) -> None:
+        """Rebuild the line findings and the key index (the whole text changed; ``odd``:
+        the lines :func:`parse_bullets` found no plain note on)."""
+        self.found: dict[int, list[Finding]] = parsed_lines_findings(self.lines, self.bullets, odd)
         key_lines: dict[str, list[int]] = {}
         dup_keys: set[str] = set()
         get = key_lines.get
@@ -195,6 +199,7 @@ class MemoryDocument:
                 if self._notes is not None and after is not None and after.note:
                     at = bisect.bisect_left(self._note_lines, i)
                     self._notes[at] = after.note
+                    self._noted[at] = after
                     self._edited.add(at)
                     self._shown = None
             found = line_findings(after) if after is not None else []
@@ -279,19 +284,33 @@ class MemoryDocument:
         list every line (the recall plan asks on every publish); a tuple, the same one
         until a note changes, which the plan keeps as it is (no copy of its own).
         """
-        if self._notes is None:
-            found = [b for b in self.bullets if b is not None and b.note]
-            self._notes = [b.note for b in found]
-            self._note_lines = [b.line for b in found]
-            self._given = None  # (notes came, went or moved: no index says what changed)
-            self._edited = set()
+        notes = self._notes if self._notes is not None else self._index_notes()
         if self._shown is None:
-            shown = tuple(self._notes)
+            shown = tuple(notes)
             before = self._given
             self._since = None if before is None else (before, tuple(sorted(self._edited)))
             self._edited = set()
             self._shown = self._given = shown
         return self._shown
+
+    def noted_bullets(self) -> list[Bullet]:
+        """The bullets of :meth:`notes`, in the same order: every bullet but the blank ones.
+
+        The list the document keeps: read it, never change it.
+        """
+        if self._notes is None:
+            self._index_notes()
+        return self._noted
+
+    def _index_notes(self) -> list[str]:
+        """List the notes, their lines and their bullets again; the notes."""
+        found = [b for b in self.bullets if b is not None and b.note]
+        self._noted = found
+        self._notes = notes = [b.note for b in found]
+        self._note_lines = [b.line for b in found]
+        self._given = None  # (notes came, went or moved: no index says what changed)
+        self._edited = set()
+        return notes
 
     def notes_changed(self, earlier: tuple[str, ...]) -> list[int] | None:
         """The indices where :meth:`notes` now differs from ``earlier``, one of its own

@@ -431,7 +431,9 @@ async def test_typing_with_a_huge_instruction_file(start, workspace):
     await asyncio.sleep(1.0)
     small = await _publish_p50(s, uri, "b")
     print("publish p50 with a 1 MB AGENTS.md", huge, "with a small one", small)
-    assert huge < small + 0.012  # before the fix: 47 ms against 26 ms; after: 38 and 37
+    # Before the fix: 47 ms against 26 ms; after: 38 and 37. The bound grows with the
+    # small file's own figure: a loaded machine slows both alike (it once failed at +12 ms).
+    assert huge < small + max(0.012, 0.4 * small)
 
 
 def _tree(root: Path, folders: int = 150, files: int = 100) -> None:

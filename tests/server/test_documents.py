@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from memory_ls.core.checks import Finding
 from memory_ls.server.diagnostics import SEVERITY_NUMBER, Analysis, DocState
 from memory_ls.server.documents import MemoryDocument, Span
 from memory_ls.server.positions import to_client
@@ -314,6 +317,44 @@ def test_hints_that_only_moved_are_spliced_with_their_new_line_numbers(
         doc.apply_change(span, text, "utf-16")
         analysis.encoded(doc)
         assert_as_fresh(workspace, analysis, doc)
+
+
+def test_templates_are_made_when_lines_first_move_and_spliced_after(
+    workspace: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A store's first publish and an edit in place encode each diagnostic as it is (no
+    template); the first edit that moves lines makes the templates of the lines that
+    moved, and the next one that moves them only splices their new numbers in."""
+    made: list[int] = []
+    template = Analysis._template
+
+    def counted(self: Analysis, doc: MemoryDocument, f: Finding, *rest: Any) -> bytes:
+        made.append(f.line)
+        return template(self, doc, f, *rest)
+
+    monkeypatch.setattr(Analysis, "_template", counted)
+    fillers = ["apples are red", "the sky is blue", "use pnpm", "tabs, not spaces", "make"]
+    notes = [f"- {filler}" for filler in fillers] + [
+        "- deploy with the blue pipeline on fridays",
+        "- Deploy with the blue pipeline on Fridays!",
+        "- deploy with the blue pipeline on fridays",
+    ]
+    analysis, doc = open_analysed(workspace, "\n".join(notes))
+    assert [d["code"] for d in analysis.items(doc)].count("duplicate") == 2
+    assert made == []  # (the duplicates, and the notes the 512-byte budget leaves out)
+    type_at(doc, 0, 3, "x")  # in place
+    analysis.encoded(doc)
+    assert made == []
+    doc.apply_change(Span(0, 0, 0, 0), "\n", "utf-16")  # every diagnostic moves down
+    analysis.encoded(doc)
+    moved = sorted(d["range"]["start"]["line"] for d in analysis.items(doc))
+    assert sorted(made) == moved and {7, 8} <= set(moved)
+    assert_as_fresh(workspace, analysis, doc)
+    made.clear()
+    doc.apply_change(Span(0, 0, 0, 0), "\n\n", "utf-16")  # and again: spliced
+    analysis.encoded(doc)
+    assert made == []
+    assert_as_fresh(workspace, analysis, doc)
 
 
 SPLICED = [

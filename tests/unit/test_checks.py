@@ -18,7 +18,7 @@ from memory_ls.core.checks import (
     note_hash,
 )
 from memory_ls.core.models import Scope
-from memory_ls.core.notes import Bullet, parse, parse_bullet
+from memory_ls.core.notes import Bullet, ParsedFile, parse, parse_bullet
 from memory_ls.core.recall import RecallPlan, recall_plan
 from memory_ls.core.text import HEADER
 
@@ -130,12 +130,17 @@ def test_cross_scope() -> None:
     assert found[0].message == "Also in global memory: Use pnpm!"
 
 
+def _noted(parsed: ParsedFile) -> list[Bullet]:
+    """The bullets :func:`not_injected_findings` takes: the notes', blank bullets left out."""
+    return [b for b in parsed.bullets if b.note]
+
+
 def test_not_injected_one_finding_per_run() -> None:
     content = "- a\n" + "- " + "b" * 400 + "\n- " + "c" * 400 + "\n- d\n-  \n- " + "e" * 400 + "\n"
     parsed = parse(content)
     plan = recall_plan(parsed.notes, [], 512)
     assert [n.included for n in plan.notes] == [True, False, False, True, False]
-    found = not_injected_findings(parsed.bullets, "project", plan)
+    found = not_injected_findings(_noted(parsed), "project", plan)
     assert [(f.line, f.end_line, f.data["count"]) for f in found] == [(1, 2, 2), (5, 5, 1)]
     assert all(f.data["used"] == plan.used and f.data["cap"] == 512 for f in found)
 
@@ -172,7 +177,7 @@ def test_not_injected_runs_are_the_runs_of_left_out_notes(
         plan = recall_plan(mine, others, cap)
     else:
         plan = recall_plan(others, mine, cap)
-    found = not_injected_findings(parsed.bullets, scope, plan)
+    found = not_injected_findings(_noted(parsed), scope, plan)
     runs = [
         (f.line, f.start, f.end_line, f.end, f.data["count"], f.message.split("; ")[1][:-1])
         for f in found
@@ -183,7 +188,7 @@ def test_not_injected_runs_are_the_runs_of_left_out_notes(
 def test_not_injected_is_silent_when_recall_is_off() -> None:
     parsed = parse("- " + "b" * 600 + "\n")
     plan = recall_plan(parsed.notes, [], 512, inject=False)
-    assert not_injected_findings(parsed.bullets, "project", plan) == []
+    assert not_injected_findings(_noted(parsed), "project", plan) == []
 
 
 def test_file_findings() -> None:

@@ -7,7 +7,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from memory_ls.core import notes as notes_module
-from memory_ls.core.checks import line_findings, lines_findings
+from memory_ls.core.checks import line_findings, lines_findings, parsed_lines_findings
 from memory_ls.core.notes import (
     parse,
     parse_after,
@@ -171,6 +171,10 @@ def test_lines_findings_is_line_findings_of_every_bullet(lines: list[str]) -> No
         if b and (found := line_findings(b))
     }
     assert lines_findings(parse_bullets(lines)) == expected
+    odd: list[int] = []
+    bullets = parse_bullets(lines, odd)
+    assert parsed_lines_findings(lines, bullets, odd) == expected
+    assert odd == sorted(set(odd))
 
 
 def test_no_hidden_character_is_printable() -> None:
