@@ -15,12 +15,13 @@ from .conftest import TIMEOUT, Session, uri_of
 NOTES = 4_500
 NOTIFICATIONS = 1000
 """Notifications in the flood, two events each (2,001 events with the store's)."""
-FLOOD_BOUND = 2.0
+FLOOD_BOUND = 2.5
 """Seconds from the flood's first notification to the answer of the hover sent after it.
 Each notification about a memory file rechecked every open document (~5 ms on these
 4,500 short notes), so the hover waited ~5.7 s; with one recheck per burst it is answered
-after ~0.2 s (mostly the 1,000 notifications' own reading), measured on one machine. The
-bound leaves CI's slow cores room of several times that."""
+after ~0.2 s (mostly the 1,000 notifications' own reading; 0.4-0.7 s with the 2 cores
+loaded 3x), measured on one machine. The bound is over ten times the quiet cost and over
+three times the loaded one; the old way fails it by more than twice even on a quiet machine."""
 
 _VOCABULARY = (
     "build deploy cache tests lint docs api worker queue index schema token retry timeout "
@@ -54,12 +55,13 @@ async def _hover(s: Session, uri: str, line: int = 2) -> float:
 
 async def _settled(s: Session, uri: str) -> None:
     """Until the open's background work (the ``similar`` pass, the project's first look)
-    is over: three quick hovers in a row."""
+    is over: three quick hovers in a row (or 30 s, on a machine that never answers one
+    that quickly)."""
     quick = 0
     loop = asyncio.get_running_loop()
-    deadline = loop.time() + 60
+    deadline = loop.time() + 30
     while quick < 3 and loop.time() < deadline:
-        quick = quick + 1 if await _hover(s, uri) < 0.05 else 0
+        quick = quick + 1 if await _hover(s, uri) < 0.1 else 0
         await asyncio.sleep(0.1)
 
 
@@ -73,7 +75,7 @@ async def test_a_flood_of_memory_file_events_is_one_recheck(start, workspace):
     workspace.write("global", ["something else entirely"])
     s = await start(init_options={"trusted": True})
     uri = s.open(workspace.project_store)
-    await asyncio.wait_for(_settled(s, uri), 90)
+    await asyncio.wait_for(_settled(s, uri), 60)
     assert not [d for d in await s.diagnostics(uri) if d.code == "cross-scope-duplicate"]
     # Another process writes the global store: now it repeats the project's note on line 7
     # (the store's header, a blank line, then one note a line).
@@ -95,14 +97,14 @@ async def test_a_flood_of_memory_file_events_is_one_recheck(start, workspace):
         s.client.workspace_did_change_watched_files(lsp.DidChangeWatchedFilesParams(changes))
     await _hover(s, uri)
     answered = time.perf_counter() - began
-    r = await s.command("memory.list")
-    listed = time.perf_counter() - began
-    print(f"flood: hover answered after {answered:.3f} s, memory.list after {listed:.3f} s")
+    print(f"flood: the hover after it answered after {answered:.3f} s")
     assert answered < FLOOD_BOUND, f"the hover after the flood took {answered:.2f} s"
-    assert len(r["project"]) == NOTES and len(r["global"]) == 2
 
-    # The change in the middle of the burst is not lost: the project's note is flagged.
+    # The change in the middle of the burst is not lost: the project's note is flagged
+    # (the recheck at the burst's end reads the disk after its last event).
     found = await s.wait_for(
         uri, lambda ds: any(d.code == "cross-scope-duplicate" for d in ds), TIMEOUT
     )
     assert [d.range.start.line for d in found if d.code == "cross-scope-duplicate"] == [7]
+    r = await s.command("memory.list")
+    assert len(r["project"]) == NOTES and len(r["global"]) == 2
