@@ -37,15 +37,24 @@ CONFLICT_INLINE_NOTES = 300
 a thread first (reading 4,500 notes' claims cold takes tens of ms)."""
 
 
+def burst_end(first: float, last: float, delay: float, max_wait: float) -> float:
+    """When a call asked for by a burst of asks runs: ``delay`` seconds after the last ask
+    (``last``), but no later than ``max_wait`` seconds after the first (``first``), so asks
+    that never stop (a watch-mode build) cannot push it back for ever."""
+    return min(last + delay, first + max_wait)
+
+
 class _Pending:
     """One pending call of :class:`Timers`: what runs, when, and the timer that wakes it."""
 
-    __slots__ = ("deadline", "fn", "handle", "loop")
+    __slots__ = ("deadline", "first", "fn", "handle", "loop")
 
     def __init__(
         self, loop: asyncio.AbstractEventLoop, deadline: float, fn: Callable[[], None]
     ) -> None:
         self.loop = loop
+        self.first = loop.time()
+        """When it was first asked for (the start of a :meth:`Timers.coalesce` burst)."""
         self.deadline = deadline
         """When ``fn`` runs (``loop.time()``): moved later by each call that replaces it."""
         self.fn = fn
@@ -69,7 +78,17 @@ class Timers:
         ~0.02 ms of a keystroke's ~0.4).
         """
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + delay
+        self._at(loop, kind, key, loop.time() + delay, fn)
+
+    def _at(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        kind: str,
+        key: str,
+        deadline: float,
+        fn: Callable[[], None],
+    ) -> None:
+        """:meth:`later`, at ``deadline`` (``loop.time()``)."""
         pending = self._pending.get((kind, key))
         if pending is not None and pending.handle is not None:
             if pending.loop is loop:
@@ -81,6 +100,25 @@ class Timers:
             pending.handle.cancel()
         pending = self._pending[(kind, key)] = _Pending(loop, deadline, fn)
         self._arm(kind, key, pending)
+
+    def coalesce(
+        self, kind: str, key: str, delay: float, max_wait: float, fn: Callable[[], None]
+    ) -> None:
+        """Run ``fn`` once, when the asks of a burst have been quiet for ``delay`` seconds,
+        and at the latest ``max_wait`` seconds after its first ask (:func:`burst_end`).
+
+        :meth:`later` with that deadline: an ask while the call is pending only moves its
+        deadline (no timer is cancelled or made), so a thousand asks in a row cost a
+        thousand assignments and one call (the last ask's ``fn``).
+        """
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        pending = self._pending.get((kind, key))
+        first = pending.first if pending is not None else now
+        # The deadline itself, never ``now`` plus a difference: a deadline held at
+        # ``first + max_wait`` must compare equal, not an ulp sooner (which would start a
+        # new burst).
+        self._at(loop, kind, key, burst_end(first, now, delay, max_wait), fn)
 
     def _arm(self, kind: str, key: str, pending: _Pending) -> None:
         def wake() -> None:

@@ -171,6 +171,8 @@ def test_keystrokes_kept_beside_the_plan_are_the_fresh_plan(
         char = data.draw(st.integers(0, len(lines[line])))
         end = data.draw(st.integers(char, len(lines[line])))
         doc.apply_change(Span(line, char, line, end), data.draw(WORDS), "utf-32")
+        if data.draw(st.booleans()):
+            projects.invalidate()  # (a watched-file event's, a command's: the plan is kept)
         decision, used = projects.decision(runtime)
         if data.draw(st.booleans()):
             doc.notes()  # (another reader of the buffer's notes: the code lens's count)
@@ -201,3 +203,40 @@ def test_typing_in_left_out_notes_one_after_another_keeps_the_decision(
     replace_line(doc, 4, "- short")  # now it fits: a decision of its own
     assert projects.decision(runtime)[0] != decision
     assert projects.plan(runtime)[0] == fresh(projects, runtime)
+
+
+def test_a_recheck_that_finds_nothing_changed_keeps_the_plan(workspace: Workspace) -> None:
+    """``invalidate`` (a watched-file event, a command's end) keeps the plan: it is asked
+    again with the inputs as they are then, so planning 4,500 notes again is not the price
+    of every recheck."""
+    projects = setup(workspace, ["a", BIG], ["g"])
+    runtime = projects.default_runtime()
+    first, decision = projects.plan(runtime)
+    projects.invalidate()
+    assert projects.plan(runtime) == (first, decision)
+    assert projects.plan(runtime)[0] is first
+
+
+def test_a_recheck_that_finds_a_change_gets_a_fresh_plan(workspace: Workspace) -> None:
+    projects = setup(workspace, ["a", BIG], ["g"])
+    runtime = projects.default_runtime()
+    _, decision = projects.plan(runtime)
+    workspace.write("global", store_text(["g", "another global note"]))
+    (workspace.agent_dir / "bytefly.json").write_text('{"memory": {"maxInjectBytes": 8192}}')
+    projects.invalidate()
+    plan, changed = projects.plan(runtime)
+    assert changed != decision
+    assert plan == fresh(projects, runtime)
+    assert plan.global_ == ("g", "another global note") and plan.max_bytes == 8192
+
+
+def test_new_settings_or_folders_drop_every_plan(workspace: Workspace, tmp_path: Path) -> None:
+    """Every runtime is made again then, and no plan is kept for a project no longer
+    served."""
+    projects = setup(workspace, ["a"], ["g"])
+    other_root = tmp_path / "other"
+    (other_root / ".git").mkdir(parents=True)
+    projects.plan(projects.runtime_for_path(other_root))
+    projects.plan(projects.default_runtime())
+    projects.configure(projects.settings, [workspace.root])
+    assert projects._plans == {}
