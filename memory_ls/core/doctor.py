@@ -216,6 +216,10 @@ FILE_TYPE_NAMES: dict[FileType, str] = {
 
 def _scope_lines(name: str, rep: ScopeReport) -> list[str]:
     lines = [f"{name}: {display_path(rep['path'])}"]
+    # Said on the store's own line ("cannot be read: why"), not again on an ERROR line.
+    unreachable = (
+        "error" in rep and not rep["exists"] and "refused" not in rep and "fileType" not in rep
+    )
     if "refused" in rep:
         # Not "missing": the file may well be there (it is the global store's, maybe),
         # but it is not this scope's to read, and its size and notes are not its own.
@@ -224,10 +228,14 @@ def _scope_lines(name: str, rep: ScopeReport) -> list[str]:
     elif "fileType" in rep:
         # Its size and note count would only confuse: nothing there is read.
         lines.append(f"  {FILE_TYPE_NAMES[rep['fileType']]}, not a regular file: never read")
+    elif unreachable:
+        # Not "missing (reads as empty)": the way to it is broken (an agent dir or `.pi`
+        # that loops, is a file, or links to nothing), so nothing there is read or written.
+        lines.append(f"  cannot be read: {_reason(rep['path'], rep['error'])}")
     else:
         state = "exists" if rep["exists"] else "missing (reads as empty)"
         lines.append(f"  {state}, {rep['bytes']} of {rep['cap']} bytes, {rep['notes']} note(s)")
-    if "error" in rep:
+    if "error" in rep and not unreachable:
         lines.append(f"  ERROR: {rep['error']}")
     if "readOnlyReason" in rep:
         lines.append(f"  read-only: {rep['readOnlyReason']}")
@@ -253,6 +261,11 @@ def _scope_lines(name: str, rep: ScopeReport) -> list[str]:
         # Word for word what `check` says on that line (or withheld).
         lines.append(f"  line {f['line']}: {f['code']} {f['message']}")
     return lines
+
+
+def _reason(path: str, error: str) -> str:
+    """``error`` without its ``Cannot read <path>: `` (the line above names the path)."""
+    return error.removeprefix(f"Cannot read {display_path(path)}: ")
 
 
 def _clip(note: str, width: int = 100) -> str:

@@ -246,6 +246,9 @@ class ScopeReport(TypedDict):
     staleAndConflicts: list[ReviewFinding]
     """Stale mentions, notes an instruction file already says, conflicting notes (§13)."""
     error: NotRequired[str]
+    """Why the store cannot be read. With ``exists`` false, the way to it is broken (a
+    folder on the way is a symlink loop, a file, a symlink to nothing, or unreadable): the
+    store is not simply missing, and ``check`` fails on it with the same message."""
     readOnlyReason: NotRequired[str]
     fileType: NotRequired[FileType]
     """Only when the path holds something other than a regular file (never read)."""

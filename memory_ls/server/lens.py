@@ -7,9 +7,12 @@ from typing import TYPE_CHECKING, Any
 from lsprotocol import types as lsp
 
 from memory_ls.core.recall import scope_recall
+from memory_ls.core.scopes import other_scope
 
 if TYPE_CHECKING:
+    from memory_ls.core.scopes import Scope
     from memory_ls.server.server import MemoryServer
+    from memory_ls.store.runtime import MemoryRuntime
 
 
 REFUSED_TITLE = "project memory refused: never read, recalled or written"
@@ -44,12 +47,24 @@ def lens_title(ls: MemoryServer, uri: str) -> str | None:
     plan, _ = ls.projects.plan(runtime)
     trusted = runtime.trust().trusted
     verdict = scope_recall(plan, scope, trusted=trusted)
+    unread = _unread(runtime, scope)
     if verdict.state == "untrusted":
-        return f"{shared}{count} notes · not recalled: {runtime.trust().summary}"
+        return f"{shared}{count} notes · not recalled: {runtime.trust().summary}{unread}"
     if verdict.state == "recall-off":
-        return f"{shared}{count} notes · recall off"
+        return f"{shared}{count} notes · recall off{unread}"
     budget = f"{plan.used}/{plan.max_bytes} bytes in recall"
-    return f"{shared}{count} notes · {budget} · {verdict.left_out} left out"
+    return f"{shared}{count} notes · {budget} · {verdict.left_out} left out{unread}"
+
+
+def _unread(runtime: MemoryRuntime, scope: Scope) -> str:
+    """`` · global memory cannot be read`` when the other store cannot be (an agent dir that
+    loops or links to nothing, a store over the cap…): its notes are missing from the
+    recall for a reason the lens's doctor names. Nothing for a refused project store
+    (its own file says so) or one simply not there."""
+    other = other_scope(scope)
+    if runtime.view(other).readable or runtime.store_refusal(other) is not None:
+        return ""
+    return f" · {other} memory cannot be read"
 
 
 def code_lens(ls: MemoryServer, params: lsp.CodeLensParams) -> list[lsp.CodeLens] | None:

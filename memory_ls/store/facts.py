@@ -94,9 +94,9 @@ def read_disk_bytes(path: Path, limit: int) -> DiskBytes:
     try:
         st = os.lstat(path)
     except OSError as exc:
-        return DiskBytes(
-            path, error=f"Cannot read {display_path(path)}: {exc.strerror or exc}", exists=False
-        )
+        from memory_ls.store.files import read_failed_message  # (it imports this module)
+
+        return DiskBytes(path, error=read_failed_message(path, exc), exists=False)
     if stat.S_ISLNK(st.st_mode):
         return DiskBytes(path, size=st.st_size, symlink=True)
     if not stat.S_ISREG(st.st_mode):

@@ -142,12 +142,38 @@ def write_failed_message(path: Path, exc: OSError) -> str:
 
 def read_failed_message(path: Path, exc: OSError) -> str:
     """An I/O failure while reading the store at ``path``. A folder on the way that is a
-    symlink loop (an agent dir linked to itself) is named, as for a write: the bare
-    "Too many levels of symbolic links" names no culprit."""
+    symlink loop (an agent dir linked to itself), a symlink to nothing or not a folder is
+    named, as for a write: the bare "Too many levels of symbolic links" or "Not a
+    directory" names no culprit."""
     why = exc.strerror or str(exc)
-    if exc.errno == errno.ELOOP:
+    if exc.errno in (errno.ENOTDIR, errno.ENOENT, errno.ELOOP):
         why = _folder_on_the_way(path) or why
     return f"Cannot read {display_path(path)}: {why}"
+
+
+def unreachable_message(path: Path, exc: OSError) -> str | None:
+    """Why the store at ``path``, which could not be looked at (``exc``), cannot be read,
+    or ``None`` when it is simply not there yet (then it reads as empty, and a write
+    creates it). Not there through a folder on the way that is a symlink to nothing
+    (an agent dir linked to an unmounted disk) is not "not there yet": nothing can be
+    created there, so it is named (:func:`read_failed_message`), as a loop or a file
+    where a folder should be are. The one rule for reads: ``list``, ``inject``, the
+    doctor, ``check`` and the editor say the same of one store."""
+    if exc.errno == errno.ENOENT and _folder_on_the_way(path) is None:
+        return None
+    return read_failed_message(path, exc)
+
+
+def unreachable_store(path: Path) -> str | None:
+    """:func:`unreachable_message` of a store found missing by another look (``check``'s):
+    ``None`` when it is there or simply not there yet."""
+    try:
+        os.lstat(path)
+    except OSError as exc:
+        return unreachable_message(path, exc)
+    except ValueError:
+        return None  # a path no file can have (a NUL): not there
+    return None
 
 
 def _folder_on_the_way(path: Path) -> str | None:
@@ -374,10 +400,13 @@ def read_store(
     name, dir_fd = _at(path, folder), _dir_fd(folder)
     try:
         st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
-    except FileNotFoundError:
-        return StoreFile(path, False, "", None)
     except OSError as exc:
-        return StoreFile(path, False, "", None, error=read_failed_message(path, exc))
+        # Missing reads as empty; under the lock its folder is held open, so missing is
+        # all ENOENT can mean.
+        locked = folder is not None and exc.errno == errno.ENOENT
+        return StoreFile(
+            path, False, "", None, error=None if locked else unreachable_message(path, exc)
+        )
     if stat.S_ISLNK(st.st_mode):
         return StoreFile(path, True, "", None, error=symlink_message(path))
     if not stat.S_ISREG(st.st_mode):

@@ -18,6 +18,7 @@ from memory_ls.core.records import field, record
 from memory_ls.core.scopes import other_scope
 from memory_ls.core.text import decode_for_display, display_path, split_text
 from memory_ls.store.facts import FileFacts, memory_file_facts
+from memory_ls.store.files import unreachable_store
 from memory_ls.store.paths import (
     StorePath,
     agent_dir_for,
@@ -386,7 +387,8 @@ def lint_paths(
 def lint_stores(
     runtime: MemoryRuntime, *, thread: bool = True, fork: bool = True
 ) -> list[FileReport]:
-    """Check both stores of a project (a missing store has nothing to find).
+    """Check both stores of a project (a missing store has nothing to find; one that
+    cannot be reached, :func:`~memory_ls.store.files.unreachable_store`, is reported).
 
     Each store's ``similar`` pass is scored beside the rest of both stores' checks: in a
     forked child (``fork``, where one may be forked: :mod:`~memory_ls.store.similar_pass`),
@@ -407,6 +409,10 @@ def lint_stores(
                 )
                 if facts.exists or facts.outside_project is not None:
                     started.append(_start_report(facts, runtime, scope, None, run))
+                elif (why := unreachable_store(facts.path)) is not None:
+                    # Not missing: it cannot be reached (an agent dir or `.pi` that loops,
+                    # is a file, or links to nothing). Reported, so `check` fails.
+                    started.append(_Started(str(facts.path), [], error=why))
             reports = [s.finish() for s in started]
         finally:
             for s in started:
@@ -415,6 +421,25 @@ def lint_stores(
         # Under the project store's path, which the refusal is about.
         return [_with_refusal(reports[1], shared, reports[0].path)]
     return reports
+
+
+UNREADABLE = "unreadable"
+"""The code of ``check``'s JSON and SARIF row for a file it could not check at all (not a
+diagnostic: the editor has no such file open). Its message is the reason, in the words
+the other verbs use (:func:`~memory_ls.store.files.read_failed_message`)."""
+
+
+def _unreadable_row(path: str, error: str) -> dict[str, object]:
+    return {
+        "path": path,
+        "line": 1,
+        "column": 1,
+        "endLine": 1,
+        "endColumn": 1,
+        "code": UNREADABLE,
+        "severity": "error",
+        "message": error,
+    }
 
 
 def _severity_level(severity: str) -> str:
@@ -463,6 +488,9 @@ def render_reports(reports: list[FileReport], fmt: str) -> tuple[str, bool]:
         for r in reports
         for f in r.findings
     ]
+    # A file that could not be checked at all is in the document too (text says it on
+    # standard error): a CI step that reads only the JSON sees why `check` failed.
+    rows += [_unreadable_row(r.path, r.error) for r in reports if r.error is not None]
     if fmt == "json":
         return json.dumps(rows, indent=2, ensure_ascii=False), failing
     # sarif
@@ -480,7 +508,7 @@ def render_reports(reports: list[FileReport], fmt: str) -> tuple[str, bool]:
                         "version": __version__,
                         "rules": [
                             {"id": code, "defaultConfiguration": {"level": _severity_level(s)}}
-                            for code, s in CODES.items()
+                            for code, s in {**CODES, UNREADABLE: "error"}.items()
                         ],
                     }
                 },
