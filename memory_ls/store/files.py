@@ -831,9 +831,10 @@ def other_names_refusal(path: Path) -> str | None:
     return hard_links_message(path, st.st_nlink)
 
 
-def refuse_change(path: Path, folder: LockedFolder | None = None) -> None:
+def refuse_change(path: Path, folder: LockedFolder | None = None, one_name: bool = False) -> None:
     """Raise :class:`StoreRefused` when the existing file at ``path`` may not be replaced or
-    removed by us (symlink, not a regular file, read-only, another owner); call under the lock.
+    removed by us (symlink, not a regular file, read-only, another owner; with
+    ``one_name``, other names: hard links); call under the lock.
 
     What :func:`write_store` checks first, for a caller that must know before it
     writes another file (accepting writes the store, then its inbox).
@@ -842,7 +843,7 @@ def refuse_change(path: Path, folder: LockedFolder | None = None) -> None:
         old = os.stat(_at(path, folder), dir_fd=_dir_fd(folder), follow_symlinks=False)
     except FileNotFoundError:
         return
-    _refuse_to_replace(path, old)
+    _refuse_to_replace(path, old, one_name)
 
 
 def _refuse_to_replace(path: Path, old: os.stat_result, one_name: bool = False) -> None:

@@ -86,12 +86,15 @@ def malformed_warning(path: Path, line: int) -> str:
 def write_inbox(path: Path, text: str, folder: LockedFolder) -> None:
     """Write an inbox under the store's lock: atomically, or delete it when ``text`` is empty.
 
-    Deleting is refused where replacing would be (a read-only inbox stays as it is).
+    Deleting is refused where replacing would be (a read-only inbox stays as it is). An
+    inbox with other names (hard links) is neither, as a store is not (SPEC §12: the
+    store's safe path): the other names would keep the old proposals, and until then a
+    proposal made through one name could be accepted through the other.
     """
     if text:
-        write_store(path, text, folder)
+        write_store(path, text, folder, one_name=True)
         return
-    refuse_change(path, folder)
+    refuse_change(path, folder, one_name=True)
     name: str | Path = path.name if folder.fd is not None else path
     with contextlib.suppress(FileNotFoundError):
         os.unlink(name, dir_fd=folder.fd)
@@ -421,7 +424,7 @@ class Review:
                         if made[-1].inbox_changed:
                             # Before the store: an inbox that cannot be changed (read-only)
                             # refuses the accept whole, not after the store took the change.
-                            refuse_change(path, folder)
+                            refuse_change(path, folder, one_name=True)
                         return made[-1].store
 
                     written_store = rewrite_store(store_path, folder, decide)

@@ -11,6 +11,7 @@ was one, without a word.
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -226,3 +227,36 @@ def test_the_projects_own_bytefly_json_still_counts(linked: Workspace) -> None:
     (ws.root / ".pi" / "bytefly.json").write_text('{"memory": {"maxInjectBytes": 600}}')
     config = load_config(ws.agent_dir, ws.root, trusted=True)
     assert config.max_inject_bytes == 600
+
+
+# -- an inbox with other names ------------------------------------------------------------
+
+
+def test_an_inbox_with_other_names_is_never_replaced_or_deleted(
+    workspace: Workspace, tmp_path: Path
+) -> None:
+    """The inbox is written by the store's safe path (SPEC §12): hard-linked elsewhere (a
+    second project made with ``cp -al``), a propose, accept or reject would give this name
+    a new file and leave the other name the old proposals, two inboxes from then on, or,
+    before that, let one project's proposal be accepted into the other's store."""
+    from memory_ls.store.paths import INBOX_FILE_NAME
+    from memory_ls.store.review import Review
+
+    workspace.write("project", ["use pnpm"])
+    store = workspace.read("project")
+    review = Review(workspace.runtime(trusted=True))
+    first, _ = review.propose("add", {"text": "first proposal"}, "cli")
+    assert "error" not in first
+    inbox = workspace.root / ".pi" / INBOX_FILE_NAME
+    other = tmp_path / "elsewhere.jsonl"
+    os.link(inbox, other)
+    before = other.read_bytes()
+    message = hard_links_message(inbox, 2)
+    result, _ = review.propose("add", {"text": "second proposal"}, "cli")
+    assert result["error"] == message
+    rejected = review.reject([first["proposal"]["id"]])
+    accepted = review.accept([first["proposal"]["id"]])
+    assert message in json.dumps(rejected) and message in json.dumps(accepted)
+    assert inbox.read_bytes() == other.read_bytes() == before
+    assert os.stat(inbox).st_nlink == 2
+    assert workspace.read("project") == store  # (the accept took nothing)
