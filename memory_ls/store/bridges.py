@@ -89,6 +89,25 @@ def read_export_target(path: Path) -> ReadText:
     return read_text_file(path, MAX_STORE_BYTES, "the export target")
 
 
+def other_names_message(path: Path) -> str | None:
+    """Why export may not replace ``path``, an instruction file with other names (hard
+    links), else ``None``: the rename would give this name a new file and leave the others
+    the old text (``CLAUDE.md`` hard-linked to ``AGENTS.md``), as a store is never replaced
+    for it (:func:`~memory_ls.store.files.hard_links_message`). A symlink is followed."""
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    if not stat.S_ISREG(st.st_mode) or st.st_nlink < 2:
+        return None
+    return (
+        f"Refusing to export into {display_path(path)}: it has {st.st_nlink} hard links "
+        "(other names for the same file), and replacing it would leave the others the old "
+        "text. Make the other names symlinks to it (export follows a symlink), or this one "
+        "a copy of its own."
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class ExportTarget:
     """The file export writes (symlinks followed), or why it may not write there."""

@@ -859,7 +859,11 @@ class MemoryRuntime:
         in the project) a file outside the project is refused.
         """
         from memory_ls.core.bridges import ExportError, export_message, plan_export
-        from memory_ls.store.bridges import export_target, read_export_target
+        from memory_ls.store.bridges import (
+            export_target,
+            other_names_message,
+            read_export_target,
+        )
 
         resolved = export_target(target, self.project_root, list(self.paths.values()))
         target = resolved.path
@@ -909,6 +913,9 @@ class MemoryRuntime:
                     return refused(again.error)
                 plan = plan_export(again.text, body)
                 if plan.changed:
+                    linked = other_names_message(target)
+                    if linked is not None:
+                        return refused(linked)
                     write_store(target, plan.content, folder)
         except ExportError as exc:
             return refused(f"Cannot rewrite the memory-ls block in {shown}: {exc}")

@@ -434,6 +434,28 @@ def test_export_through_a_symlink_updates_the_file_it_leads_to(workspace: Worksp
     assert agents.read_text().endswith(block(body) + "\n")
 
 
+def test_export_never_cuts_a_hard_link(workspace: Workspace) -> None:
+    # CLAUDE.md made a hard link to AGENTS.md (one file, two names): renaming a new file
+    # over AGENTS.md would leave CLAUDE.md the old text, apart from then on without a word.
+    stores(workspace)
+    agents = workspace.root / "AGENTS.md"
+    shutil.copyfile(INSTRUCTIONS / "AGENTS.md", agents)
+    claude = workspace.root / "CLAUDE.md"
+    os.link(agents, claude)
+    content = agents.read_bytes()
+    r = workspace.cli("export", "--to", "AGENTS.md", "--trusted")
+    assert r.returncode == 1
+    assert r.stderr.strip() == (
+        f"Error: Refusing to export into {agents}: it has 2 hard links (other names for the same "
+        "file), and replacing it would leave the others the old text. Make the other "
+        "names symlinks to it (export follows a symlink), or this one a copy of its own."
+    )
+    assert agents.read_bytes() == claude.read_bytes() == content
+    assert os.stat(agents).st_ino == os.stat(claude).st_ino
+    # Checking writes nothing: it says what is stale as before.
+    assert workspace.cli("export", "--to", "AGENTS.md", "--trusted", "--check").returncode == 1
+
+
 def test_export_refuses_markers_that_do_not_pair_up(workspace: Workspace) -> None:
     stores(workspace)
     target = workspace.root / "AGENTS.md"
