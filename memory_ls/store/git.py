@@ -33,8 +33,14 @@ from memory_ls.core.models import Scope, SyncResult
 from memory_ls.core.notes import parse_notes
 from memory_ls.core.text import MAX_STORE_BYTES, display_path
 from memory_ls.store.facts import not_regular_message
-from memory_ls.store.files import StoreRefused, read_store, store_lock, symlink_message
-from memory_ls.store.paths import INBOX_FILE_NAME
+from memory_ls.store.files import (
+    StoreRefused,
+    other_names_refusal,
+    read_store,
+    store_lock,
+    symlink_message,
+)
+from memory_ls.store.paths import INBOX_FILE_NAME, inbox_path
 
 DRIVER_NAME = "memory-ls note-wise merge of memory.md"
 DRIVER_COMMAND = "memory-ls merge-file %O %A %B"
@@ -417,6 +423,12 @@ def _sync(
         unreadable = read_store(store, locked).error
         if unreadable:
             raise GitRefused(f"Cannot {what}: {unreadable}")
+        # A store or inbox with other names is never replaced (SPEC §3's writes refuse
+        # it), and a pull that brings notes replaces it: git's checkout writes a new
+        # file, and the other names would keep the old notes.
+        linked = other_names_refusal(store) or other_names_refusal(inbox_path(store))
+        if linked:
+            raise GitRefused(f"Cannot {what}: {linked}")
         setup = git_setup(repo)
         result["setup"] = setup.changes
         _commit(scope, repo, result)

@@ -582,3 +582,30 @@ def test_sync_of_the_project_store_commits_only_its_store(
     )
     pushed = git(env, tmp_path, "--git-dir", str(remote), "show", "main:.pi/memory.md").stdout
     assert pushed == store_text("project fact")
+
+
+def test_sync_never_cuts_a_hard_link_to_the_store(
+    machines: tuple[Machine, Machine], tmp_path: Path
+) -> None:
+    # A store with other names is never replaced (a write is refused for it): git's pull
+    # would replace it all the same (a checkout writes a new file), leaving the other
+    # names the old notes without a word.
+    laptop, desktop = machines
+    laptop.add("base")
+    laptop.sync()
+    desktop.sync()
+    desktop.add("desktop note")
+    desktop.sync()
+    other = tmp_path / "other-name.md"
+    os.link(laptop.store, other)
+    before = laptop.store.read_bytes()
+    head = git(laptop.env, laptop.clone, "rev-parse", "HEAD").stdout
+    failed = laptop.sync(ok=False)
+    assert str(failed["error"]) == (
+        "Cannot sync the global store: Memory file has 2 hard links (other names for the "
+        "same file); replacing it would leave the others with the old notes. Remove the "
+        f"other names, or make this one a copy of its own, to change it: {laptop.store}"
+    )
+    assert laptop.store.read_bytes() == other.read_bytes() == before
+    assert os.stat(laptop.store).st_nlink == 2
+    assert git(laptop.env, laptop.clone, "rev-parse", "HEAD").stdout == head
