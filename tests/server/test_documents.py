@@ -452,3 +452,94 @@ def test_the_notes_an_edit_changed_are_the_notes_that_differ(
                 i for i, (a, b) in enumerate(zip(earlier, now, strict=True)) if a != b
             ]
     assert doc.notes_changed(now) == []
+
+
+SEVERITIES = st.dictionaries(
+    st.sampled_from(
+        [
+            "duplicate",
+            "not-injected",
+            "similar",
+            "blank-note",
+            "control-characters",
+            "too-long",
+            "cross-scope-duplicate",
+            "hidden-unicode",
+            "conflict",
+        ]
+    ),
+    st.sampled_from(["off", "error", "hint", "information", "warning"]),
+)
+
+
+@settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    data=st.data(),
+    start=NOTES_TEXT,
+    encoding=st.sampled_from(["utf-8", "utf-16"]),
+    severity=SEVERITIES,
+    cap=st.sampled_from([512, 600, 8192]),
+)
+def test_severities_off_blank_round_trips_and_moving_lines_equal_a_fresh_analysis(
+    workspace: Workspace,
+    data: st.DataObject,
+    start: str,
+    encoding: str,
+    severity: dict[str, Any],
+    cap: int,
+) -> None:
+    """As above, with the user's severities (some codes off: a line may have findings and
+    no diagnostic), budgets that leave runs of notes out, and a note turned blank and back
+    between two publishes (lines that hold nothing encoded, then something again)."""
+    (workspace.agent_dir / "bytefly.json").write_text(
+        json.dumps({"memory": {"maxInjectBytes": cap}})
+    )
+    workspace.write("global", GLOBAL_NOTES)
+    path = workspace.write("project", "")
+    settings_ = Settings(agent_dir=str(workspace.agent_dir), trusted=True, severity=severity)
+    projects = Projects()
+    projects.configure(settings_, [workspace.root])
+    doc = MemoryDocument(path.as_uri(), path, start, 1)
+    analysis, _ = analysed(projects, doc)
+    analysis.encoding = encoding
+    analysis.encoded(doc)
+    for step in range(data.draw(st.integers(1, 10))):
+        lines = doc.lines
+        line = data.draw(st.integers(0, len(lines) - 1))
+        op = data.draw(st.sampled_from(["inline", "lines", "blank"]))
+        if op == "blank":
+            old = lines[line]
+            doc.apply_change(
+                Span(line, 0, line, to_client(old, len(old), encoding)), "-  ", encoding
+            )
+            if data.draw(st.booleans()):
+                analysis.encoded(doc)
+            doc.apply_change(Span(line, 0, line, 3), old, encoding)
+        else:
+            in_line = op == "inline"
+            end_line = (
+                line if in_line else data.draw(st.integers(line, min(len(lines) - 1, line + 2)))
+            )
+            char = data.draw(st.integers(0, len(lines[line])))
+            end_char = data.draw(st.integers(0, len(lines[end_line])))
+            if end_line == line and end_char < char:
+                char, end_char = end_char, char
+            new_text = data.draw(INLINE_TEXT if in_line else NOTES_TEXT)
+            span = Span(
+                line,
+                to_client(lines[line], char, encoding),
+                end_line,
+                to_client(lines[end_line], end_char, encoding),
+            )
+            doc.apply_change(span, new_text, encoding)
+        doc.version = step + 2
+        if data.draw(st.booleans()):
+            analysis.encoded(doc)
+        if data.draw(st.booleans()):
+            analysis.similar_incremental(doc)
+    analysis.similar_incremental(doc)
+    assert_as_fresh(workspace, analysis, doc)

@@ -240,3 +240,65 @@ def test_new_settings_or_folders_drop_every_plan(workspace: Workspace, tmp_path:
     projects.plan(projects.default_runtime())
     projects.configure(projects.settings, [workspace.root])
     assert projects._plans == {}
+
+
+LINES = st.sampled_from(["- a", "- " + BIG, "- " + "c" * 200, "-  ", "prose", "", "- b" * 20])
+
+
+@settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(data=st.data())
+def test_keystrokes_lines_settings_and_the_global_store_keep_the_fresh_plan(
+    workspace: Workspace, data: st.DataObject
+) -> None:
+    # As above, with what a keystroke's fast path must notice between two questions: lines
+    # added or removed (notes that move), a note turned blank and back, the budget or
+    # recall switched in bytefly.json, the global store rewritten on disk, a recheck
+    # (invalidate) that keeps the plan and the edits kept beside it.
+    notes = data.draw(st.lists(st.sampled_from(["a", "b" * 60, BIG, "c" * 200]), max_size=6))
+    projects = setup(workspace, notes, ["g"])
+    runtime = projects.default_runtime()
+    doc = open_store(projects, workspace.project_store)
+    for _ in range(data.draw(st.integers(1, 14))):
+        lines = doc.lines
+        op = data.draw(
+            st.sampled_from(["type", "type", "type", "lines", "blank", "cfg", "global", "recheck"])
+        )
+        if op == "type":
+            line = data.draw(st.integers(0, len(lines) - 1))
+            char = data.draw(st.integers(0, len(lines[line])))
+            end = data.draw(st.integers(char, len(lines[line])))
+            doc.apply_change(Span(line, char, line, end), data.draw(WORDS), "utf-32")
+        elif op == "lines":
+            line = data.draw(st.integers(0, len(lines) - 1))
+            end = data.draw(st.integers(line, min(len(lines) - 1, line + 2)))
+            new = "\n".join(data.draw(st.lists(LINES, min_size=1, max_size=3)))
+            doc.apply_change(Span(line, 0, end, len(lines[end])), new, "utf-32")
+        elif op == "blank":
+            line = data.draw(st.integers(0, len(lines) - 1))
+            old = lines[line]
+            replace_line(doc, line, "-  ")
+            projects.decision(runtime)
+            replace_line(doc, line, old)
+        elif op == "cfg":
+            memory = {"maxInjectBytes": data.draw(st.sampled_from([512, 700, 8192]))}
+            if data.draw(st.booleans()):
+                memory["inject"] = data.draw(st.booleans())
+            (workspace.agent_dir / "bytefly.json").write_text(json.dumps({"memory": memory}))
+        elif op == "global":
+            workspace.write("global", store_text(data.draw(st.lists(WORDS.filter(str.strip)))))
+        else:  # a watched-file event or a command's end: the plan and kept edits stay
+            projects.invalidate()
+        decision, used = projects.decision(runtime)
+        assert used == fresh(projects, runtime).used
+        if data.draw(st.booleans()):
+            doc.notes()
+        if data.draw(st.booleans()):
+            plan, same = projects.plan(runtime)
+            assert same == decision and plan.used == used
+            assert plan == fresh(projects, runtime)
+    plan, _ = projects.plan(runtime)
+    assert plan == fresh(projects, runtime)
