@@ -785,6 +785,12 @@ def write_store(
                 return WriteOutcome(None)
             if one_name and held is not None and (links := os.fstat(held).st_nlink) > 1:
                 raise StoreRefused(hard_links_message(path, links))  # linked meanwhile
+        elif one_name:
+            # The same last look without the bytes (an inbox): linked meanwhile?
+            with contextlib.suppress(FileNotFoundError):
+                now_st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+                if stat.S_ISREG(now_st.st_mode) and now_st.st_nlink > 1:
+                    raise StoreRefused(hard_links_message(path, now_st.st_nlink))
         os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
         overwritten = None
         if held is not None:

@@ -260,3 +260,30 @@ def test_an_inbox_with_other_names_is_never_replaced_or_deleted(
     assert inbox.read_bytes() == other.read_bytes() == before
     assert os.stat(inbox).st_nlink == 2
     assert workspace.read("project") == store  # (the accept took nothing)
+
+
+def test_an_inbox_linked_while_it_is_written_is_refused(
+    workspace: Workspace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The name given after the first look, before the rename (as for a store)."""
+    from memory_ls.store.paths import INBOX_FILE_NAME
+    from memory_ls.store.review import Review
+
+    workspace.write("project", ["use pnpm"])
+    review = Review(workspace.runtime(trusted=True))
+    assert "error" not in review.propose("add", {"text": "first proposal"}, "cli")[0]
+    inbox = workspace.root / ".pi" / INBOX_FILE_NAME
+    before = inbox.read_bytes()
+    real_set_mode = files._set_mode
+
+    def set_mode_after_a_link(fd: int, path: Path, mode: int) -> None:
+        # (While the new inbox is written: after write_store's first look at the old one.)
+        if not (tmp_path / "late.jsonl").exists():
+            os.link(inbox, tmp_path / "late.jsonl")
+        real_set_mode(fd, path, mode)
+
+    monkeypatch.setattr(files, "_set_mode", set_mode_after_a_link)
+    result, _ = review.propose("add", {"text": "second proposal"}, "cli")
+    assert result["error"] == hard_links_message(inbox, 2)
+    assert inbox.read_bytes() == (tmp_path / "late.jsonl").read_bytes() == before
+    assert sorted(os.listdir(inbox.parent)) == [INBOX_FILE_NAME, "memory.md"]
