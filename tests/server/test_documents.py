@@ -136,6 +136,26 @@ def analysed(projects: Projects, doc: MemoryDocument) -> tuple[Analysis, DocStat
     return analysis, state
 
 
+def random_edit(
+    data: st.DataObject, doc: MemoryDocument, line: int, in_line: bool, encoding: str
+) -> None:
+    """Draw an edit from ``line`` (within it, or over up to three lines) and apply it."""
+    lines = doc.lines
+    end_line = line if in_line else data.draw(st.integers(line, min(len(lines) - 1, line + 2)))
+    char = data.draw(st.integers(0, len(lines[line])))
+    end_char = data.draw(st.integers(0, len(lines[end_line])))
+    if end_line == line and end_char < char:
+        char, end_char = end_char, char
+    new_text = data.draw(INLINE_TEXT if in_line else NOTES_TEXT)
+    span = Span(
+        line,
+        to_client(lines[line], char, encoding),
+        end_line,
+        to_client(lines[end_line], end_char, encoding),
+    )
+    doc.apply_change(span, new_text, encoding)
+
+
 @settings(
     max_examples=150,
     deadline=None,
@@ -159,22 +179,8 @@ def test_incremental_findings_and_similar_pairs_equal_a_fresh_analysis(
     analysis.encoding = encoding
     analysis.encoded(doc)
     for step in range(data.draw(st.integers(1, 8))):
-        lines = doc.lines
-        line = data.draw(st.integers(0, len(lines) - 1))
-        in_line = data.draw(st.booleans())
-        end_line = line if in_line else data.draw(st.integers(line, min(len(lines) - 1, line + 2)))
-        char = data.draw(st.integers(0, len(lines[line])))
-        end_char = data.draw(st.integers(0, len(lines[end_line])))
-        if end_line == line and end_char < char:
-            char, end_char = end_char, char
-        new_text = data.draw(INLINE_TEXT if in_line else NOTES_TEXT)
-        span = Span(
-            line,
-            to_client(lines[line], char, encoding),
-            end_line,
-            to_client(lines[end_line], end_char, encoding),
-        )
-        doc.apply_change(span, new_text, encoding)
+        line = data.draw(st.integers(0, len(doc.lines) - 1))
+        random_edit(data, doc, line, data.draw(st.booleans()), encoding)
         doc.version = step + 2
         if data.draw(st.booleans()):
             analysis.encoded(doc)  # a publish between edits
@@ -520,22 +526,7 @@ def test_severities_off_blank_round_trips_and_moving_lines_equal_a_fresh_analysi
                 analysis.encoded(doc)
             doc.apply_change(Span(line, 0, line, 3), old, encoding)
         else:
-            in_line = op == "inline"
-            end_line = (
-                line if in_line else data.draw(st.integers(line, min(len(lines) - 1, line + 2)))
-            )
-            char = data.draw(st.integers(0, len(lines[line])))
-            end_char = data.draw(st.integers(0, len(lines[end_line])))
-            if end_line == line and end_char < char:
-                char, end_char = end_char, char
-            new_text = data.draw(INLINE_TEXT if in_line else NOTES_TEXT)
-            span = Span(
-                line,
-                to_client(lines[line], char, encoding),
-                end_line,
-                to_client(lines[end_line], end_char, encoding),
-            )
-            doc.apply_change(span, new_text, encoding)
+            random_edit(data, doc, line, op == "inline", encoding)
         doc.version = step + 2
         if data.draw(st.booleans()):
             analysis.encoded(doc)

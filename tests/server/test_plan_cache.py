@@ -149,6 +149,16 @@ def test_an_untrusted_project_is_planned_without_its_notes(workspace: Workspace)
 WORDS = st.sampled_from(["a", "bb", "c" * 40, "é", "", " "])
 
 
+def _drawn_store(
+    workspace: Workspace, data: st.DataObject
+) -> tuple[Projects, MemoryRuntime, MemoryDocument]:
+    """A project store of a few drawn notes (some left out of a small budget) opened,
+    beside a one-note global store: the projects, the runtime and the document."""
+    notes = data.draw(st.lists(st.sampled_from(["a", "b" * 60, BIG, "c" * 200]), max_size=6))
+    projects = setup(workspace, notes, ["g"])
+    return projects, projects.default_runtime(), open_store(projects, workspace.project_store)
+
+
 @settings(
     max_examples=60,
     deadline=None,
@@ -161,10 +171,7 @@ def test_keystrokes_kept_beside_the_plan_are_the_fresh_plan(
     # A keystroke's decision (Projects.decision) keeps an edit of a left-out note beside
     # the plan; whenever the plan is asked for, it is the fresh plan, and its decision
     # changes only when the notes left out may have.
-    notes = data.draw(st.lists(st.sampled_from(["a", "b" * 60, BIG, "c" * 200]), max_size=6))
-    projects = setup(workspace, notes, ["g"])
-    runtime = projects.default_runtime()
-    doc = open_store(projects, workspace.project_store)
+    projects, runtime, doc = _drawn_store(workspace, data)
     for _ in range(data.draw(st.integers(1, 12))):
         lines = doc.lines
         line = data.draw(st.integers(0, len(lines) - 1))
@@ -258,10 +265,7 @@ def test_keystrokes_lines_settings_and_the_global_store_keep_the_fresh_plan(
     # added or removed (notes that move), a note turned blank and back, the budget or
     # recall switched in bytefly.json, the global store rewritten on disk, a recheck
     # (invalidate) that keeps the plan and the edits kept beside it.
-    notes = data.draw(st.lists(st.sampled_from(["a", "b" * 60, BIG, "c" * 200]), max_size=6))
-    projects = setup(workspace, notes, ["g"])
-    runtime = projects.default_runtime()
-    doc = open_store(projects, workspace.project_store)
+    projects, runtime, doc = _drawn_store(workspace, data)
     for _ in range(data.draw(st.integers(1, 14))):
         lines = doc.lines
         op = data.draw(
