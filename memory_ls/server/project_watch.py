@@ -69,6 +69,7 @@ from memory_ls.store.project_files import (
     project_instruction_texts,
     project_snapshot,
 )
+from memory_ls.store.switches import switches_shortened
 
 if TYPE_CHECKING:
     from memory_ls.server.documents import MemoryDocument
@@ -413,7 +414,10 @@ def _build(ls: MemoryServer, key: FactsKey) -> None:
 
     def work() -> None:
         try:
-            judge: Judge | None = build_judge(key, texts, keys, old)
+            # A big tree or build file keeps this thread in Python for a while: the loop
+            # gets the GIL back after each of its system calls within the short interval.
+            with switches_shortened():
+                judge: Judge | None = build_judge(key, texts, keys, old)
         except Exception as exc:  # never expected: the store layer does not raise
             log.warning("project files of %s: %r", key[1], exc)
             judge = None

@@ -31,6 +31,7 @@ import threading
 from typing import TYPE_CHECKING, NoReturn
 
 from memory_ls.core.similar import DEFAULT_THRESHOLD, SIMILAR_LIMIT
+from memory_ls.store.switches import short_switches
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
@@ -61,35 +62,6 @@ def may_fork() -> bool:
         and threading.active_count() == 1
         and signal.getsignal(signal.SIGCHLD) != signal.SIG_IGN
     )
-
-
-SWITCH_INTERVAL = 0.0002
-"""The interpreter's switch interval (seconds) while a ``similar`` thread runs beside other
-work (``check``'s checks, or the other thread in the worker). On one worker, ``cdist``
-takes the GIL back between its steps of 4-32 rows (to look for Ctrl-C); at the default
-5 ms each step waits that long for the Python checks to let go, so the pass would crawl
-beside them (4500 notes: ~110 ms of Python beside it took it from ~130 to ~280 ms,
-docs/performance.md)."""
-
-_switches_lock = threading.Lock()
-_switches_held = 0
-_switches_saved = 0.0
-
-
-def _short_switches(hold: bool) -> None:
-    """Shorten the switch interval while any ``similar`` thread runs (``hold``), and put
-    the one found back when the last ends."""
-    global _switches_held, _switches_saved
-    with _switches_lock:
-        if hold:
-            if _switches_held == 0:
-                _switches_saved = sys.getswitchinterval()
-                sys.setswitchinterval(min(_switches_saved, SWITCH_INTERVAL))
-            _switches_held += 1
-        else:
-            _switches_held -= 1
-            if _switches_held == 0:
-                sys.setswitchinterval(_switches_saved)
 
 
 class ThreadedPass:
@@ -146,7 +118,7 @@ class ThreadedPass:
             self._thread = threading.Thread(
                 target=self._run, name="memory-ls check: similar", daemon=True
             )
-            _short_switches(True)
+            short_switches(True)
             self._holds_switches = True
         self._thread.start()
 
@@ -188,7 +160,7 @@ class ThreadedPass:
             self._stopped = True
             release, self._holds_switches = self._holds_switches, False
         if release:
-            _short_switches(False)
+            short_switches(False)
 
     def pairs(self, widen: Callable[[], bool] | None = None) -> list[tuple[int, int, float]]:
         """The close pairs (:func:`~memory_ls.core.similar.key_pairs`'s), once every block
