@@ -20,6 +20,7 @@ from pathlib import Path
 
 from memory_ls.core.bridges import ImportFormat, import_candidates
 from memory_ls.core.text import MAX_STORE_BYTES, display_path, first_invalid_utf8
+from memory_ls.store.files import name_count
 from memory_ls.store.paths import is_pi_memory, is_within
 
 MAX_IMPORT_BYTES = 8 * 1024 * 1024
@@ -94,14 +95,11 @@ def other_names_message(path: Path) -> str | None:
     links), else ``None``: the rename would give this name a new file and leave the others
     the old text (``CLAUDE.md`` hard-linked to ``AGENTS.md``), as a store is never replaced
     for it (:func:`~memory_ls.store.files.hard_links_message`). A symlink is followed."""
-    try:
-        st = os.stat(path)
-    except (OSError, ValueError):
-        return None
-    if not stat.S_ISREG(st.st_mode) or st.st_nlink < 2:
+    links = name_count(path, follow=True)
+    if links < 2:
         return None
     return (
-        f"Refusing to export into {display_path(path)}: it has {st.st_nlink} hard links "
+        f"Refusing to export into {display_path(path)}: it has {links} hard links "
         "(other names for the same file), and replacing it would leave the others the old "
         "text. Make the other names symlinks to it (export follows a symlink), or this one "
         "a copy of its own."

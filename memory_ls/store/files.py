@@ -825,16 +825,21 @@ def _look(name: str | Path, dir_fd: int | None) -> tuple[int | None, bytes | Non
     return fd, os.pread(fd, MAX_STORE_BYTES + 1, 0)
 
 
+def name_count(path: Path, *, follow: bool = False) -> int:
+    """How many names (hard links) the regular file at ``path`` has (a symlink followed
+    with ``follow``); 1 when it is missing, not a regular file or cannot be looked at."""
+    try:
+        st = os.stat(path) if follow else os.lstat(path)
+    except (OSError, ValueError):
+        return 1
+    return st.st_nlink if stat.S_ISREG(st.st_mode) else 1
+
+
 def other_names_refusal(path: Path) -> str | None:
     """Why the store at ``path`` would not be replaced now for having other names (hard
     links), else ``None``: what a write would say, for a report that writes nothing."""
-    try:
-        st = os.lstat(path)
-    except (OSError, ValueError):
-        return None
-    if not stat.S_ISREG(st.st_mode) or st.st_nlink < 2:
-        return None
-    return hard_links_message(path, st.st_nlink)
+    links = name_count(path)
+    return hard_links_message(path, links) if links > 1 else None
 
 
 def refuse_change(path: Path, folder: LockedFolder | None = None, one_name: bool = False) -> None:
