@@ -25,7 +25,19 @@ docs/performance.md)."""
 
 _switches_lock = threading.Lock()
 _switches_held = 0
-_switches_saved = 0.0
+_switches_saved: float | None = None
+"""The interval found when the first hold was taken, if it was shortened (``None``: it
+was no longer than :data:`SWITCH_INTERVAL`, and is left as it is)."""
+
+
+def _put_back(interval: float) -> None:
+    """Set the switch interval to ``interval``, a value it read back, so that it reads back
+    the same again. CPython keeps whole microseconds, rounded down, and reads them back
+    times 1e-6: setting what it read can keep one microsecond less (209 µs reads back as
+    0.00020899999999999998, which sets 208 µs); half a microsecond more keeps the same."""
+    sys.setswitchinterval(interval)
+    if sys.getswitchinterval() != interval:
+        sys.setswitchinterval(interval + 0.5e-6)
 
 
 def short_switches(hold: bool) -> None:
@@ -35,13 +47,16 @@ def short_switches(hold: bool) -> None:
     with _switches_lock:
         if hold:
             if _switches_held == 0:
-                _switches_saved = sys.getswitchinterval()
-                sys.setswitchinterval(min(_switches_saved, SWITCH_INTERVAL))
+                found = sys.getswitchinterval()
+                _switches_saved = found if found > SWITCH_INTERVAL else None
+                if _switches_saved is not None:
+                    sys.setswitchinterval(SWITCH_INTERVAL)
             _switches_held += 1
         else:
             _switches_held -= 1
-            if _switches_held == 0:
-                sys.setswitchinterval(_switches_saved)
+            if _switches_held == 0 and _switches_saved is not None:
+                _put_back(_switches_saved)
+                _switches_saved = None
 
 
 @contextlib.contextmanager

@@ -13,7 +13,7 @@ from memory_ls.store.switches import SWITCH_INTERVAL, short_switches, switches_s
 
 FOUND = 0.004
 """Not the default, so that putting back any other value shows; one that reads back as
-set (``sys.setswitchinterval(sys.getswitchinterval())`` changes some values by 1 ns)."""
+set (``sys.setswitchinterval(sys.getswitchinterval())`` changes some values by 1 µs)."""
 
 
 @pytest.fixture(autouse=True)
@@ -64,6 +64,47 @@ def test_an_interval_already_shorter_is_kept():
     with switches_shortened():
         assert sys.getswitchinterval() == shorter
     assert sys.getswitchinterval() == shorter
+
+
+def _drifting(microseconds: range) -> list[float]:
+    """Intervals, each as read back, that setting again would shorten by a microsecond
+    (CPython keeps whole microseconds, rounded down: 209 µs reads back as
+    0.00020899999999999998, which sets 208 µs)."""
+    found = []
+    for count in microseconds:
+        sys.setswitchinterval(count * 1e-6)
+        read = sys.getswitchinterval()
+        sys.setswitchinterval(read)
+        if sys.getswitchinterval() != read:
+            found.append(read)
+    return found
+
+
+def test_a_found_interval_that_would_not_read_back_the_same_is_put_back_exactly():
+    drifting = _drifting(range(201, 1000))
+    assert drifting, "no interval here that setting again changes"
+    for found in drifting:
+        sys.setswitchinterval(found + 0.5e-6)  # (as found: 209 µs read as 208.99...)
+        assert sys.getswitchinterval() == found
+        with switches_shortened(), switches_shortened():
+            assert sys.getswitchinterval() == pytest.approx(SWITCH_INTERVAL)
+        assert sys.getswitchinterval() == found
+        # and again, after any number of holds
+        for _ in range(3):
+            with switches_shortened():
+                pass
+        assert sys.getswitchinterval() == found
+
+
+def test_a_found_interval_no_longer_than_the_short_one_is_never_set_again():
+    drifting = _drifting(range(1, 200))
+    assert drifting
+    for found in drifting:
+        sys.setswitchinterval(found + 0.5e-6)
+        assert sys.getswitchinterval() == found
+        with switches_shortened():
+            assert sys.getswitchinterval() == found
+        assert sys.getswitchinterval() == found
 
 
 @pytest.mark.parametrize("seed", range(5))
