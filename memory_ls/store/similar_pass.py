@@ -104,23 +104,35 @@ class ThreadedPass:
         self._stopped = False
         self._error: BaseException | None = None
         self._thread: threading.Thread | None = None
+        self._no_thread = False
+        """A thread could not be started: none is tried again."""
         self._holds_switches = False
         if thread:
             self._start_thread()
 
     def _start_thread(self) -> None:
         """Start the second thread, unless there is one, or no block is left for it (one
-        block, a small store: scored on the asking thread alone)."""
+        block, a small store: scored on the asking thread alone). If none can be started
+        (a process or memory limit), every block is scored on the asking thread: the
+        same pairs."""
         with self._lock:
             left = min(self._back, self._scored.end) - self._front
-            if self._thread is not None or self._stopped or left < 2:
+            if self._thread is not None or self._stopped or self._no_thread or left < 2:
                 return
-            self._thread = threading.Thread(
+            thread = threading.Thread(
                 target=self._run, name="memory-ls check: similar", daemon=True
             )
             short_switches(True)
             self._holds_switches = True
-        self._thread.start()
+            self._thread = thread
+        try:
+            thread.start()
+        except (RuntimeError, MemoryError):  # "can't start new thread": it never ran
+            with self._lock:
+                self._thread, self._no_thread = None, True
+                release, self._holds_switches = self._holds_switches, False
+            if release:
+                short_switches(False)
 
     def _take(self, front: bool) -> int | None:
         """The next block to score, from the front or the back; ``None`` once every block

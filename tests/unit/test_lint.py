@@ -12,8 +12,9 @@ import pytest
 
 from memory_ls.core import similar
 from memory_ls.core.similar import SERVER_BLOCK
-from memory_ls.store import lint
+from memory_ls.store import lint, switches
 from memory_ls.store.lint import lint_file, lint_path, lint_stores, render_reports
+from memory_ls.store.similar_pass import ThreadedPass
 from tests.conftest import Workspace
 from tests.unit.test_similar_pairs import WORDS, random_store_from
 
@@ -107,3 +108,50 @@ def test_ctrl_c_beside_the_similar_thread_stops_it(
             thread.join(timeout=30)
     assert threading.active_count() == 1
     assert len(scored) == 1  # the block it was scoring, and no other after Ctrl-C
+
+
+@pytest.mark.parametrize("error", [RuntimeError("can't start new thread"), MemoryError()])
+def test_check_where_no_thread_can_be_started_scores_the_pass_itself(
+    workspace: Workspace, monkeypatch: pytest.MonkeyPatch, error: BaseException
+) -> None:
+    """A process or memory limit: the pass is scored on the calling thread, with the same
+    findings, and the switch interval it shortened for the thread is put back."""
+    runtime = big_workspace(workspace).runtime()
+    on_one_thread = lint_stores(runtime, thread=False)
+    interval = sys.getswitchinterval()
+    tried: list[str] = []
+
+    def cannot_start(self: threading.Thread) -> None:
+        tried.append(self.name)
+        raise error
+
+    monkeypatch.setattr(threading.Thread, "start", cannot_start)
+    assert lint_stores(runtime, fork=False) == on_one_thread
+    assert tried  # (a thread was asked for)
+    assert switches._switches_held == 0
+    assert sys.getswitchinterval() == interval
+
+
+def test_a_pass_that_cannot_widen_scores_on_and_asks_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The worker's pass asks for its second thread once its parent waits: if none can be
+    started, it scores the rest itself, and does not ask before each block again."""
+    rng = random.Random(4)
+    templates = [" ".join(rng.choices(WORDS, k=rng.randint(3, 12))) for _ in range(10)]
+    keys = list(dict.fromkeys(n.lower() for n in random_store_from(rng, templates, 1200)))
+    interval = sys.getswitchinterval()
+    tried: list[str] = []
+
+    def cannot_start(self: threading.Thread) -> None:
+        tried.append(self.name)
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(threading.Thread, "start", cannot_start)
+    threaded = ThreadedPass(keys, thread=False)
+    assert len(threaded._pass.blocks) > 10
+    assert threaded.pairs(lambda: True) == similar.key_pairs(keys, similar.DEFAULT_THRESHOLD)
+    assert len(tried) == 1
+    assert threaded._thread is None
+    assert switches._switches_held == 0
+    assert sys.getswitchinterval() == interval
