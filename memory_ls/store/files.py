@@ -43,7 +43,7 @@ from memory_ls.core.text import (
     first_invalid_utf8,
 )
 from memory_ls.store.facts import not_regular_message
-from memory_ls.store.paths import inbox_path
+from memory_ls.store.paths import inbox_path, too_many_links
 
 TYPE_CHECKING = False  # not `typing`'s: the read verbs do without importing it (~3.5 ms)
 if TYPE_CHECKING:
@@ -178,26 +178,24 @@ def unreachable_store(path: Path) -> str | None:
 
 def _folder_on_the_way(path: Path) -> str | None:
     """What is wrong with the nearest folder above ``path`` that exists (as a name): a
-    symlink to nothing, a symlink loop, or not a folder; ``None`` when it is a folder."""
+    symlink to nothing, a symlink loop (or a chain of more links than the system follows),
+    or not a folder; ``None`` when it is a folder."""
     for folder in path.parents:
         if os.path.lexists(folder):
             if not os.path.exists(folder):  # a symlink that leads nowhere
-                if _loops(folder):
+                links = too_many_links(folder)
+                if links == "loop":
                     return f"{display_path(folder)} is a symlink that leads back to itself"
+                if links == "chain":
+                    return (
+                        f"{display_path(folder)} is a chain of more symlinks than the system "
+                        "follows"
+                    )
                 return f"{display_path(folder)} is a symlink to nothing (a dangling link)"
             if not os.path.isdir(folder):
                 return f"{display_path(folder)} is not a directory"
             return None  # the nearest one that exists decides
     return None
-
-
-def _loops(path: Path) -> bool:
-    """Whether following ``path``'s symlinks goes round in a loop."""
-    try:
-        os.stat(path)
-    except OSError as exc:
-        return exc.errno == errno.ELOOP
-    return False
 
 
 def locked_message(path: Path, timeout: float) -> str:

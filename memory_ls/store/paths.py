@@ -88,6 +88,74 @@ def symlink_loop_message(project_root: Path) -> str:
     )
 
 
+def symlink_chain_message(project_root: Path) -> str:
+    """Refusal for a project whose ``.pi`` leads on through more symlinks than the system
+    follows (40 on Linux), none of them twice: no loop, but nothing can open it either."""
+    folder = display_path(project_folder(project_root))
+    return (
+        f"Refusing to use {folder}: it is a chain of more symlinks than the system follows, "
+        "so it cannot be opened."
+    )
+
+
+def too_many_links(path: Path) -> str | None:
+    """``"loop"`` or ``"chain"`` when the system will not follow ``path``'s symlinks ("Too
+    many levels of symbolic links", ``ELOOP``), else ``None``: ``"loop"`` when they go
+    round (:func:`goes_round`), ``"chain"`` when they only lead on through more links
+    than it follows (40 on Linux). One ``stat`` when they can be followed."""
+    try:
+        os.stat(path)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return "loop" if goes_round(path) else "chain"
+    except ValueError:
+        pass
+    return None
+
+
+def goes_round(path: Path) -> bool:
+    """Whether following the symlinks on the way to ``path`` comes back to a link still
+    being followed: a loop, which no number of links gets out of. Each link is followed
+    once, from the folders already resolved (:func:`os.path.realpath`'s walk, without its
+    recursion, which a chain of a thousand links ends with ``RecursionError``); one met
+    again once followed (``l/../l``) leads where it led. A dead end (nothing there, no
+    permission) is no loop."""
+    leads: dict[str, str | None] = {}
+    """Each link met: where it leads, ``None`` while it is being followed."""
+    rest: list[str | tuple[str]] = list(reversed(os.path.join(os.getcwd(), path).split(os.sep)))
+    here = os.sep
+    while rest:
+        name = rest.pop()
+        if isinstance(name, tuple):  # the end of a link's target: the link leads here
+            leads[name[0]] = here
+            continue
+        if name in ("", os.curdir):
+            continue
+        if name == os.pardir:
+            here = os.path.dirname(here)
+            continue
+        step = os.path.join(here, name)
+        if step in leads:
+            led = leads[step]
+            if led is None:
+                return True
+            here = led
+            continue
+        try:
+            if not stat.S_ISLNK(os.lstat(step).st_mode):
+                here = step
+                continue
+            target = os.readlink(step)
+        except OSError:
+            return False
+        leads[step] = None
+        rest.append((step,))
+        if os.path.isabs(target):
+            here = os.sep
+        rest.extend(reversed(target.split(os.sep)))
+    return False
+
+
 def no_project_message(path: Path | str) -> str:
     """Refusal for a project directory that does not exist (it is never created)."""
     return f"No such project directory: {display_path(path)}"
@@ -130,7 +198,8 @@ def project_folder_refusal(
     clone could make the tool write anywhere, or make the project and global
     scopes one file. A symlink that stays inside the project is fine, and so is
     a dangling one that would; a dangling one leading out is refused, and so is
-    one that cannot be resolved at all (a loop, refused as one: :func:`symlink_loop_message`):
+    one that cannot be resolved at all (a loop, refused as one: :func:`symlink_loop_message`;
+    or a chain of more links than the system follows, :func:`symlink_chain_message`):
     only what resolves inside is used.
 
     ``real`` is the folder's real path when the caller resolved it itself (the
@@ -253,21 +322,15 @@ def _outside_refusal(project_root: Path, real: str | None) -> str | None:
                 return None  # a real folder in the root is inside it (one lstat: hot path)
         except (OSError, ValueError):
             return None  # missing: nothing leads anywhere, and a write creates it in place
+        links = too_many_links(folder)
+        if links is not None:  # (before realpath: a chain of a thousand links ends it)
+            return (symlink_loop_message if links == "loop" else symlink_chain_message)(
+                project_root
+            )
         real = os.path.realpath(folder)
-        if _loops(folder):
-            return symlink_loop_message(project_root)
     if is_within(real, os.path.realpath(project_root)):
         return None
     return outside_project_message(project_root, real)
-
-
-def _loops(path: Path) -> bool:
-    """Whether resolving ``path`` runs into a symlink loop (realpath then gives up quietly)."""
-    try:
-        os.stat(path)
-    except OSError as exc:
-        return exc.errno == errno.ELOOP
-    return False
 
 
 def refused_project_store(path: Path) -> tuple[Path, str] | None:

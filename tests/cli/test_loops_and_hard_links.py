@@ -105,6 +105,54 @@ def test_an_agent_dir_that_loops_is_named(workspace: Workspace, tmp_path: Path, 
     assert r.returncode == 0, r.stderr  # the project scope is not concerned
 
 
+def make_chain(folder: Path, links: int = 45) -> Path:
+    """``folder`` leads to a real folder (returned) through ``links`` symlinks, each named
+    once: more than the system follows (40 on Linux, 32 on macOS), and no loop."""
+    real = folder.parent / f"{folder.name}-real"
+    real.mkdir()
+    before = real.name
+    for i in range(links - 1):
+        (folder.parent / f"{folder.name}-link{i}").symlink_to(before)
+        before = f"{folder.name}-link{i}"
+    folder.symlink_to(before)
+    return real
+
+
+def test_a_pi_through_too_many_links_is_named_a_chain(workspace: Workspace) -> None:
+    """The system cannot open it (ELOOP), so it is refused as a loop is, but it is no loop."""
+    real = make_chain(workspace.root / ".pi")
+    workspace.write("global", ["global note"])
+    message = (
+        f"Refusing to use {workspace.root}/.pi: it is a chain of more symlinks than the system "
+        "follows, so it cannot be opened."
+    )
+    r = workspace.cli("add", "--trusted", "planted")
+    assert (r.returncode, r.stdout, r.stderr) == (1, "", f"Error: {message}\n")
+    report = json.loads(workspace.cli("doctor", "--trusted", "--json").stdout)
+    assert report["project"]["refused"] == message
+    r = workspace.cli("check", "--trusted")
+    store = f"{workspace.root}/.pi/memory.md"
+    assert r.stdout.splitlines() == [f"{store}:1:1: outside-project {message}"]
+    assert "loop" not in r.stdout + r.stderr
+    assert os.listdir(real) == []
+
+
+def test_an_agent_dir_through_too_many_links_is_named_a_chain(
+    workspace: Workspace, tmp_path: Path
+) -> None:
+    agent = tmp_path / "chained-agent"
+    make_chain(agent)
+    env = {**workspace.env(), "PI_CODING_AGENT_DIR": str(agent)}
+    why = f"{agent} is a chain of more symlinks than the system follows"
+    r = run_cli("add", "--scope", "global", "x", cwd=workspace.root, env=env)
+    assert (r.returncode, r.stderr) == (
+        1,
+        f"Error: Cannot write the memory file {agent}/memory.md: {why}\n",
+    )
+    r = run_cli("doctor", cwd=workspace.root, env=env)
+    assert f"global: Cannot read {agent}/memory.md: {why}" in r.stdout
+
+
 class Linked:
     """``<root>/.pi/memory.md`` is a hard link to ``<agent>/memory.md``: one file."""
 

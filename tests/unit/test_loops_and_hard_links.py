@@ -23,10 +23,13 @@ from memory_ls.store.files import hard_links_message, replace_refusal
 from memory_ls.store.paths import (
     StorePath,
     classify_store_path,
+    goes_round,
     hard_linked_store_message,
     project_folder_refusal,
     shared_file_refusal,
+    symlink_chain_message,
     symlink_loop_message,
+    too_many_links,
 )
 from tests.conftest import Workspace, store_text
 
@@ -77,6 +80,75 @@ def test_an_agent_dir_that_is_the_looping_pi_refuses_the_project_with_the_loop(
     refusal = project_folder_refusal(workspace.root, global_store=agent / "memory.md")
     assert refusal == message
     assert shared_file_refusal(workspace.root, agent / "memory.md", refusal) == message
+
+
+def make_chain(folder: Path, links: int) -> None:
+    """``folder`` leads to a real folder through ``links`` symlinks, each named once: more
+    than the system follows (40 on Linux, 32 on macOS), and no loop."""
+    (folder.parent / "real").mkdir()
+    before = "real"
+    for i in range(links - 1):
+        (folder.parent / f"link{i}").symlink_to(before)
+        before = f"link{i}"
+    folder.symlink_to(before)
+
+
+def test_the_chain_message_is_exact(tmp_path: Path) -> None:
+    assert symlink_chain_message(tmp_path / "p") == (
+        f"Refusing to use {tmp_path}/p/.pi: it is a chain of more symlinks than the system "
+        "follows, so it cannot be opened."
+    )
+
+
+@pytest.mark.parametrize("links", [45, 1200])
+def test_a_pi_through_too_many_links_is_refused_as_a_chain_not_a_loop(
+    workspace: Workspace, links: int
+) -> None:
+    """The kernel cannot open it (ELOOP) either, but it is no loop; 1,200 links once ended
+    every verb with RecursionError (realpath's)."""
+    root = workspace.root
+    make_chain(root / ".pi", links)
+    assert too_many_links(root / ".pi") == "chain"
+    message = symlink_chain_message(root)
+    assert project_folder_refusal(root) == message
+    assert project_folder_refusal(root, global_store=workspace.global_store) == message
+    workspace.write("global", ["global note"])
+    rt = workspace.runtime()
+    result = rt.run("add", {"text": "x"})
+    assert result["error"] == message
+    assert rt.store_refusal("project") == message
+    assert not (root / "real" / "memory.md").exists()
+
+
+@pytest.mark.parametrize("loop", ["self", "two links", "into a loop"])
+def test_a_loop_at_the_end_of_a_long_chain_is_a_loop(workspace: Workspace, loop: str) -> None:
+    root = workspace.root
+    make_chain(root / ".pi", 45)
+    (root / "real").rmdir()
+    if loop == "self":
+        (root / "real").symlink_to("real")
+    elif loop == "two links":
+        (root / "real").symlink_to("other")
+        (root / "other").symlink_to("real")
+    else:  # through a folder on the way: real -> inside/x, inside -> real
+        (root / "real").symlink_to("inside/x")
+        (root / "inside").symlink_to("real")
+    assert too_many_links(root / ".pi") == "loop"
+    assert project_folder_refusal(root) == symlink_loop_message(root)
+
+
+def test_a_link_met_again_once_followed_is_no_loop(tmp_path: Path) -> None:
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "l").symlink_to("sub")
+    (tmp_path / "twice").symlink_to("l/../l/../l")
+    assert not goes_round(tmp_path / "twice")
+    assert too_many_links(tmp_path / "twice") is None
+    (tmp_path / "dead").symlink_to("nowhere/at/all")
+    assert not goes_round(tmp_path / "dead")
+    assert too_many_links(tmp_path / "dead") is None
+    (tmp_path / "round").symlink_to("l/../round")
+    assert goes_round(tmp_path / "round")
+    assert too_many_links(tmp_path / "round") == "loop"
 
 
 # -- a project store hard-linked to the global one ---------------------------------------
