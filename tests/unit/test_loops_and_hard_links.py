@@ -334,6 +334,46 @@ def test_an_inbox_with_other_names_is_never_replaced_or_deleted(
     assert workspace.read("project") == store  # (the accept took nothing)
 
 
+def test_the_doctor_reports_an_inbox_with_other_names(workspace: Workspace, tmp_path: Path) -> None:
+    """As it reports a store's (its read-only reason): before a propose, accept or reject
+    is refused. Either scope's, trusted or not; not a refused project's (said once, as the
+    store's refusal)."""
+    from memory_ls.store.paths import INBOX_FILE_NAME
+    from memory_ls.store.review import Review
+
+    workspace.write("project", ["use pnpm"])
+    review = Review(workspace.runtime(trusted=True))
+    assert "error" not in review.propose("add", {"text": "a proposal"}, "cli")[0]
+    assert (
+        "error" not in review.propose("add", {"text": "a global one", "scope": "global"}, "cli")[0]
+    )
+    inboxes = [workspace.root / ".pi" / INBOX_FILE_NAME, workspace.agent_dir / INBOX_FILE_NAME]
+    others = [tmp_path / "project.jsonl", tmp_path / "global.jsonl"]
+    assert all(inbox.exists() for inbox in inboxes)
+    assert not any("hard links" in p for p in workspace.runtime().doctor_report()["problems"])
+    for inbox, other in zip(inboxes, others, strict=True):
+        os.link(inbox, other)
+    for trusted in (True, False):
+        rt = workspace.runtime(trusted=trusted)
+        report = rt.doctor_report()
+        for inbox in inboxes:
+            assert f"inbox: {hard_links_message(inbox, 2)}" in report["problems"]
+        assert "readOnlyReason" not in report["project"]  # (the stores are fine)
+        assert "readOnlyReason" not in report["global"]
+        assert f"- inbox: {hard_links_message(inboxes[0], 2)}" in rt.doctor_text()
+    for other in others:
+        other.unlink()
+    assert not any("hard links" in p for p in workspace.runtime().doctor_report()["problems"])
+    # A refused project's inbox is never read or written: its store's refusal says so.
+    outside = tmp_path / "outside"
+    (workspace.root / ".pi").rename(outside)
+    (workspace.root / ".pi").symlink_to(outside)
+    os.link(outside / INBOX_FILE_NAME, others[0])
+    problems = workspace.runtime().doctor_report()["problems"]
+    assert not any("hard links" in p for p in problems)
+    assert not any(p.startswith("inbox:") for p in problems), problems
+
+
 def test_an_inbox_linked_while_it_is_written_is_refused(
     workspace: Workspace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
