@@ -20,7 +20,6 @@ from pathlib import Path
 
 from memory_ls.core.bridges import ImportFormat, import_candidates
 from memory_ls.core.text import MAX_STORE_BYTES, display_path, first_invalid_utf8
-from memory_ls.store.files import name_count
 from memory_ls.store.paths import is_pi_memory, is_within
 
 MAX_IMPORT_BYTES = 8 * 1024 * 1024
@@ -90,14 +89,13 @@ def read_export_target(path: Path) -> ReadText:
     return read_text_file(path, MAX_STORE_BYTES, "the export target")
 
 
-def other_names_message(path: Path) -> str | None:
-    """Why export may not replace ``path``, an instruction file with other names (hard
-    links), else ``None``: the rename would give this name a new file and leave the others
-    the old text (``CLAUDE.md`` hard-linked to ``AGENTS.md``), as a store is never replaced
-    for it (:func:`~memory_ls.store.files.hard_links_message`). A symlink is followed."""
-    links = name_count(path, follow=True)
-    if links < 2:
-        return None
+def other_names_message(path: Path, links: int) -> str:
+    """Why export may not replace ``path``, an instruction file with ``links`` names (hard
+    links): the rename would give this name a new file and leave the others the old text
+    (``CLAUDE.md`` hard-linked to ``AGENTS.md``), as a store is never replaced for it
+    (:func:`~memory_ls.store.files.hard_links_message`; the export target's symlinks are
+    followed before: :func:`export_target`). ``write_store``'s ``linked``: it looks at
+    the target before it writes and again right before its rename."""
     return (
         f"Refusing to export into {display_path(path)}: it has {links} hard links "
         "(other names for the same file), and replacing it would leave the others the old "

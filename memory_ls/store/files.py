@@ -296,6 +296,7 @@ def replace_refusal(
     euid: int,
     groups: Sequence[int],
     links: int = 1,
+    linked: Callable[[Path, int], str] = hard_links_message,
 ) -> str | None:
     """Why a store with this mode, owner and group may not be replaced by this user.
 
@@ -307,10 +308,11 @@ def replace_refusal(
     in, is refused instead. A store with ``links`` > 1 names (hard links) is refused
     too: the rename would give this name a new file and leave the others the old one,
     two stores from then on where there was one (the project store hard-linked to
-    the global one, say), without a word.
+    the global one, say), without a word: ``linked(path, links)`` says so (export's words
+    are its own).
     """
     if links > 1:
-        return hard_links_message(path, links)
+        return linked(path, links)
     if not mode & stat.S_IWUSR:
         return read_only_message(path)
     if euid == 0:
@@ -707,6 +709,7 @@ def write_store(
     check: Literal[False] = ...,
     data: bytes | None = ...,
     one_name: bool = ...,
+    linked: Callable[[Path, int], str] = ...,
 ) -> Stamp: ...
 
 
@@ -720,6 +723,7 @@ def write_store(
     check: Literal[True],
     data: bytes | None = ...,
     one_name: bool = ...,
+    linked: Callable[[Path, int], str] = ...,
 ) -> WriteOutcome: ...
 
 
@@ -732,6 +736,7 @@ def write_store(
     check: bool = False,
     data: bytes | None = None,
     one_name: bool = False,
+    linked: Callable[[Path, int], str] = hard_links_message,
 ) -> Stamp | WriteOutcome:
     """Replace the store atomically with ``content``; call under :func:`store_lock`.
 
@@ -746,7 +751,8 @@ def write_store(
     returned (:class:`WriteOutcome`) rather than lost. ``data``, when the caller has
     it, is ``content`` in UTF-8 already. ``one_name`` (a memory store) refuses a file
     with other names (hard links), also one given a name right before the rename: the
-    rename would leave them the old file (:func:`replace_refusal`).
+    rename would leave them the old file (:func:`replace_refusal`; ``linked`` words the
+    refusal, from the path and its number of names).
     """
     if data is None:
         data = content.encode("utf-8")
@@ -758,7 +764,7 @@ def write_store(
     except FileNotFoundError:
         old = None
     if old is not None:
-        _refuse_to_replace(path, old, one_name)
+        _refuse_to_replace(path, old, one_name, linked)
     tmp_path = path.parent / temp_name(path.name, os.urandom(6).hex())
     tmp = _at(tmp_path, folder)
     # A new store gets the usual 0o666-minus-umask; an existing one keeps its mode.
@@ -782,13 +788,14 @@ def write_store(
                 os.unlink(tmp, dir_fd=dir_fd)
                 return WriteOutcome(None)
             if one_name and held is not None and (links := os.fstat(held).st_nlink) > 1:
-                raise StoreRefused(hard_links_message(path, links))  # linked meanwhile
+                raise StoreRefused(linked(path, links))  # linked meanwhile
         elif one_name:
-            # The same last look without the bytes (an inbox): linked meanwhile?
+            # The same last look without the bytes (an inbox, export's target): linked
+            # meanwhile?
             with contextlib.suppress(FileNotFoundError):
                 now_st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
                 if stat.S_ISREG(now_st.st_mode) and now_st.st_nlink > 1:
-                    raise StoreRefused(hard_links_message(path, now_st.st_nlink))
+                    raise StoreRefused(linked(path, now_st.st_nlink))
         os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
         overwritten = None
         if held is not None:
@@ -823,11 +830,11 @@ def _look(name: str | Path, dir_fd: int | None) -> tuple[int | None, bytes | Non
     return fd, os.pread(fd, MAX_STORE_BYTES + 1, 0)
 
 
-def name_count(path: Path, *, follow: bool = False) -> int:
-    """How many names (hard links) the regular file at ``path`` has (a symlink followed
-    with ``follow``); 1 when it is missing, not a regular file or cannot be looked at."""
+def name_count(path: Path) -> int:
+    """How many names (hard links) the regular file at ``path`` has (a symlink is not
+    followed); 1 when it is missing, not a regular file or cannot be looked at."""
     try:
-        st = os.stat(path) if follow else os.lstat(path)
+        st = os.lstat(path)
     except (OSError, ValueError):
         return 1
     return st.st_nlink if stat.S_ISREG(st.st_mode) else 1
@@ -855,9 +862,14 @@ def refuse_change(path: Path, folder: LockedFolder | None = None, one_name: bool
     _refuse_to_replace(path, old, one_name)
 
 
-def _refuse_to_replace(path: Path, old: os.stat_result, one_name: bool = False) -> None:
+def _refuse_to_replace(
+    path: Path,
+    old: os.stat_result,
+    one_name: bool = False,
+    linked: Callable[[Path, int], str] = hard_links_message,
+) -> None:
     """Raise :class:`StoreRefused` when the existing store may not be replaced by us; with
-    ``one_name`` (a memory store), also when it has other names (hard links)."""
+    ``one_name`` (a memory store), also when it has other names (hard links): ``linked``."""
     if stat.S_ISLNK(old.st_mode):
         raise StoreRefused(symlink_message(path))
     if not stat.S_ISREG(old.st_mode):
@@ -872,6 +884,7 @@ def _refuse_to_replace(path: Path, old: os.stat_result, one_name: bool = False) 
         os.geteuid(),
         [os.getegid(), *os.getgroups()],
         old.st_nlink if one_name else 1,
+        linked,
     )
     if refusal is not None:
         raise StoreRefused(refusal)

@@ -913,10 +913,11 @@ class MemoryRuntime:
                     return refused(again.error)
                 plan = plan_export(again.text, body)
                 if plan.changed:
-                    linked = other_names_message(target)
-                    if linked is not None:
-                        return refused(linked)
-                    write_store(target, plan.content, folder)
+                    # Not over other names (hard links), looked at again right before the
+                    # rename: they would keep the old text.
+                    write_store(
+                        target, plan.content, folder, one_name=True, linked=other_names_message
+                    )
         except ExportError as exc:
             return refused(f"Cannot rewrite the memory-ls block in {shown}: {exc}")
         except StoreRefused as exc:

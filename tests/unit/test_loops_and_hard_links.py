@@ -292,6 +292,38 @@ def test_a_link_made_right_before_the_rename_is_refused(
     assert sorted(os.listdir(store.parent)) == ["memory.md"]
 
 
+@pytest.mark.parametrize("step", ["_set_mode", "verify_folder"])
+def test_an_export_target_linked_right_before_the_rename_is_refused(
+    workspace: Workspace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, step: str
+) -> None:
+    """Export looks at its target's names before it writes and again right before its
+    rename, as the store's writer does: ``CLAUDE.md`` hard-linked to ``AGENTS.md`` while
+    the new file was written would keep the old text, apart from then on."""
+    from memory_ls.store.bridges import other_names_message
+
+    workspace.write("project", ["use pnpm"])
+    agents = workspace.root / "AGENTS.md"
+    agents.write_text("# Agents\n")
+    claude = workspace.root / "CLAUDE.md"
+    before = set(os.listdir(workspace.root))
+    real_step = getattr(files, step)
+
+    def linked_meanwhile(*args: object) -> None:
+        # (While the new file is written: after the first look at the old one.)
+        if not claude.exists():
+            os.link(agents, claude)
+        real_step(*args)
+
+    monkeypatch.setattr(files, step, linked_meanwhile)
+    result = workspace.runtime(trusted=True).export_to(agents)
+    assert claude.exists()  # (the link was made, after the first look)
+    assert result["error"] == other_names_message(agents, 2)
+    assert result["changed"] is False
+    assert agents.read_text() == claude.read_text() == "# Agents\n"
+    assert os.stat(agents).st_ino == os.stat(claude).st_ino
+    assert set(os.listdir(workspace.root)) == before | {"CLAUDE.md"}  # no temporary left
+
+
 def test_the_projects_own_bytefly_json_still_counts(linked: Workspace) -> None:
     """Only its memory.md is the global file: the ``.pi`` folder is the project's, and so
     is its ``bytefly.json`` (an agent dir that *is* the ``.pi`` has one file for both)."""
