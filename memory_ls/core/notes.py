@@ -206,10 +206,12 @@ class ParsedFile:
     def keys(self) -> dict[str, str]:
         """Near-duplicate key -> the first note with that key."""
         if self._keys is None:
+            # From the notes, not the bullets: an add asks only this of a store, and a
+            # bullet per line would be ~2 MB more of a 4,500-note store kept resident.
             keys: dict[str, str] = {}
-            for b in self.bullets:
-                if b.note:
-                    keys.setdefault(b.key, b.note)
+            punct = TRAILING_PUNCT
+            for note in self.notes:
+                keys.setdefault(note.lower().rstrip(punct).strip(), note)
             self._keys = keys
         return self._keys
 
@@ -339,26 +341,26 @@ def parse_after(previous: ParsedFile, previous_content: str, content: str) -> Pa
 
 def _parse_from(previous: ParsedFile, lines: list[str], same: int) -> ParsedFile | None:
     """The parse of ``lines``, whose first ``same`` are ``previous``'s, reusing what they
-    hold; ``None`` when ``previous`` has notes after them (their keys would be wrong)."""
-    bullets = previous.bullets
-    # Bullets are in line order: the first one at or after `same`, by bisection.
-    low, high = 0, len(bullets)
-    while low < high:
-        mid = (low + high) // 2
-        if bullets[mid].line < same:
-            low = mid + 1
-        else:
-            high = mid
-    if any(b.note for b in bullets[low:]):
+    hold; ``None`` when ``previous`` has notes after them (their keys would be wrong).
+
+    Only what ``previous`` has worked out is carried on: a store an add wrote is asked
+    for its notes and keys, and its bullets are not built for it (see ``keys``).
+    """
+    tail = [b for b in map(parse_bullet, previous.lines[same:]) if b is not None]
+    if any(b.note for b in tail):
         return None
-    bullets = bullets[:low]
+    bullets = None
+    if previous._bullets is not None:
+        bullets = previous._bullets[: len(previous._bullets) - len(tail)]
     notes = list(previous.notes)
-    keys = dict(previous.keys)
+    keys = None if previous._keys is None else dict(previous._keys)
     for i in range(same, len(lines)):
         b = parse_bullet(lines[i], i)
         if b is not None:
-            bullets.append(b)
+            if bullets is not None:
+                bullets.append(b)
             if b.note:
                 notes.append(b.note)
-                keys.setdefault(b.key, b.note)
+                if keys is not None:
+                    keys.setdefault(b.key, b.note)
     return ParsedFile(lines, bullets, notes, keys)

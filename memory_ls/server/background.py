@@ -129,6 +129,10 @@ class Timers:
                 self._arm(kind, key, pending)  # moved later since: sleep until then
                 return
             del self._pending[(kind, key)]
+            # The timer holds this closure and the closure the pending call: let go, or
+            # that cycle keeps what ``fn`` holds (a closed store's whole document) alive
+            # until a full collection, which a server that froze its start-up rarely runs.
+            pending.handle = None
             try:
                 pending.fn()
             except Exception as exc:
