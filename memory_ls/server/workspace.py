@@ -39,6 +39,7 @@ from memory_ls.store.paths import (
     classify_store_path,
     no_project_message,
     project_root_for,
+    real_path,
     refused_folder_on_the_way,
     repository_root_for,
 )
@@ -48,7 +49,7 @@ from memory_ls.store.runtime import MemoryRuntime
 def _resolved(path: Path) -> Path | None:
     """``path`` canonical (symlinks and ``..`` resolved), or ``None`` if no path can be."""
     try:
-        return Path(os.path.realpath(path))
+        return Path(real_path(path))
     except ValueError:  # a NUL byte
         return None
 
@@ -170,7 +171,7 @@ class Projects:
         resources, never by the client's trust in the workspace.
         """
         for folder in self.folders:
-            real = Path(os.path.realpath(folder))
+            real = Path(real_path(folder))
             if root == real or real in root.parents or project_root_for(real) == root:
                 return True
         return False

@@ -40,7 +40,7 @@ from memory_ls.store.files import (
     store_lock,
     symlink_message,
 )
-from memory_ls.store.paths import INBOX_FILE_NAME, inbox_path
+from memory_ls.store.paths import INBOX_FILE_NAME, inbox_path, real_path
 
 DRIVER_NAME = "memory-ls note-wise merge of memory.md"
 DRIVER_COMMAND = "memory-ls merge-file %O %A %B"
@@ -218,9 +218,9 @@ def repository_of(folder: Path, store: Path, what: str) -> Repository:
             f'(git says: "{words}").'
         )
     root = Path(run.out.strip())
-    real_store = Path(os.path.realpath(store.parent)) / store.name
+    real_store = Path(real_path(store.parent)) / store.name
     try:
-        relative = real_store.relative_to(Path(os.path.realpath(root)))
+        relative = real_store.relative_to(Path(real_path(root)))
     except ValueError:
         raise GitRefused(
             f"Cannot {what}: {display_path(store)} is outside its repository {display_path(root)}."
