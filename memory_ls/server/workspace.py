@@ -31,6 +31,7 @@ from memory_ls.core.recall import (
     recall_plan,
     with_kept_out,
 )
+from memory_ls.core.text import display_path
 from memory_ls.server.documents import MemoryDocument
 from memory_ls.server.settings import Settings
 from memory_ls.store.paths import (
@@ -42,6 +43,7 @@ from memory_ls.store.paths import (
     real_path,
     refused_folder_on_the_way,
     repository_root_for,
+    unfollowable,
 )
 from memory_ls.store.runtime import MemoryRuntime
 
@@ -182,8 +184,13 @@ class Projects:
         The path is judged where it resolves to (symlinks and ``..`` followed): a
         path that exists picks its project, a missing one inside a workspace
         folder picks the project of its nearest existing ancestor; any other
-        path names nothing, and nothing creates a project (SPEC §1).
+        path names nothing, and nothing creates a project (SPEC §1). A path whose links
+        the system will not follow (a loop, or a chain of more links than it follows)
+        is named for them: resolved to its end, a chain would pick the project there.
         """
+        why = unfollowable(path)
+        if why is not None:
+            return f"Refusing to use {display_path(path)}: it {why}."
         real = _resolved(path)
         if real is not None and (os.path.exists(real) or self._folder_holding(real)):
             return None
