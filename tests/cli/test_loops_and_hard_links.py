@@ -356,3 +356,25 @@ def test_once_unlinked_both_scopes_work(linked: Linked) -> None:
     data = json.loads(ws.cli("list", "--trusted", "--json").stdout)
     assert data["project"] == ["a project note", "another project note"]
     assert data["global"] == ["shared note", "a global note"]
+
+
+def test_inbox_warns_of_an_inbox_with_other_names(workspace: Workspace, tmp_path: Path) -> None:
+    """As the doctor does: every propose, accept and reject on it is refused, and the
+    listing said nothing of it."""
+    from memory_ls.store.files import hard_links_message
+    from memory_ls.store.paths import INBOX_FILE_NAME
+
+    workspace.write("project", ["use pnpm"])
+    assert workspace.cli("add", "--trusted", "--propose", "a proposal").returncode == 0
+    inbox = workspace.root / ".pi" / INBOX_FILE_NAME
+    r = workspace.cli("inbox", "--trusted")
+    assert (r.returncode, r.stderr) == (0, "")
+    os.link(inbox, tmp_path / "other.jsonl")
+    warning = f"Warning: {hard_links_message(inbox, 2)}\n"
+    r = workspace.cli("inbox", "--trusted")
+    assert (r.returncode, r.stderr) == (0, warning)
+    assert "a proposal" in r.stdout
+    r = workspace.cli("inbox", "--trusted", "--json")
+    assert r.stderr == warning and json.loads(r.stdout)["project"][0]["text"] == "a proposal"
+    r = workspace.cli("doctor", "--trusted")
+    assert r.stdout.count("hard links") == 1  # (said once: the doctor reads the listing)
