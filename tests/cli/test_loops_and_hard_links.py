@@ -222,6 +222,8 @@ def test_every_verb_names_an_agent_dir_behind_a_long_chain(
     r = run("doctor", "--trusted")
     assert f"global: Cannot read {agent}/memory.md: {why}" in r.stdout
     assert "Traceback" not in r.stderr
+    r = run("sync", "--scope", "global")  # (it said the agent dir does not exist)
+    assert (r.returncode, r.stderr) == (1, f"Error: Cannot sync the global store: {why}.\n")
     r = run("add", "--trusted", "a project note")
     assert r.returncode == 0, r.stderr  # the project scope is not concerned
     assert os.listdir(tmp_path / "agent-real") == []
