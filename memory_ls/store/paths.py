@@ -134,11 +134,14 @@ def real_path(path: str | os.PathLike[str]) -> str:
     resolves it with ``RecursionError``. This is the same walk with a stack of what is
     left to resolve instead, and the same answers: each link is resolved once (a seen
     map), what cannot be looked at is taken as no link, and a loop is left where it
-    starts, with the rest of the path kept as written (where 3.11's answer for a loop
-    depends on how the path was spelled, this one does not). A chain of more links than the system
-    follows resolves to where it ends, which the system cannot open through the chain:
-    :func:`too_many_links` tells whether it can. A NUL byte raises ``ValueError``.
+    starts, with the rest of the path kept as written (3.11's answer for a loop also
+    depends on how the path was spelled; this one does not). A chain of more links than
+    the system follows resolves to where it ends, which the system cannot open through
+    the chain: :func:`too_many_links` tells whether it can. A NUL byte raises
+    ``ValueError``.
     """
+    if os.name == "nt":  # pragma: no cover - Windows' realpath asks the system: no recursion
+        return os.path.realpath(path)
     name = os.fspath(path)
     sep = os.sep
     # What is left, last part first; a 1-tuple marks the end of a link's target.
