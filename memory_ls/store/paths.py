@@ -142,6 +142,11 @@ def real_path(path: str | os.PathLike[str]) -> str:
     """
     if os.name == "nt":  # pragma: no cover - Windows' realpath asks the system: no recursion
         return os.path.realpath(path)
+    return _walk(path)[0]
+
+
+def _walk(path: str | os.PathLike[str]) -> tuple[str, bool]:
+    """:func:`real_path`'s answer, and whether a loop stopped it."""
     name = os.fspath(path)
     sep = os.sep
     # What is left, last part first; a 1-tuple marks the end of a link's target.
@@ -172,7 +177,7 @@ def real_path(path: str | os.PathLike[str]) -> str:
             led = seen[step]
             if led is None:  # a loop: realpath leaves it, and the rest, as written
                 left = [p for p in reversed(rest) if isinstance(p, str)]
-                return os.path.normpath(sep.join([step, *left]))
+                return os.path.normpath(sep.join([step, *left])), True
             here = led
             continue
         target = readlink(step)
@@ -181,50 +186,20 @@ def real_path(path: str | os.PathLike[str]) -> str:
         if target.startswith(sep):
             here = sep
         rest.extend(target.split(sep)[::-1])
-    return here
+    return here, False
 
 
 def goes_round(path: Path) -> bool:
     """Whether following the symlinks on the way to ``path`` comes back to a link still
-    being followed: a loop, which no number of links gets out of. Each link is followed
-    once, from the folders already resolved (:func:`os.path.realpath`'s walk, without its
-    recursion, which a chain of a thousand links ends with ``RecursionError``); one met
-    again once followed (``l/../l``) leads where it led. A dead end (nothing there, no
-    permission) is no loop."""
-    leads: dict[str, str | None] = {}
-    """Each link met: where it leads, ``None`` while it is being followed."""
-    rest: list[str | tuple[str]] = list(reversed(os.path.join(os.getcwd(), path).split(os.sep)))
-    here = os.sep
-    while rest:
-        name = rest.pop()
-        if isinstance(name, tuple):  # the end of a link's target: the link leads here
-            leads[name[0]] = here
-            continue
-        if name in ("", os.curdir):
-            continue
-        if name == os.pardir:
-            here = os.path.dirname(here)
-            continue
-        step = os.path.join(here, name)
-        if step in leads:
-            led = leads[step]
-            if led is None:
-                return True
-            here = led
-            continue
-        try:
-            if not stat.S_ISLNK(os.lstat(step).st_mode):
-                here = step
-                continue
-            target = os.readlink(step)
-        except OSError:
-            return False
-        leads[step] = None
-        rest.append((step,))
-        if os.path.isabs(target):
-            here = os.sep
-        rest.extend(reversed(target.split(os.sep)))
-    return False
+    being followed: a loop, which no number of links gets out of. :func:`real_path`'s
+    walk: each link is followed once, from the folders already resolved, and one met
+    again once followed (``l/../l``) leads where it led; a dead end (nothing there, no
+    permission) is no link, and a link gone while it is read (or the current directory,
+    for a relative path) leaves no loop found."""
+    try:
+        return _walk(path)[1]
+    except OSError:
+        return False
 
 
 def no_project_message(path: Path | str) -> str:
