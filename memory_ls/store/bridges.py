@@ -48,7 +48,10 @@ def read_text_file(path: Path, limit: int, what: str) -> ReadText:
     except FileNotFoundError:
         return ReadText(None)
     except OSError as exc:
-        return ReadText(None, f"Cannot read {what} {shown}: {exc.strerror or exc}")
+        # "Too many levels of symbolic links" names no culprit: a loop or a long chain.
+        why = unfollowable(path) if exc.errno == errno.ELOOP else None
+        reason = f"it {why}" if why is not None else exc.strerror or exc
+        return ReadText(None, f"Cannot read {what} {shown}: {reason}")
     what_is = f"{what[0].upper()}{what[1:]}"
     if not stat.S_ISREG(st.st_mode):
         return ReadText(None, f"{what_is} is not a regular file: {shown}")

@@ -380,3 +380,22 @@ def test_inbox_warns_of_an_inbox_with_other_names(workspace: Workspace, tmp_path
     assert r.stderr == warning and json.loads(r.stdout)["project"][0]["text"] == "a proposal"
     r = workspace.cli("doctor", "--trusted")
     assert r.stdout.count("hard links") == 1  # (said once: the doctor reads the listing)
+
+
+@pytest.mark.parametrize("shape", ["chain", "loop"])
+def test_import_from_a_chain_or_a_loop_names_it(workspace: Workspace, shape: str) -> None:
+    """The system's 'Too many levels of symbolic links' named no culprit."""
+    notes = workspace.root / "notes.md"
+    if shape == "chain":
+        (workspace.root / "notes-real.md").write_text("- imported\n")
+        chain_to(notes, "notes-real.md")
+        why = CHAIN
+    else:
+        notes.symlink_to(notes.name)
+        why = "is a symlink that leads back to itself"
+    r = workspace.cli("import", "--trusted", "--scope", "global", "notes.md")
+    assert (r.returncode, r.stderr) == (
+        1,
+        f"Error: Cannot read the import file notes.md: it {why}\n",
+    )
+    assert not workspace.global_store.exists()
