@@ -695,8 +695,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(serve("stdio", None, None))
     if getattr(args, "project", None) is not None:
         if not os.path.isdir(os.path.expanduser(args.project)):
+            from memory_ls.store.paths import unfollowable
+
             # SPEC §1: nothing creates a project, and a typo must not pick another one.
-            _verb_parser(verb).error(f"--project is not a directory: {args.project}")
+            why = unfollowable(Path(os.path.expanduser(args.project))) or "is not a directory"
+            _verb_parser(verb).error(f"--project {why}: {args.project}")
     else:
         try:
             os.getcwd()
@@ -986,9 +989,10 @@ def _confirm_clear(runtime: Any, scope: str, as_json: bool = False) -> bool:
 
 def _check(args: argparse.Namespace) -> int:
     from memory_ls.store.lint import lint_paths, lint_stores, render_reports
+    from memory_ls.store.paths import real_path
 
     if args.file:
-        project = Path(os.path.realpath(os.path.expanduser(args.project))) if args.project else None
+        project = Path(real_path(os.path.expanduser(args.project))) if args.project else None
         reports = lint_paths([Path(f) for f in args.file], args.agent_dir, args.trusted, project)
     else:
         reports = lint_stores(_runtime(args))

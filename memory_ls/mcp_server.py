@@ -45,7 +45,7 @@ from memory_ls.core.models import MemoryResult, Scope
 from memory_ls.core.render import result_text
 from memory_ls.core.text import without_lone_surrogates
 from memory_ls.schemas import memory_result_schema
-from memory_ls.store.paths import project_start
+from memory_ls.store.paths import project_start, real_path, unfollowable
 from memory_ls.store.runtime import MemoryRuntime
 
 log = logging.getLogger("memory_ls.mcp")
@@ -440,7 +440,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     args = parser.parse_args(argv)
     if not Path(args.project).expanduser().is_dir():
-        parser.error(f"--project is not a directory: {args.project}")
+        why = unfollowable(Path(args.project).expanduser()) or "is not a directory"
+        parser.error(f"--project {why}: {args.project}")
     return args
 
 
@@ -471,7 +472,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.getLogger("asyncio").addFilter(_QuietInterrupt())
     runtime = MemoryRuntime(
         # A `--project` in a `.pi` that leads out names that `.pi`'s project, as written.
-        project_start(Path(args.project).expanduser()).resolve(),
+        Path(real_path(project_start(Path(args.project).expanduser()))),
         agent_dir=args.agent_dir,
         trusted=args.trusted,
         read_only=args.read_only,

@@ -64,6 +64,7 @@ from memory_ls.core.stale import (
 )
 from memory_ls.server.protocol import CLIENT_TIMEOUT
 from memory_ls.server.uris import path_of_uri, uri_of_path
+from memory_ls.store.paths import real_path
 from memory_ls.store.project_files import (
     global_instruction_texts,
     project_instruction_texts,
@@ -518,7 +519,7 @@ def _real(path: str) -> str | None:
     """``path`` with symlinks resolved, or ``None`` for one no file can have (a NUL byte
     from a client's URI): one bad event must not cost the others in its notification."""
     try:
-        return os.path.realpath(path)
+        return real_path(path)
     except (OSError, ValueError):
         return None
 
@@ -661,7 +662,7 @@ def _watch_outside_folders(ls: MemoryServer, key: FactsKey) -> None:
         return
     root = Path(where)
     for folder in ls.projects.folders:
-        real = Path(os.path.realpath(folder))
+        real = Path(real_path(folder))
         if root == real or real in root.parents:
             return  # the folder's watchers see the whole project
     if not ls.capability("workspace.did_change_watched_files.relative_pattern_support"):

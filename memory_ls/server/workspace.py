@@ -31,6 +31,7 @@ from memory_ls.core.recall import (
     recall_plan,
     with_kept_out,
 )
+from memory_ls.core.text import display_path
 from memory_ls.server.documents import MemoryDocument
 from memory_ls.server.settings import Settings
 from memory_ls.store.paths import (
@@ -39,8 +40,10 @@ from memory_ls.store.paths import (
     classify_store_path,
     no_project_message,
     project_root_for,
+    real_path,
     refused_folder_on_the_way,
     repository_root_for,
+    unfollowable,
 )
 from memory_ls.store.runtime import MemoryRuntime
 
@@ -48,7 +51,7 @@ from memory_ls.store.runtime import MemoryRuntime
 def _resolved(path: Path) -> Path | None:
     """``path`` canonical (symlinks and ``..`` resolved), or ``None`` if no path can be."""
     try:
-        return Path(os.path.realpath(path))
+        return Path(real_path(path))
     except ValueError:  # a NUL byte
         return None
 
@@ -170,7 +173,7 @@ class Projects:
         resources, never by the client's trust in the workspace.
         """
         for folder in self.folders:
-            real = Path(os.path.realpath(folder))
+            real = Path(real_path(folder))
             if root == real or real in root.parents or project_root_for(real) == root:
                 return True
         return False
@@ -181,8 +184,13 @@ class Projects:
         The path is judged where it resolves to (symlinks and ``..`` followed): a
         path that exists picks its project, a missing one inside a workspace
         folder picks the project of its nearest existing ancestor; any other
-        path names nothing, and nothing creates a project (SPEC §1).
+        path names nothing, and nothing creates a project (SPEC §1). A path whose links
+        the system will not follow (a loop, or a chain of more links than it follows)
+        is named for them: resolved to its end, a chain would pick the project there.
         """
+        why = unfollowable(path)
+        if why is not None:
+            return f"Refusing to use {display_path(path)}: it {why}."
         real = _resolved(path)
         if real is not None and (os.path.exists(real) or self._folder_holding(real)):
             return None

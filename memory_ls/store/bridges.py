@@ -20,7 +20,7 @@ from pathlib import Path
 
 from memory_ls.core.bridges import ImportFormat, import_candidates
 from memory_ls.core.text import MAX_STORE_BYTES, display_path, first_invalid_utf8
-from memory_ls.store.paths import is_pi_memory, is_within
+from memory_ls.store.paths import is_pi_memory, is_within, real_path, unfollowable
 
 MAX_IMPORT_BYTES = 8 * 1024 * 1024
 """An import file larger than this is refused: its notes could never fit a store anyway."""
@@ -48,7 +48,10 @@ def read_text_file(path: Path, limit: int, what: str) -> ReadText:
     except FileNotFoundError:
         return ReadText(None)
     except OSError as exc:
-        return ReadText(None, f"Cannot read {what} {shown}: {exc.strerror or exc}")
+        # "Too many levels of symbolic links" names no culprit: a loop or a long chain.
+        why = unfollowable(path) if exc.errno == errno.ELOOP else None
+        reason = f"it {why}" if why is not None else exc.strerror or exc
+        return ReadText(None, f"Cannot read {what} {shown}: {reason}")
     what_is = f"{what[0].upper()}{what[1:]}"
     if not stat.S_ISREG(st.st_mode):
         return ReadText(None, f"{what_is} is not a regular file: {shown}")
@@ -125,21 +128,26 @@ def export_target(named: Path, project_root: Path, stores: Sequence[Path]) -> Ex
     project named as it is stays the user's choice.
     """
     lexical = os.path.abspath(named)
-    real = os.path.realpath(lexical)
+    why = unfollowable(Path(lexical))
+    if why is not None:  # nothing can open it: followed to its end, it would be written
+        return ExportTarget(
+            Path(lexical), f"Refusing to export to {display_path(lexical)}: it {why}."
+        )
+    real = real_path(lexical)
     target = Path(real)
-    memory_files = {os.path.realpath(store) for store in stores}
+    memory_files = {real_path(store) for store in stores}
     if real in memory_files or is_pi_memory(target) or _same_file(real, stores):
         return ExportTarget(
             target,
             f"Refusing to export into a memory file: {display_path(target)} "
             "(export keeps a block in an instruction file such as AGENTS.md).",
         )
-    real_root = os.path.realpath(project_root)
+    real_root = real_path(project_root)
     # In the project as named, or through a folder that really is in it (a workspace
     # opened through a symlinked path names its files through that path).
     in_project = any(
         is_within(lexical, root) for root in (os.path.abspath(project_root), real_root)
-    ) or is_within(os.path.realpath(os.path.dirname(lexical)), real_root)
+    ) or is_within(real_path(os.path.dirname(lexical)), real_root)
     if in_project and not is_within(real, real_root):
         return ExportTarget(
             target,

@@ -43,7 +43,7 @@ from memory_ls.core.text import (
     first_invalid_utf8,
 )
 from memory_ls.store.facts import not_regular_message
-from memory_ls.store.paths import inbox_path, too_many_links
+from memory_ls.store.paths import inbox_path, real_path, unfollowable
 
 TYPE_CHECKING = False  # not `typing`'s: the read verbs do without importing it (~3.5 ms)
 if TYPE_CHECKING:
@@ -183,14 +183,9 @@ def _folder_on_the_way(path: Path) -> str | None:
     for folder in path.parents:
         if os.path.lexists(folder):
             if not os.path.exists(folder):  # a symlink that leads nowhere
-                links = too_many_links(folder)
-                if links == "loop":
-                    return f"{display_path(folder)} is a symlink that leads back to itself"
-                if links == "chain":
-                    return (
-                        f"{display_path(folder)} is a chain of more symlinks than the system "
-                        "follows"
-                    )
+                why = unfollowable(folder)
+                if why is not None:
+                    return f"{display_path(folder)} {why}"
                 return f"{display_path(folder)} is a symlink to nothing (a dangling link)"
             if not os.path.isdir(folder):
                 return f"{display_path(folder)} is not a directory"
@@ -495,7 +490,7 @@ def store_locks(requests: Sequence[LockRequest]) -> Iterator[list[LockedFolder]]
     """
     timeout = lock_timeout(os.environ)
     deadline = time.monotonic() + timeout
-    keys = [os.path.realpath(r.path) for r in requests]
+    keys = [real_path(r.path) for r in requests]
     held: dict[str, LockedFolder] = {}
     with contextlib.ExitStack() as stack:
         for key in sorted(set(keys)):
@@ -530,8 +525,8 @@ def _one_lock(request: LockRequest, deadline: float, timeout: float) -> Iterator
             except Timeout:
                 raise StoreRefused(locked_message(path, timeout)) from None
             try:
-                _check_folder(check, os.path.realpath(folder))
-                yield LockedFolder(folder, None, os.path.realpath(folder))
+                _check_folder(check, real_path(folder))
+                yield LockedFolder(folder, None, real_path(folder))
             finally:
                 file_lock.release()
             return
@@ -540,7 +535,7 @@ def _one_lock(request: LockRequest, deadline: float, timeout: float) -> Iterator
         fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
         try:
             # The real path now, next to the open: what the folder must still be later.
-            locked = LockedFolder(folder, fd, os.path.realpath(folder))
+            locked = LockedFolder(folder, fd, real_path(folder))
             _flock_until(fd, deadline, path, timeout)
             try:
                 verify_folder(locked)
@@ -591,7 +586,7 @@ def verify_folder(folder: LockedFolder) -> None:
         return
     held = os.fstat(folder.fd)
     try:
-        real = os.path.realpath(folder.path)
+        real = real_path(folder.path)
         named = os.stat(real)
     except (OSError, ValueError):
         raise StoreRefused(folder_changed_message(folder.path)) from None

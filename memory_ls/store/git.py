@@ -40,7 +40,7 @@ from memory_ls.store.files import (
     store_lock,
     symlink_message,
 )
-from memory_ls.store.paths import INBOX_FILE_NAME, inbox_path
+from memory_ls.store.paths import INBOX_FILE_NAME, inbox_path, real_path, unfollowable
 
 DRIVER_NAME = "memory-ls note-wise merge of memory.md"
 DRIVER_COMMAND = "memory-ls merge-file %O %A %B"
@@ -208,7 +208,8 @@ class Repository:
 def repository_of(folder: Path, store: Path, what: str) -> Repository:
     """The git work tree holding ``folder``; refused, quoting git, when there is none."""
     if not folder.is_dir():
-        raise GitRefused(f"Cannot {what}: {display_path(folder)} does not exist.")
+        why = unfollowable(folder) or "does not exist"  # (a loop or chain exists, unopenable)
+        raise GitRefused(f"Cannot {what}: {display_path(folder)} {why}.")
     # A path, used again: a folder name that is not UTF-8 must survive the round trip.
     run = run_git(["rev-parse", "--show-toplevel"], folder, errors="surrogateescape")
     if run.code != 0 or not run.out.strip():
@@ -218,9 +219,9 @@ def repository_of(folder: Path, store: Path, what: str) -> Repository:
             f'(git says: "{words}").'
         )
     root = Path(run.out.strip())
-    real_store = Path(os.path.realpath(store.parent)) / store.name
+    real_store = Path(real_path(store.parent)) / store.name
     try:
-        relative = real_store.relative_to(Path(os.path.realpath(root)))
+        relative = real_store.relative_to(Path(real_path(root)))
     except ValueError:
         raise GitRefused(
             f"Cannot {what}: {display_path(store)} is outside its repository {display_path(root)}."

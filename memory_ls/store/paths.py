@@ -113,47 +113,93 @@ def too_many_links(path: Path) -> str | None:
     return None
 
 
-def goes_round(path: Path) -> bool:
-    """Whether following the symlinks on the way to ``path`` comes back to a link still
-    being followed: a loop, which no number of links gets out of. Each link is followed
-    once, from the folders already resolved (:func:`os.path.realpath`'s walk, without its
-    recursion, which a chain of a thousand links ends with ``RecursionError``); one met
-    again once followed (``l/../l``) leads where it led. A dead end (nothing there, no
-    permission) is no loop."""
-    leads: dict[str, str | None] = {}
+def unfollowable(path: Path) -> str | None:
+    """Why the system will not follow ``path``'s symlinks, as words after its name (``"is a
+    chain of more symlinks than the system follows"``), or ``None`` when it will: one way
+    to name a loop or a chain (:func:`too_many_links`) wherever a path is refused for it."""
+    links = too_many_links(path)
+    if links == "loop":
+        return "is a symlink that leads back to itself"
+    if links == "chain":
+        return "is a chain of more symlinks than the system follows"
+    return None
+
+
+def real_path(path: str | os.PathLike[str]) -> str:
+    """:func:`os.path.realpath` (not strict) without its recursion: the one way a path is
+    resolved here.
+
+    Python 3.11's realpath calls itself once per symlink it follows, so a chain of a
+    thousand links (a cloned repository can ship one, a user can name one) ends whatever
+    resolves it with ``RecursionError``. This is the same walk with a stack of what is
+    left to resolve instead, and the same answers: each link is resolved once (a seen
+    map), what cannot be looked at is taken as no link, and a loop is left where it
+    starts, with the rest of the path kept as written (3.11's answer for a loop also
+    depends on how the path was spelled; this one does not). A chain of more links than
+    the system follows resolves to where it ends, which the system cannot open through
+    the chain: :func:`too_many_links` tells whether it can. A NUL byte raises
+    ``ValueError``.
+    """
+    if os.name == "nt":  # pragma: no cover - Windows' realpath asks the system: no recursion
+        return os.path.realpath(path)
+    return _walk(path)[0]
+
+
+def _walk(path: str | os.PathLike[str]) -> tuple[str, bool]:
+    """:func:`real_path`'s answer, and whether a loop stopped it."""
+    name = os.fspath(path)
+    sep = os.sep
+    # What is left, last part first; a 1-tuple marks the end of a link's target.
+    rest: list[str | tuple[str]] = [*name.split(sep)[::-1]]
+    here = sep if name.startswith(sep) else os.getcwd()  # (getcwd has no symlinks)
+    seen: dict[str, str | None] = {}
     """Each link met: where it leads, ``None`` while it is being followed."""
-    rest: list[str | tuple[str]] = list(reversed(os.path.join(os.getcwd(), path).split(os.sep)))
-    here = os.sep
+    lstat, readlink, is_link = os.lstat, os.readlink, stat.S_ISLNK
     while rest:
-        name = rest.pop()
-        if isinstance(name, tuple):  # the end of a link's target: the link leads here
-            leads[name[0]] = here
+        part = rest.pop()
+        if isinstance(part, tuple):  # a link's target is resolved: the link leads here
+            seen[part[0]] = here
             continue
-        if name in ("", os.curdir):
+        if not part or part == ".":
             continue
-        if name == os.pardir:
-            here = os.path.dirname(here)
+        if part == "..":
+            here = here[: here.rindex(sep)] or sep
             continue
-        step = os.path.join(here, name)
-        if step in leads:
-            led = leads[step]
-            if led is None:
-                return True
+        step = here + part if here == sep else here + sep + part
+        try:
+            link = is_link(lstat(step).st_mode)
+        except OSError:
+            link = False
+        if not link:
+            here = step
+            continue
+        if step in seen:
+            led = seen[step]
+            if led is None:  # a loop: realpath leaves it, and the rest, as written
+                left = [p for p in reversed(rest) if isinstance(p, str)]
+                return os.path.normpath(sep.join([step, *left])), True
             here = led
             continue
-        try:
-            if not stat.S_ISLNK(os.lstat(step).st_mode):
-                here = step
-                continue
-            target = os.readlink(step)
-        except OSError:
-            return False
-        leads[step] = None
+        target = readlink(step)
+        seen[step] = None
         rest.append((step,))
-        if os.path.isabs(target):
-            here = os.sep
-        rest.extend(reversed(target.split(os.sep)))
-    return False
+        if target.startswith(sep):
+            here = sep
+        rest.extend(target.split(sep)[::-1])
+    return here, False
+
+
+def goes_round(path: Path) -> bool:
+    """Whether following the symlinks on the way to ``path`` comes back to a link still
+    being followed: a loop, which no number of links gets out of. :func:`real_path`'s
+    walk: each link is followed once, from the folders already resolved, and one met
+    again once followed (``l/../l``) leads where it led; a dead end (nothing there, no
+    permission) is no link, and a link gone while it is read (or the current directory,
+    for a relative path) leaves no loop found."""
+    try:
+        return _walk(path)[1]
+    except OSError:
+        return False
 
 
 def no_project_message(path: Path | str) -> str:
@@ -210,7 +256,7 @@ def project_folder_refusal(
     if outside is not None or global_store is None:
         return outside
     if real is None:
-        real = os.path.realpath(project_folder(project_root))
+        real = real_path(project_folder(project_root))
     store = os.path.join(real, STORE_FILE_NAME)
     if store == canonical_path(global_store) or _same_folder(real, global_store.parent):
         return shared_store_message(project_root, global_store)
@@ -296,7 +342,7 @@ def names_pi_folder(folder: Path, project_root: Path) -> bool:
     if os.path.basename(named) != ".pi":
         return False
     try:
-        holder = os.path.realpath(os.path.dirname(named))
+        holder = real_path(os.path.dirname(named))
     except ValueError:
         return False
     return os.path.join(holder, ".pi") == os.path.join(_real_folder(project_root), ".pi")
@@ -323,12 +369,12 @@ def _outside_refusal(project_root: Path, real: str | None) -> str | None:
         except (OSError, ValueError):
             return None  # missing: nothing leads anywhere, and a write creates it in place
         links = too_many_links(folder)
-        if links is not None:  # (before realpath: a chain of a thousand links ends it)
+        if links is not None:  # (judged first: nothing opens a loop or a chain)
             return (symlink_loop_message if links == "loop" else symlink_chain_message)(
                 project_root
             )
-        real = os.path.realpath(folder)
-    if is_within(real, os.path.realpath(project_root)):
+        real = real_path(folder)
+    if is_within(real, real_path(project_root)):
         return None
     return outside_project_message(project_root, real)
 
@@ -347,7 +393,7 @@ def refused_project_store(path: Path) -> tuple[Path, str] | None:
     if through is not None:
         return through  # `<root>/.pi/…/.pi/memory.md`: in a refused `.pi` further up
     root = project_root_for(start)
-    if root != Path(os.path.realpath(start)):
+    if root != Path(real_path(start)):
         return None  # a `.pi/memory.md` below the root is not the store at all
     refusal = project_folder_refusal(root)
     return None if refusal is None else (root, refusal)
@@ -420,7 +466,7 @@ def as_written(path: Path) -> Path:
                 here = here.parent
                 continue
             try:
-                here = Path(os.path.realpath(here)).parent
+                here = Path(real_path(here)).parent
             except ValueError:
                 here = here.parent
         elif part not in (".", os.sep):
@@ -434,7 +480,7 @@ def canonical_path(path: Path) -> str:
     The one way two store paths are compared: a store that is a symlink must
     stay visible as one (it is refused), so only its folder is resolved.
     """
-    return os.path.join(os.path.realpath(path.parent), path.name)
+    return os.path.join(real_path(path.parent), path.name)
 
 
 def is_pi_memory(path: Path) -> bool:
@@ -556,7 +602,7 @@ def _written_root(path: Path) -> tuple[Path, Path | None] | None:
 def _real_folder(path: Path) -> Path:
     """``path`` canonical (as :func:`project_root_for` resolves its start)."""
     try:
-        return Path(os.path.realpath(path))
+        return Path(real_path(path))
     except ValueError:
         return Path(os.path.abspath(path))
 
@@ -629,7 +675,7 @@ def _repository_root_from(here: Path) -> Path | None:
 def _start_folder(start: Path) -> Path:
     """``start`` canonical, or its folder when it is a file."""
     try:
-        here = Path(os.path.realpath(start))
+        here = Path(real_path(start))
     except ValueError:
         # A NUL byte names nothing on disk; its parents may still hold a repository.
         here = Path(os.path.abspath(start))
@@ -818,7 +864,7 @@ def _resolve(base: Path, text: str) -> Path | None:
     ``None`` when it cannot name a path at all (a NUL byte).
     """
     try:
-        return Path(os.path.realpath(os.path.join(base, text)))
+        return Path(real_path(os.path.join(base, text)))
     except (OSError, ValueError):
         return None
 

@@ -41,6 +41,7 @@ from memory_ls.core.stale import (
     stale_findings,
 )
 from memory_ls.store.facts import read_disk_bytes
+from memory_ls.store.paths import real_path
 
 if TYPE_CHECKING:
     from memory_ls.core.scopes import Scope
@@ -71,9 +72,9 @@ def _read_text(path: Path, limit: int) -> str | None:
 def _inside(path: Path, root: Path) -> bool:
     """Whether ``path``'s folder, symlinks resolved, is inside ``root`` (resolved)."""
     try:
-        parent = path.parent.resolve()
+        parent = Path(real_path(path.parent))
         return parent == root or root in parent.parents
-    except (OSError, RuntimeError):
+    except (OSError, ValueError):
         return False
 
 
@@ -162,7 +163,7 @@ def _packages(
     out = [top]
     for d in dirs:
         path = root / d / "package.json"
-        if not _inside(path, root.resolve()):
+        if not _inside(path, Path(real_path(root))):
             continue
         sub = _read_text(path, MAX_BUILD_FILE_BYTES)
         info = None if sub is None else package_info(sub)
@@ -205,16 +206,16 @@ def project_instruction_texts(root: Path) -> dict[str, str]:
     project (``CLAUDE.md -> AGENTS.md`` is common; ``AGENTS.md -> ~/.bashrc`` is an
     attack), and a file already read under another name is not read twice."""
     try:
-        resolved = root.resolve()
-    except (OSError, RuntimeError):
+        resolved = Path(real_path(root))
+    except (OSError, ValueError):
         return {}
     out: dict[str, str] = {}
     seen: set[Path] = set()
     for rel in PROJECT_INSTRUCTION_FILES:
         path = root / rel
         try:
-            real = Path(os.path.realpath(path))
-        except (OSError, RuntimeError):
+            real = Path(real_path(path))
+        except (OSError, ValueError):
             continue
         if real in seen or not (real.parent == resolved or resolved in real.parents):
             continue
@@ -235,8 +236,8 @@ def global_instruction_texts(agent_dir: Path, home: Path | None = None) -> dict[
     out: dict[str, str] = {}
     for path in candidates:
         try:
-            real = Path(os.path.realpath(path))
-        except (OSError, RuntimeError):
+            real = Path(real_path(path))
+        except (OSError, ValueError):
             continue
         text = _read_text(real, MAX_INSTRUCTION_BYTES)
         if text is not None and str(path) not in out:

@@ -59,6 +59,7 @@ from memory_ls.store.files import (
     LockedFolder,
     StoreFile,
     StoreRefused,
+    other_names_refusal,
     oversize_message,
     read_store,
     refuse_change,
@@ -136,7 +137,9 @@ class Review:
         return scope == "global" or self.runtime.trust().trusted
 
     def listing(self) -> tuple[InboxResult, list[str]]:
-        """The ``memory.inbox`` object, and the warnings about the files (bad lines, refusals).
+        """The ``memory.inbox`` object, and the warnings about the files (bad lines, refusals,
+        other names: an inbox with hard links is never replaced or deleted, so every
+        propose, accept and reject on it is refused; said before, as the doctor says it).
 
         An untrusted project's proposals keep their id, action and ``at``;
         their text and ``by`` are withheld.
@@ -154,6 +157,8 @@ class Review:
                 warnings.append(file.error)
             elif file.invalid_utf8_at is not None:
                 warnings.append(file.mutation_error or "")
+            if file.error is None and (linked := other_names_refusal(file.path)) is not None:
+                warnings.append(linked)
             out[scope] = proposals
         return {"project": out["project"], "global": out["global"]}, warnings
 

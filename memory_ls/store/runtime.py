@@ -983,18 +983,11 @@ class MemoryRuntime:
         from memory_ls.store.review import Review
 
         # (A refused project store's inbox is refused with the store: said once, above.)
+        # An inbox with other names (hard links) is among them: never replaced or deleted
+        # (SPEC §12: the store's safe path), said before a propose, accept or reject is
+        # refused, as the store's read-only reason is.
         said = {facts[scope].refused for scope in facts}
-        review = Review(self)
-        inbox = [w for w in review.listing()[1] if w not in said]
-        # An inbox with other names (hard links) is never replaced or deleted (SPEC §12: the
-        # store's safe path): said before a propose, accept or reject is refused, as the
-        # store's read-only reason is.
-        inbox.extend(
-            linked
-            for scope in facts
-            if facts[scope].refused is None
-            and (linked := other_names_refusal(review.path(scope))) is not None
-        )
+        inbox = [w for w in Review(self).listing()[1] if w not in said]
         report["problems"].extend(f"inbox: {w}" for w in inbox)
         return report
 

@@ -23,7 +23,12 @@ from memory_ls.core.trust import (
     trust_store_decision,
     with_problems,
 )
-from memory_ls.store.paths import project_folder, project_folder_refusal, read_small_text
+from memory_ls.store.paths import (
+    project_folder,
+    project_folder_refusal,
+    read_small_text,
+    real_path,
+)
 
 TRUST_STORE_NAME = "trust.json"
 
@@ -80,7 +85,7 @@ def decide_trust(
     """
     if explicit is not None:
         return explicit_decision(explicit)
-    root = Path(os.path.realpath(project_root))
+    root = Path(real_path(project_root))
     problems: list[str] = []
     consulted = _Consulted(stamps)
 
@@ -148,7 +153,7 @@ def _find_resources(
             consulted.look(root / name)
             if _present(root / name, problems):
                 in_project.append(name)
-    home_dir = Path(os.path.realpath(home if home is not None else Path.home()))
+    home_dir = Path(real_path(home if home is not None else Path.home()))
     in_ancestors: list[str] = []
     # `root` is canonical, so its parents are too and compare with `home_dir`.
     for folder in (root, *root.parents):

@@ -153,6 +153,111 @@ def test_an_agent_dir_through_too_many_links_is_named_a_chain(
     assert f"global: Cannot read {agent}/memory.md: {why}" in r.stdout
 
 
+LONG = 1100
+"""Links in a long chain: more than Python 3.11's realpath can follow (it recursed once
+per link, and every verb that resolved such a path ended with ``RecursionError``)."""
+
+CHAIN = "is a chain of more symlinks than the system follows"
+
+
+def chain_to(name: Path, end: str, links: int = LONG) -> None:
+    """``name`` leads to ``end`` (as a link's target) through ``links`` symlinks, no loop."""
+    before = end
+    for i in range(links - 1):
+        (name.parent / f"{name.name}-link{i}").symlink_to(before)
+        before = f"{name.name}-link{i}"
+    name.symlink_to(before)
+
+
+@pytest.mark.parametrize("links", [45, LONG])
+def test_export_into_a_chain_is_refused(workspace: Workspace, links: int) -> None:
+    """Nothing can open it; export followed it to its end and wrote there (45 links) or
+    ended with RecursionError (1,100)."""
+    workspace.write("global", ["global note"])
+    end = workspace.root / "AGENTS-real.md"
+    end.write_text("# Agents\n")
+    chain_to(workspace.root / "AGENTS.md", end.name, links)
+    message = f"Refusing to export to {workspace.root}/AGENTS.md: it {CHAIN}."
+    r = workspace.cli("export", "--to", "AGENTS.md")
+    assert (r.returncode, r.stdout, r.stderr) == (1, "", f"Error: {message}\n")
+    r = workspace.cli("export", "--to", "AGENTS.md", "--json")
+    assert r.returncode == 1 and json.loads(r.stdout)["error"] == message
+    assert end.read_text() == "# Agents\n"
+
+
+def test_export_into_a_loop_is_named_a_loop(workspace: Workspace) -> None:
+    (workspace.root / "AGENTS.md").symlink_to("AGENTS.md")
+    r = workspace.cli("export", "--to", "AGENTS.md")
+    assert (r.returncode, r.stderr) == (
+        1,
+        f"Error: Refusing to export to {workspace.root}/AGENTS.md: it is a symlink that "
+        "leads back to itself.\n",
+    )
+
+
+def test_every_verb_names_an_agent_dir_behind_a_long_chain(
+    workspace: Workspace, tmp_path: Path
+) -> None:
+    agent = tmp_path / "chained-agent"
+    (tmp_path / "agent-real").mkdir()
+    chain_to(agent, "agent-real")
+    env = {**workspace.env(), "PI_CODING_AGENT_DIR": str(agent)}
+    why = f"{agent} {CHAIN}"
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return run_cli(*args, cwd=workspace.root, env=env)
+
+    r = run("add", "--scope", "global", "x")
+    assert (r.returncode, r.stdout, r.stderr) == (
+        1,
+        "",
+        f"Error: Cannot write the memory file {agent}/memory.md: {why}\n",
+    )
+    for verb in ("list", "inject", "check"):
+        r = run(verb, "--trusted")
+        assert (r.returncode, r.stderr.splitlines()[0]) == (
+            1,
+            f"Error: Cannot read {agent}/memory.md: {why}",
+        ), verb
+    r = run("doctor", "--trusted")
+    assert f"global: Cannot read {agent}/memory.md: {why}" in r.stdout
+    assert "Traceback" not in r.stderr
+    r = run("sync", "--scope", "global")  # (it said the agent dir does not exist)
+    assert (r.returncode, r.stderr) == (1, f"Error: Cannot sync the global store: {why}.\n")
+    r = run("add", "--trusted", "a project note")
+    assert r.returncode == 0, r.stderr  # the project scope is not concerned
+    assert os.listdir(tmp_path / "agent-real") == []
+
+
+def test_a_pi_behind_a_long_chain_is_refused_by_export_too(workspace: Workspace) -> None:
+    """Export resolved every store, the project's through its ``.pi``: RecursionError."""
+    real = workspace.root / "pi-real"
+    real.mkdir()
+    chain_to(workspace.root / ".pi", real.name)
+    workspace.write("global", ["global note"])
+    message = f"Refusing to use {workspace.root}/.pi: it {CHAIN}, so it cannot be opened."
+    r = workspace.cli("export", "--trusted", "--to", "AGENTS.md")
+    assert (r.returncode, r.stdout, r.stderr) == (1, "", f"Error: {message}\n")
+    r = workspace.cli("add", "--trusted", "planted")
+    assert (r.returncode, r.stderr) == (1, f"Error: {message}\n")
+    assert os.listdir(real) == []
+    assert not (workspace.root / "AGENTS.md").exists()
+
+
+@pytest.mark.parametrize("verb", ["list", "add", "check", "export"])
+def test_a_project_behind_a_chain_is_named(workspace: Workspace, tmp_path: Path, verb: str) -> None:
+    real = tmp_path / "project-real"
+    (real / ".git").mkdir(parents=True)
+    chain_to(tmp_path / "chained-project", real.name)
+    args = {"add": ["x"], "export": ["--to", "AGENTS.md"]}.get(verb, [])
+    r = workspace.cli(verb, "--project", str(tmp_path / "chained-project"), *args)
+    assert r.returncode == 2
+    assert r.stderr.splitlines()[-1] == (
+        f"memory-ls {verb}: error: --project {CHAIN}: {tmp_path}/chained-project"
+    )
+    assert os.listdir(real) == [".git"]
+
+
 class Linked:
     """``<root>/.pi/memory.md`` is a hard link to ``<agent>/memory.md``: one file."""
 
@@ -253,3 +358,44 @@ def test_once_unlinked_both_scopes_work(linked: Linked) -> None:
     data = json.loads(ws.cli("list", "--trusted", "--json").stdout)
     assert data["project"] == ["a project note", "another project note"]
     assert data["global"] == ["shared note", "a global note"]
+
+
+def test_inbox_warns_of_an_inbox_with_other_names(workspace: Workspace, tmp_path: Path) -> None:
+    """As the doctor does: every propose, accept and reject on it is refused, and the
+    listing said nothing of it."""
+    from memory_ls.store.files import hard_links_message
+    from memory_ls.store.paths import INBOX_FILE_NAME
+
+    workspace.write("project", ["use pnpm"])
+    assert workspace.cli("add", "--trusted", "--propose", "a proposal").returncode == 0
+    inbox = workspace.root / ".pi" / INBOX_FILE_NAME
+    r = workspace.cli("inbox", "--trusted")
+    assert (r.returncode, r.stderr) == (0, "")
+    os.link(inbox, tmp_path / "other.jsonl")
+    warning = f"Warning: {hard_links_message(inbox, 2)}\n"
+    r = workspace.cli("inbox", "--trusted")
+    assert (r.returncode, r.stderr) == (0, warning)
+    assert "a proposal" in r.stdout
+    r = workspace.cli("inbox", "--trusted", "--json")
+    assert r.stderr == warning and json.loads(r.stdout)["project"][0]["text"] == "a proposal"
+    r = workspace.cli("doctor", "--trusted")
+    assert r.stdout.count("hard links") == 1  # (said once: the doctor reads the listing)
+
+
+@pytest.mark.parametrize("shape", ["chain", "loop"])
+def test_import_from_a_chain_or_a_loop_names_it(workspace: Workspace, shape: str) -> None:
+    """The system's 'Too many levels of symbolic links' named no culprit."""
+    notes = workspace.root / "notes.md"
+    if shape == "chain":
+        (workspace.root / "notes-real.md").write_text("- imported\n")
+        chain_to(notes, "notes-real.md")
+        why = CHAIN
+    else:
+        notes.symlink_to(notes.name)
+        why = "is a symlink that leads back to itself"
+    r = workspace.cli("import", "--trusted", "--scope", "global", "notes.md")
+    assert (r.returncode, r.stderr) == (
+        1,
+        f"Error: Cannot read the import file notes.md: it {why}\n",
+    )
+    assert not workspace.global_store.exists()

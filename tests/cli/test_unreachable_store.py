@@ -1,6 +1,6 @@
 """A store that cannot be reached because of its path, through a real CLI process (SPEC §8,
-§9): an agent dir or a project's ``.pi`` that is a symlink loop, a file, or a symlink to
-nothing. ``check`` reported "0 files checked" and exited 0, as if the store were simply not
+§9): an agent dir or a project's ``.pi`` that is a symlink loop (or a chain of 1,100
+links), a file, or a symlink to nothing. ``check`` reported "0 files checked" and exited 0, as if the store were simply not
 there, so CI passed; the doctor showed it as "missing (reads as empty)". A store that is
 simply not there yet stays fine."""
 
@@ -14,13 +14,14 @@ import pytest
 
 from tests.conftest import Workspace, run_cli
 
-BROKEN = ["a symlink loop", "a file", "a symlink to nothing"]
+BROKEN = ["a symlink loop", "a long chain", "a file", "a symlink to nothing"]
 CASES = [
     (scope, how)
     for scope in ("global", "project")
     for how in BROKEN
-    # (A looping `.pi` is refused as a loop, `outside-project`: test_loops_and_hard_links.py.)
-    if (scope, how) != ("project", "a symlink loop")
+    # (A looping or chained `.pi` is refused for it, `outside-project`:
+    # test_loops_and_hard_links.py.)
+    if (scope, how) not in (("project", "a symlink loop"), ("project", "a long chain"))
 ]
 
 
@@ -31,6 +32,14 @@ def break_folder(folder: Path, how: str) -> str:
     if how == "a symlink loop":
         folder.symlink_to(folder.name)
         return f"{folder} is a symlink that leads back to itself"
+    if how == "a long chain":  # more links than Python 3.11's realpath could follow
+        (folder.parent / f"{folder.name}-real").mkdir()
+        before = f"{folder.name}-real"
+        for i in range(1099):
+            (folder.parent / f"{folder.name}-link{i}").symlink_to(before)
+            before = f"{folder.name}-link{i}"
+        folder.symlink_to(before)
+        return f"{folder} is a chain of more symlinks than the system follows"
     if how == "a file":
         folder.write_text("not a folder\n")
         return f"{folder} is not a directory"

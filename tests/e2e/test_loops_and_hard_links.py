@@ -152,3 +152,62 @@ async def test_a_store_that_links_to_itself_is_a_symlinked_store(start, workspac
     assert "outside-project" not in {d.code for d in ds}
     r = await s.command("memory.add", {"text": "planted"})
     assert r["error"] == f"Refusing to use the symlinked memory file: {workspace.project_store}"
+
+
+# -- chains of more links than Python's realpath could follow ----------------------------
+
+LONG = 1100
+"""More links than Python 3.11's realpath can follow: it recursed once per link."""
+
+CHAIN = "is a chain of more symlinks than the system follows"
+
+
+def chain_to(name, end, links=LONG):
+    """``name`` leads to ``end`` (a link's target) through ``links`` symlinks, no loop."""
+    before = end
+    for i in range(links - 1):
+        (name.parent / f"{name.name}-link{i}").symlink_to(before)
+        before = f"{name.name}-link{i}"
+    name.symlink_to(before)
+
+
+async def test_a_pi_behind_a_long_chain_is_named_on_the_open_file_and_by_commands(start, workspace):
+    """Export resolved the project store through the chain: RecursionError."""
+    root = workspace.root
+    (root / "pi-real").mkdir()
+    chain_to(root / ".pi", "pi-real")
+    workspace.write("global", ["global note"])
+    message = f"Refusing to use {root}/.pi: it {CHAIN}, so it cannot be opened."
+    s = await start(init_options={"trusted": True})
+    uri = s.open(workspace.project_store, text=f"{HEADER}\n\n- a note\n")
+    ds = await s.codes(uri, "outside-project")
+    assert [d.message for d in ds if d.code == "outside-project"] == [message]
+    for name, argument in (
+        ("memory.add", {"text": "planted"}),
+        ("memory.list", {}),
+        ("memory.export", {"to": "AGENTS.md"}),
+    ):
+        r = await s.command(name, argument)
+        assert r["error"] == message, name
+    assert os.listdir(root / "pi-real") == []
+    assert not (root / "AGENTS.md").exists()
+
+
+async def test_export_into_a_long_chain_and_a_uri_behind_one_are_refused(
+    start, workspace, tmp_path
+):
+    root = workspace.root
+    workspace.write("global", ["global note"])
+    (root / "AGENTS-real.md").write_text("# Agents\n")
+    chain_to(root / "AGENTS.md", "AGENTS-real.md")
+    other = tmp_path / "other-real"
+    (other / ".git").mkdir(parents=True)
+    chain_to(tmp_path / "other", other.name)
+    s = await start(init_options={"trusted": True})
+    r = await s.command("memory.export", {"to": "AGENTS.md"})
+    assert r["error"] == f"Refusing to export to {root}/AGENTS.md: it {CHAIN}."
+    assert (root / "AGENTS-real.md").read_text() == "# Agents\n"
+    # Resolved to its end, the chain picked the project out there and wrote into it.
+    r = await s.command("memory.add", {"text": "planted", "uri": str(tmp_path / "other")})
+    assert r["error"] == f"Refusing to use {tmp_path}/other: it {CHAIN}."
+    assert os.listdir(other) == [".git"]

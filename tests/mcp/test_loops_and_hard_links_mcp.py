@@ -5,6 +5,9 @@ wrong, as the CLI does, and nothing is written or split."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -89,3 +92,56 @@ async def test_a_hard_linked_project_store_is_global_memory_only(
         assert not added.is_error, text_of(added)
     assert glob.read_text() == store_text("shared note", "global note")
     assert workspace.project_store.read_text() == store_text("project note")
+
+
+# -- chains of more links than Python's realpath could follow ----------------------------
+
+CHAIN = "is a chain of more symlinks than the system follows"
+
+
+def chain_to(name: Path, end: str, links: int = 1100) -> None:
+    """``name`` leads to ``end`` (a link's target) through ``links`` symlinks, no loop:
+    more than Python 3.11's realpath can follow (it recursed once per link)."""
+    before = end
+    for i in range(links - 1):
+        (name.parent / f"{name.name}-link{i}").symlink_to(before)
+        before = f"{name.name}-link{i}"
+    name.symlink_to(before)
+
+
+async def test_an_agent_dir_behind_a_long_chain_is_named(
+    memory: Any, workspace: Workspace, tmp_path: Path
+) -> None:
+    """The server ended with RecursionError before its first answer."""
+    agent = tmp_path / "chained-agent"
+    (tmp_path / "agent-real").mkdir()
+    chain_to(agent, "agent-real")
+    why = f"{agent} {CHAIN}"
+    async with memory("--trusted", "--agent-dir", str(agent)) as m:
+        result = await m.call({"action": "add", "text": "x", "scope": "global"})
+        assert result.is_error
+        assert text_of(result) == f"Error: Cannot write the memory file {agent}/memory.md: {why}"
+        result = await m.call({"action": "list"})
+        assert result.is_error
+        assert text_of(result) == f"Error: Cannot read {agent}/memory.md: {why}"
+        added = await m.call({"action": "add", "text": "a project note"})
+        assert not added.is_error  # the project scope is not concerned
+    assert os.listdir(tmp_path / "agent-real") == []
+
+
+def test_a_project_behind_a_long_chain_is_named(workspace: Workspace, tmp_path: Path) -> None:
+    real = tmp_path / "project-real"
+    (real / ".git").mkdir(parents=True)
+    chain_to(tmp_path / "chained", real.name)
+    r = subprocess.run(
+        [sys.executable, "-m", "memory_ls.mcp_server", "--project", str(tmp_path / "chained")],
+        env=workspace.env(),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert r.returncode == 2
+    assert r.stderr.splitlines()[-1].endswith(f"error: --project {CHAIN}: {tmp_path}/chained")
+    assert os.listdir(real) == [".git"]

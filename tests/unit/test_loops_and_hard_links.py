@@ -26,10 +26,12 @@ from memory_ls.store.paths import (
     goes_round,
     hard_linked_store_message,
     project_folder_refusal,
+    real_path,
     shared_file_refusal,
     symlink_chain_message,
     symlink_loop_message,
     too_many_links,
+    unfollowable,
 )
 from tests.conftest import Workspace, store_text
 
@@ -149,6 +151,42 @@ def test_a_link_met_again_once_followed_is_no_loop(tmp_path: Path) -> None:
     (tmp_path / "round").symlink_to("l/../round")
     assert goes_round(tmp_path / "round")
     assert too_many_links(tmp_path / "round") == "loop"
+
+
+def test_real_path_answers_as_realpath(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same walk without recursion: relative, absolute and ``..`` targets, links to
+    links, a link met twice, dangling links and a loop, from a path or from the current
+    directory."""
+    (tmp_path / "d" / "e").mkdir(parents=True)
+    (tmp_path / "rel").symlink_to("d/e")
+    (tmp_path / "abs").symlink_to(tmp_path / "d")
+    (tmp_path / "up").symlink_to("d/e/..")
+    (tmp_path / "d" / "e" / "back").symlink_to("../../rel")
+    (tmp_path / "twice").symlink_to("rel/../../rel/back")
+    (tmp_path / "dead").symlink_to("nowhere/x")
+    (tmp_path / "self").symlink_to("self")
+    (tmp_path / "d" / "f").write_text("")
+    monkeypatch.chdir(tmp_path / "d")
+    for name in (
+        "", ".", "..", "e", "f", "f/..", "../rel", "../rel/../f", "../abs/e/back/back",
+        "../up/f", "../twice", "../twice/x/..", "../dead", "../dead/../y", "../self",
+        str(tmp_path / "abs" / ".." / "up"), "/", "//", str(tmp_path) + "//rel/./",
+    ):  # fmt: skip
+        assert real_path(name) == os.path.realpath(name), name
+        assert real_path(Path(name)) == os.path.realpath(Path(name)), name
+
+
+def test_real_path_follows_a_long_chain_to_its_end(tmp_path: Path) -> None:
+    """Python 3.11's realpath ends a chain of 1,100 links with RecursionError."""
+    make_chain(tmp_path / "chain", 1100)
+    assert real_path(tmp_path / "chain" / "x") == str(tmp_path / "real" / "x")
+    assert too_many_links(tmp_path / "chain") == "chain"
+    assert unfollowable(tmp_path / "chain") == (
+        "is a chain of more symlinks than the system follows"
+    )
+    (tmp_path / "loop").symlink_to("loop")
+    assert unfollowable(tmp_path / "loop") == "is a symlink that leads back to itself"
+    assert unfollowable(tmp_path / "real") is None
 
 
 # -- a project store hard-linked to the global one ---------------------------------------

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from memory_ls.store import paths
 from memory_ls.store.paths import (
     StorePath,
     agent_dir_for,
@@ -241,14 +242,14 @@ def test_a_cli_command_resolves_its_starting_folder_once(
     link = tmp_path / "link"
     link.symlink_to(root / "a" / "b")
     resolved: list[str] = []
-    real = os.path.realpath
+    real = paths.real_path
 
-    def counting(path: str | os.PathLike[str], **kwargs: bool) -> str:
+    def counting(path: str | os.PathLike[str]) -> str:
         if os.fspath(path) in (str(link), str(root / "a" / "b")):
             resolved.append(os.fspath(path))
-        return real(path, **kwargs)
+        return real(path)
 
-    monkeypatch.setattr(os.path, "realpath", counting)
+    monkeypatch.setattr(paths, "real_path", counting)
     assert project_root_for(link) == root
     assert resolved == [str(link)]
     resolved.clear()
