@@ -36,6 +36,7 @@ from memory_ls.store.files import (
     store_lock,
     store_locks,
     unchanged,
+    unreachable_store,
     write_failed_message,
     write_store,
 )
@@ -698,7 +699,11 @@ class MemoryRuntime:
             # Nothing to lock yet: only create folders when the change writes.
             first = transform("")
             if not first.changed:
-                return first
+                # Not there, or unreachable (a folder on the way that loops, dangles or is
+                # a file): then a clear or forget of it did not "find nothing", it could
+                # not look (SPEC §8), as list and inject say.
+                unreachable = unreachable_store(path)
+                return first if unreachable is None else Change("", False, error=unreachable)
         # The runtime's own lock is not held while waiting for the store's: a reader
         # of this runtime (a hover in the language server) is never kept waiting.
         with store_locks([self._lock_request(scope)]) as (folder,):

@@ -131,3 +131,31 @@ def test_a_store_simply_not_there_is_fine(workspace: Workspace, tmp_path: Path) 
     text = run_cli("doctor", "--trusted", cwd=workspace.root, env=env).stdout
     assert text.count("missing (reads as empty)") == 2
     assert "cannot be read" not in text
+
+
+@pytest.mark.parametrize("how", BROKEN)
+@pytest.mark.parametrize(
+    "verb",
+    [
+        ["clear", "--yes"],
+        ["forget", "a global note"],
+        ["update", "a global note", "--to", "another"],
+        ["merge", "a global note", "another", "--to", "both"],
+    ],
+)
+def test_a_change_that_writes_nothing_says_the_store_cannot_be_read(
+    workspace: Workspace, how: str, verb: list[str]
+) -> None:
+    """A clear, forget, update or merge of an unreachable global store is refused with
+    why, not "has no notes to clear" (exit 0) or "no note matches": it could not look
+    (a file where the folder should be was already refused as a write that failed)."""
+    store, message = broken_store(workspace, "global", how)
+    done = workspace.cli(*verb, "--scope", "global")
+    assert done.returncode == 1, done.stdout + done.stderr
+    if how == "a file":
+        assert done.stderr.startswith(f"Error: Cannot write the memory file {store}: ")
+        message = message.split(": ", 1)[1]
+    assert message in done.stderr
+    assert "no notes to clear" not in done.stdout + done.stderr
+    assert "matches" not in done.stderr
+    assert not store.exists() and not store.is_symlink()

@@ -26,3 +26,19 @@ async def test_the_doctor_resource_says_the_global_store_cannot_be_read(
     assert lines[lines.index(f"global: {store}") + 1] == f"  cannot be read: {why}"
     assert "missing (reads as empty)" not in doctor
     assert listed.is_error and text_of(listed) == f"Error: {message}"
+
+
+@pytest.mark.parametrize("how", ["a symlink loop", "a long chain", "a symlink to nothing"])
+async def test_a_forget_or_update_of_it_says_it_cannot_be_read(
+    memory: Any, workspace: Workspace, how: str
+) -> None:
+    """Not "No global memory note matches": it could not look."""
+    store, message = broken_store(workspace, "global", how)
+    async with memory("--trusted") as m:
+        forgot = await m.call({"action": "forget", "scope": "global", "text": "a global note"})
+        updated = await m.call(
+            {"action": "update", "scope": "global", "text": "a global note", "to": "other"}
+        )
+    assert forgot.is_error and text_of(forgot) == f"Error: {message}"
+    assert updated.is_error and text_of(updated) == f"Error: {message}"
+    assert not store.exists() and not store.is_symlink()
