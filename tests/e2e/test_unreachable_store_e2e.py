@@ -31,3 +31,17 @@ async def test_the_lens_says_nothing_of_a_global_store_simply_not_there(start, w
     uri = s.open(workspace.project_store)
     await s.diagnostics(uri)
     assert "cannot be read" not in await lens_title(s, uri)
+
+
+@pytest.mark.parametrize("how", ["a symlink loop", "a symlink to nothing"])
+async def test_a_forget_of_it_says_it_cannot_be_read(start, workspace, how):
+    """``memory.forget`` of the unreachable global store: not "no note matches"."""
+    store, message = broken_store(workspace, "global", how)
+    s = await start(init_options={"trusted": True})
+    uri = s.open(workspace.project_store)
+    await s.diagnostics(uri)
+    forgot = await s.command(
+        "memory.forget", {"text": "a global note", "scope": "global", "uri": uri}
+    )
+    assert forgot["error"] == message and forgot["changed"] is False
+    assert not store.exists() and not store.is_symlink()
