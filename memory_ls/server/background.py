@@ -37,7 +37,7 @@ CONFLICT_INLINE_NOTES = 300
 a thread first (reading 4,500 notes' claims cold takes tens of ms)."""
 
 
-def in_thread(work: Callable[[], None], name: str) -> None:
+def in_daemon_thread(work: Callable[[], None], name: str) -> None:
     """Run ``work`` in a daemon thread named ``name``; right here when no thread can be
     started (a process or memory limit: "can't start new thread"), as ``check``'s
     similar pass does. ``work`` hands its result to the loop (``call_soon_threadsafe``),
@@ -236,7 +236,7 @@ def start_similar(ls: MemoryServer, doc: MemoryDocument) -> None:
         with contextlib.suppress(RuntimeError):  # the loop is gone: exiting
             loop.call_soon_threadsafe(done, pairs)
 
-    in_thread(work, "memory-ls-similar")
+    in_daemon_thread(work, "memory-ls-similar")
 
 
 def similar_after_edit(ls: MemoryServer, doc: MemoryDocument) -> None:
@@ -293,6 +293,6 @@ def prepare_conflicts(ls: MemoryServer, doc: MemoryDocument) -> Callable[[], Non
             with contextlib.suppress(RuntimeError):  # the loop is gone: exiting
                 loop.call_soon_threadsafe(done)
 
-        in_thread(work, "memory-ls-claims")
+        in_daemon_thread(work, "memory-ls-claims")
 
     return start

@@ -61,7 +61,7 @@ from memory_ls.core.stale import (
     stale_mentions,
     stale_note_findings,
 )
-from memory_ls.server.background import in_thread
+from memory_ls.server.background import in_daemon_thread
 from memory_ls.server.protocol import CLIENT_TIMEOUT
 from memory_ls.server.uris import path_of_uri, uri_of_path
 from memory_ls.store.project_files import (
@@ -424,7 +424,7 @@ def _build(ls: MemoryServer, key: FactsKey) -> None:
         with contextlib.suppress(RuntimeError):  # the loop is gone: exiting
             loop.call_soon_threadsafe(done, judge)
 
-    in_thread(work, "memory-ls-project-files")
+    in_daemon_thread(work, "memory-ls-project-files")
 
 
 async def first_look(ls: MemoryServer, uri: str, limit: float = FIRST_LOOK_WAIT) -> None:
