@@ -94,3 +94,38 @@ async def test_the_project_files_are_judged_without_a_thread(
     assert "memory-ls-project-files" in no_thread
     entries = project_watch._files(server.ls).entries
     assert entries and not any(entry.building for entry in entries.values())
+
+
+async def test_a_command_without_a_worker_thread_runs_once_and_answers_what_it_did(
+    server: InProcess, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The worker that runs a command's write cannot be started: the write runs on the loop
+    and the command answers it. It was answered as failed while the write stayed queued in
+    the executor, done by the next command's worker (unseen, and never shown in a buffer)."""
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor
+
+    from memory_ls.server import commands
+
+    server.workspace.write("project", ["one"])
+    await server.initialize()
+    executor = ThreadPoolExecutor()  # no thread yet: the next call starts one
+    asyncio.get_running_loop().set_default_executor(executor)
+    start = threading.Thread.start
+    refused: list[str] = []
+
+    def failing(self: threading.Thread) -> None:
+        if not refused:
+            refused.append(self.name)
+            raise RuntimeError("can't start new thread")
+        start(self)
+
+    monkeypatch.setattr(threading.Thread, "start", failing)
+    first = await commands.execute(server.ls, "memory.add", ({"text": "two"},))
+    assert refused
+    assert "error" not in first and first["project"] == ["one", "two"]
+    second = await commands.execute(server.ls, "memory.forget", ({"text": "two"},))
+    assert second["project"] == ["one"]
+    third = await commands.execute(server.ls, "memory.list", ({},))
+    assert third["project"] == ["one"]  # the first add was not run again meanwhile
+    executor.shutdown()
