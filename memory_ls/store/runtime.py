@@ -27,7 +27,6 @@ from memory_ls.store.files import (
     Stamp,
     StoreFile,
     StoreRefused,
-    other_names_refusal,
     oversize_message,
     read_store,
     rewrite_store,
@@ -37,6 +36,7 @@ from memory_ls.store.files import (
     store_locks,
     unchanged,
     write_failed_message,
+    write_refusal,
     write_store,
 )
 from memory_ls.store.paths import (
@@ -954,8 +954,7 @@ class MemoryRuntime:
                 size=size,
                 parsed=view.parsed,
                 error=file.error,
-                write_error=file.mutation_error
-                or (None if unread else other_names_refusal(file.path)),
+                write_error=file.mutation_error or (None if unread else write_refusal(file.path)),
                 file_type=kind,
                 findings=() if unread or kind is not None else self._review_findings(scope),
                 refused=refused,
@@ -986,14 +985,14 @@ class MemoryRuntime:
         said = {facts[scope].refused for scope in facts}
         review = Review(self)
         inbox = [w for w in review.listing()[1] if w not in said]
-        # An inbox with other names (hard links) is never replaced or deleted (SPEC §12: the
-        # store's safe path): said before a propose, accept or reject is refused, as the
-        # store's read-only reason is.
+        # An inbox with other names (hard links), read-only or another user's is never
+        # replaced or deleted (SPEC §12: the store's safe path): said before a propose,
+        # accept or reject is refused, as the store's read-only reason is.
         inbox.extend(
             linked
             for scope in facts
             if facts[scope].refused is None
-            and (linked := other_names_refusal(review.path(scope))) is not None
+            and (linked := write_refusal(review.path(scope))) is not None
         )
         report["problems"].extend(f"inbox: {w}" for w in inbox)
         return report

@@ -89,3 +89,19 @@ async def test_a_hard_linked_project_store_is_global_memory_only(
         assert not added.is_error, text_of(added)
     assert glob.read_text() == store_text("shared note", "global note")
     assert workspace.project_store.read_text() == store_text("project note")
+
+
+async def test_the_doctor_resource_says_a_read_only_store_would_not_be_written(
+    memory: Any, workspace: Workspace
+) -> None:
+    """As the CLI's doctor does (``tests/cli/test_write_path.py``): the add is refused, and
+    the doctor says why before it."""
+    from memory_ls.store.files import read_only_message
+
+    store = workspace.write("global", ["a"])
+    store.chmod(0o444)
+    async with memory("--trusted") as m:
+        result = await m.call({"action": "add", "text": "b", "scope": "global"})
+        assert result.is_error and text_of(result) == f"Error: {read_only_message(store)}"
+        doctor = (await m.read("memory://doctor")).text
+        assert f"read-only: {read_only_message(store)}" in doctor, doctor
