@@ -329,3 +329,19 @@ async def test_the_work_of_a_command_that_failed_is_freed_without_a_collection()
     finally:
         if enabled:
             gc.enable()
+
+
+async def test_memory_doctor_says_a_read_only_store_would_not_be_written(
+    server: InProcess,
+) -> None:
+    """As the CLI's and MCP's doctor do: before the add it refuses."""
+    from memory_ls.store.files import read_only_message
+
+    store = server.workspace.write("global", ["a"])
+    store.chmod(0o444)
+    await server.initialize()
+    added = await commands.execute(server.ls, "memory.add", ({"text": "b", "scope": "global"},))
+    assert added["error"] == read_only_message(store)
+    report = await commands.execute(server.ls, "memory.doctor", ())
+    assert report["global"]["readOnlyReason"] == read_only_message(store)
+    assert f"read-only: {read_only_message(store)}" in report["text"]
