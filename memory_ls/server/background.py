@@ -37,6 +37,20 @@ CONFLICT_INLINE_NOTES = 300
 a thread first (reading 4,500 notes' claims cold takes tens of ms)."""
 
 
+def in_daemon_thread(work: Callable[[], None], name: str) -> None:
+    """Run ``work`` in a daemon thread named ``name``; right here when no thread can be
+    started (a process or memory limit: "can't start new thread"), as ``check``'s
+    similar pass does. ``work`` hands its result to the loop (``call_soon_threadsafe``),
+    which takes it the same from either: the findings still come, later in this call
+    rather than beside it, and nothing is left waiting for a thread that never ran (a
+    progress begun for good, a store's conflicts, its project files' judge)."""
+    try:
+        threading.Thread(target=work, name=name, daemon=True).start()
+    except (RuntimeError, MemoryError):
+        log.warning("no thread for %s: its work runs on the event loop", name)
+        work()
+
+
 def burst_end(first: float, last: float, delay: float, max_wait: float) -> float:
     """When a call asked for by a burst of asks runs: ``delay`` seconds after the last ask
     (``last``), but no later than ``max_wait`` seconds after the first (``first``), so asks
@@ -222,7 +236,7 @@ def start_similar(ls: MemoryServer, doc: MemoryDocument) -> None:
         with contextlib.suppress(RuntimeError):  # the loop is gone: exiting
             loop.call_soon_threadsafe(done, pairs)
 
-    threading.Thread(target=work, name="memory-ls-similar", daemon=True).start()
+    in_daemon_thread(work, "memory-ls-similar")
 
 
 def similar_after_edit(ls: MemoryServer, doc: MemoryDocument) -> None:
@@ -279,6 +293,6 @@ def prepare_conflicts(ls: MemoryServer, doc: MemoryDocument) -> Callable[[], Non
             with contextlib.suppress(RuntimeError):  # the loop is gone: exiting
                 loop.call_soon_threadsafe(done)
 
-        threading.Thread(target=work, name="memory-ls-claims", daemon=True).start()
+        in_daemon_thread(work, "memory-ls-claims")
 
     return start

@@ -16,8 +16,10 @@ update is marked ``buffer-behind-file`` until it holds the change.
 
 from __future__ import annotations
 
+import _thread
 import asyncio
 import contextlib
+import contextvars
 import functools
 import logging
 import os
@@ -91,11 +93,55 @@ async def in_thread(fn: Callable[_P, _T], /, *args: _P.args, **kwargs: _P.kwargs
     answer "canceled" for a write that still happens, and skip showing it in the open
     buffers (whose next save would then drop it). So the command runs to its end and
     answers what it did (LSP lets a server answer a cancelled request with its result).
+    When no worker thread can be started, ``fn`` runs here, on the loop, and still once.
     """
     task = asyncio.current_task()
     if task is not None:
         _COMMITTED.add(task)
-    return await asyncio.to_thread(fn, *args, **kwargs)
+    loop = asyncio.get_running_loop()
+    # In a list emptied once answered: the future of an error holds its traceback, which
+    # holds this frame; a local of the future would keep both, and `fn`'s arguments, alive
+    # till a full collection (asyncio.to_thread leaves no such cycle).
+    answer: list[asyncio.Future[_T]] = [loop.create_future()]
+    claim = _thread.allocate_lock()  # taken by whoever runs `fn`: once, in a worker or here
+    call = functools.partial(contextvars.copy_context().run, fn, *args, **kwargs)
+
+    def give(result: _T) -> None:
+        if answer and not answer[0].done():  # (not cancelled meanwhile)
+            answer[0].set_result(result)
+
+    def fail(exc: BaseException) -> None:
+        if answer and not answer[0].done():
+            answer[0].set_exception(exc)
+
+    def hand(outcome: Callable[[Any], None], value: Any) -> None:
+        with contextlib.suppress(RuntimeError):  # the loop is gone: exiting
+            loop.call_soon_threadsafe(outcome, value)
+
+    def once() -> None:
+        if not claim.acquire(blocking=False):
+            return  # run here already: its worker could not be started
+        try:
+            result = call()
+        except BaseException as exc:
+            hand(fail, exc)
+        else:
+            hand(give, result)
+
+    try:
+        loop.run_in_executor(None, once)
+    except RuntimeError:
+        # No worker could be started ("can't start new thread": a process or memory
+        # limit). The executor keeps the call all the same, and a later command's worker
+        # would run it: this command answered as failed, its write done unseen (never
+        # shown in a buffer). It runs here instead, unless a worker took it meanwhile.
+        if claim.acquire(blocking=False):
+            log.warning("no worker thread for a command: it runs on the event loop")
+            return call()
+    try:
+        return await answer[0]
+    finally:
+        answer.clear()
 
 
 COMMANDS = (

@@ -30,7 +30,6 @@ import asyncio
 import contextlib
 import logging
 import os
-import threading
 import urllib.parse
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -62,6 +61,7 @@ from memory_ls.core.stale import (
     stale_mentions,
     stale_note_findings,
 )
+from memory_ls.server.background import in_daemon_thread
 from memory_ls.server.protocol import CLIENT_TIMEOUT
 from memory_ls.server.uris import path_of_uri, uri_of_path
 from memory_ls.store.paths import real_path
@@ -425,7 +425,7 @@ def _build(ls: MemoryServer, key: FactsKey) -> None:
         with contextlib.suppress(RuntimeError):  # the loop is gone: exiting
             loop.call_soon_threadsafe(done, judge)
 
-    threading.Thread(target=work, name="memory-ls-project-files", daemon=True).start()
+    in_daemon_thread(work, "memory-ls-project-files")
 
 
 async def first_look(ls: MemoryServer, uri: str, limit: float = FIRST_LOOK_WAIT) -> None:

@@ -842,6 +842,23 @@ def other_names_refusal(path: Path) -> str | None:
     return hard_links_message(path, links) if links > 1 else None
 
 
+def write_refusal(path: Path) -> str | None:
+    """Why the regular file at ``path`` would not be replaced now (other names, no write
+    bit for its owner, another owner or group: :func:`replace_refusal`), else ``None``,
+    also when it is missing or no regular file (which its read says): what a write would
+    say, for a report that writes nothing."""
+    try:
+        st = os.lstat(path)
+    except (OSError, ValueError):
+        return None
+    if not stat.S_ISREG(st.st_mode):
+        return None
+    groups = [os.getegid(), *os.getgroups()]
+    return replace_refusal(
+        path, st.st_mode, st.st_uid, st.st_gid, os.geteuid(), groups, st.st_nlink
+    )
+
+
 def refuse_change(path: Path, folder: LockedFolder | None = None, one_name: bool = False) -> None:
     """Raise :class:`StoreRefused` when the existing file at ``path`` may not be replaced or
     removed by us (symlink, not a regular file, read-only, another owner; with

@@ -59,13 +59,13 @@ from memory_ls.store.files import (
     LockedFolder,
     StoreFile,
     StoreRefused,
-    other_names_refusal,
     oversize_message,
     read_store,
     refuse_change,
     rewrite_store,
     store_lock,
     write_failed_message,
+    write_refusal,
     write_store,
 )
 from memory_ls.store.paths import inbox_path
@@ -157,8 +157,8 @@ class Review:
                 warnings.append(file.error)
             elif file.invalid_utf8_at is not None:
                 warnings.append(file.mutation_error or "")
-            if file.error is None and (linked := other_names_refusal(file.path)) is not None:
-                warnings.append(linked)
+            if file.error is None and (refused := write_refusal(file.path)) is not None:
+                warnings.append(refused)
             out[scope] = proposals
         return {"project": out["project"], "global": out["global"]}, warnings
 

@@ -27,7 +27,6 @@ from memory_ls.store.files import (
     Stamp,
     StoreFile,
     StoreRefused,
-    other_names_refusal,
     oversize_message,
     read_store,
     rewrite_store,
@@ -38,6 +37,7 @@ from memory_ls.store.files import (
     unchanged,
     unreachable_store,
     write_failed_message,
+    write_refusal,
     write_store,
 )
 from memory_ls.store.paths import (
@@ -959,8 +959,7 @@ class MemoryRuntime:
                 size=size,
                 parsed=view.parsed,
                 error=file.error,
-                write_error=file.mutation_error
-                or (None if unread else other_names_refusal(file.path)),
+                write_error=file.mutation_error or (None if unread else write_refusal(file.path)),
                 file_type=kind,
                 findings=() if unread or kind is not None else self._review_findings(scope),
                 refused=refused,
@@ -988,9 +987,9 @@ class MemoryRuntime:
         from memory_ls.store.review import Review
 
         # (A refused project store's inbox is refused with the store: said once, above.)
-        # An inbox with other names (hard links) is among them: never replaced or deleted
-        # (SPEC §12: the store's safe path), said before a propose, accept or reject is
-        # refused, as the store's read-only reason is.
+        # An inbox with other names (hard links), read-only or another user's is among
+        # them: never replaced or deleted (SPEC §12: the store's safe path), said before a
+        # propose, accept or reject is refused, as the store's read-only reason is.
         said = {facts[scope].refused for scope in facts}
         inbox = [w for w in Review(self).listing()[1] if w not in said]
         report["problems"].extend(f"inbox: {w}" for w in inbox)

@@ -399,3 +399,22 @@ def test_import_from_a_chain_or_a_loop_names_it(workspace: Workspace, shape: str
         f"Error: Cannot read the import file notes.md: it {why}\n",
     )
     assert not workspace.global_store.exists()
+
+
+def test_inbox_warns_of_a_read_only_inbox(workspace: Workspace) -> None:
+    """A read-only inbox is refused as a linked one is (the store's safe path): ``inbox``
+    and the doctor say so once, before a propose, accept or reject fails."""
+    from memory_ls.store.files import read_only_message
+    from memory_ls.store.paths import INBOX_FILE_NAME
+
+    workspace.write("project", ["use pnpm"])
+    assert workspace.cli("add", "--trusted", "--propose", "a proposal").returncode == 0
+    inbox = workspace.root / ".pi" / INBOX_FILE_NAME
+    inbox.chmod(0o444)
+    warning = f"Warning: {read_only_message(inbox)}\n"
+    r = workspace.cli("inbox", "--trusted")
+    assert (r.returncode, r.stderr) == (0, warning)
+    r = workspace.cli("doctor", "--trusted")
+    assert r.stdout.count(read_only_message(inbox)) == 1, r.stdout
+    r = workspace.cli("accept", "--trusted", "--all")
+    assert r.returncode == 1 and read_only_message(inbox) in r.stderr

@@ -321,3 +321,29 @@ def test_a_read_only_store_is_refused(workspace: Workspace, scope: str) -> None:
     assert stat.S_IMODE(store.stat().st_mode) == 0o444
     # A no-op is not a write: listing and a duplicate add still work.
     assert workspace.cli("add", "--scope", scope, "a").returncode == 0
+
+
+def test_the_doctor_says_a_read_only_store_and_inbox_would_not_be_written(
+    workspace: Workspace,
+) -> None:
+    """As it says a store's other names (hard links): before every add, propose, accept or
+    reject is refused for it (a store without its owner's write bit, and an inbox)."""
+    import json
+
+    from memory_ls.store.paths import inbox_path
+
+    store = workspace.write("global", ["a"])
+    assert workspace.cli("add", "--scope", "global", "--propose", "b").returncode == 0
+    inbox = inbox_path(store)
+    for path in (store, inbox):
+        path.chmod(0o444)
+    report = json.loads(workspace.cli("doctor", "--json").stdout)
+    assert report["global"]["readOnlyReason"] == read_only_message(store)
+    assert f"inbox: {read_only_message(inbox)}" in report["problems"]
+    r = workspace.cli("doctor")
+    assert f"  read-only: {read_only_message(store)}" in r.stdout.splitlines(), r.stdout
+    for path in (store, inbox):
+        path.chmod(0o644)
+    report = json.loads(workspace.cli("doctor", "--json").stdout)
+    assert "readOnlyReason" not in report["global"]
+    assert not [p for p in report["problems"] if "read-only" in p]

@@ -145,3 +145,19 @@ def test_a_project_behind_a_long_chain_is_named(workspace: Workspace, tmp_path: 
     assert r.returncode == 2
     assert r.stderr.splitlines()[-1].endswith(f"error: --project {CHAIN}: {tmp_path}/chained")
     assert os.listdir(real) == [".git"]
+
+
+async def test_the_doctor_resource_says_a_read_only_store_would_not_be_written(
+    memory: Any, workspace: Workspace
+) -> None:
+    """As the CLI's doctor does (``tests/cli/test_write_path.py``): the add is refused, and
+    the doctor says why before it."""
+    from memory_ls.store.files import read_only_message
+
+    store = workspace.write("global", ["a"])
+    store.chmod(0o444)
+    async with memory("--trusted") as m:
+        result = await m.call({"action": "add", "text": "b", "scope": "global"})
+        assert result.is_error and text_of(result) == f"Error: {read_only_message(store)}"
+        doctor = (await m.read("memory://doctor")).text
+        assert f"read-only: {read_only_message(store)}" in doctor, doctor

@@ -294,3 +294,54 @@ def test_a_sync_reaches_a_buffer_with_unsaved_edits_note_by_note() -> None:
     assert change.target(before) == after
     assert change.target(buffer) == store_text("a", "b", "typed, not saved", "arrived")
     assert change.held_by(store_text("a", "b", "typed, not saved", "arrived"))
+
+
+class _Held:
+    """An argument of a command's work (a runtime, a document, in the server)."""
+
+
+async def test_the_work_of_a_command_that_failed_is_freed_without_a_collection() -> None:
+    """A command's work that raised in its thread leaves no cycle: what it was given is
+    freed by its count once the error is handled."""
+    import gc
+    import weakref
+
+    def fails(held: _Held) -> None:
+        raise ValueError("refused")
+
+    held = _Held()
+    gone = weakref.ref(held)
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        try:  # (not pytest.raises: its record of the error would keep it)
+            await commands.in_thread(fails, held)
+        except ValueError as exc:
+            assert str(exc) == "refused"
+        else:
+            raise AssertionError("no error")
+        del held
+        for _ in range(100):  # (the worker thread leaves its frame)
+            if gone() is None:
+                break
+            await asyncio.sleep(0.02)
+        assert gone() is None
+    finally:
+        if enabled:
+            gc.enable()
+
+
+async def test_memory_doctor_says_a_read_only_store_would_not_be_written(
+    server: InProcess,
+) -> None:
+    """As the CLI's and MCP's doctor do: before the add it refuses."""
+    from memory_ls.store.files import read_only_message
+
+    store = server.workspace.write("global", ["a"])
+    store.chmod(0o444)
+    await server.initialize()
+    added = await commands.execute(server.ls, "memory.add", ({"text": "b", "scope": "global"},))
+    assert added["error"] == read_only_message(store)
+    report = await commands.execute(server.ls, "memory.doctor", ())
+    assert report["global"]["readOnlyReason"] == read_only_message(store)
+    assert f"read-only: {read_only_message(store)}" in report["text"]

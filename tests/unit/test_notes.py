@@ -135,6 +135,9 @@ LINE_PIECES = st.sampled_from(
     [
         *[" ", "\t", "  ", "note", "Note.", "x!", "?;", "😀", "日本", "\u200b", "\x07", "\x00"],
         *["\x85", "\u2028", "\ud800", "\xa0", "\u3000", "-", "*", "+", "#", "\r", "\x1f", "\u200d"],
+        # A key longer than its note (U+0130 lowers to two code points), a form feed, a BOM
+        # inside a line, a paragraph separator:
+        *["\u0130", "\u0130.", "\x0c", "\ufeff", "\u2029"],
     ]
 )
 LINES = st.tuples(
@@ -217,6 +220,12 @@ def assert_same_parse(parsed: ParsedFile, content: str) -> None:
     assert parsed.keys == fresh.keys
     assert parsed.notes == fresh.notes
     assert parsed == fresh
+    # The keys (worked out from the notes) are the bullets' keys, each to its first note.
+    by_bullets: dict[str, str] = {}
+    for b in fresh.bullets:
+        if b.note:
+            by_bullets.setdefault(b.key, b.note)
+    assert list(parsed.keys.items()) == list(by_bullets.items())
 
 
 @given(
@@ -255,6 +264,28 @@ def test_parse_after_any_other_change_is_parse(
     content = "\n".join(after) + other_end
     parsed = parse_after(previous_parse(previous, worked_out), previous, content)
     assert_same_parse(parsed, content)
+
+
+@given(
+    st.lists(LINES, max_size=8),
+    st.lists(
+        st.tuples(st.booleans(), st.lists(LINES, max_size=3), ENDINGS, WORKED_OUT), max_size=6
+    ),
+)
+def test_parse_after_a_parse_after_is_parse(
+    lines: list[str], writes: list[tuple[bool, list[str], str, set[str]]]
+) -> None:
+    """Writes in a row, each parsed from the parse of the one before (as the runtime adopts
+    them), whatever of each was read in between: each is its text's parse."""
+    content = "\n".join(lines)
+    parsed = previous_parse(content, set())
+    for trim, more, end, worked_out in writes:
+        for name in sorted(worked_out):
+            getattr(parsed, name)
+        new = (content.rstrip() + "\n" if trim else content) + "\n".join(more) + end
+        parsed = parse_after(parsed, content, new)
+        content = new
+        assert_same_parse(parsed, content)
 
 
 def test_an_add_builds_no_bullets_for_a_store_asked_only_for_its_keys() -> None:
