@@ -35,10 +35,10 @@ from memory_ls.core.text import MAX_STORE_BYTES, display_path
 from memory_ls.store.facts import not_regular_message
 from memory_ls.store.files import (
     StoreRefused,
-    other_names_refusal,
     read_store,
     store_lock,
     symlink_message,
+    write_refusal,
 )
 from memory_ls.store.paths import INBOX_FILE_NAME, inbox_path, real_path, unfollowable
 
@@ -424,12 +424,13 @@ def _sync(
         unreadable = read_store(store, locked).error
         if unreadable:
             raise GitRefused(f"Cannot {what}: {unreadable}")
-        # A store or inbox with other names is never replaced (SPEC §3's writes refuse
-        # it), and a pull that brings notes replaces it: git's checkout writes a new
-        # file, and the other names would keep the old notes.
-        linked = other_names_refusal(store) or other_names_refusal(inbox_path(store))
-        if linked:
-            raise GitRefused(f"Cannot {what}: {linked}")
+        # A store or inbox that a write would not replace (other names, read-only,
+        # another owner's: SPEC §3's writes refuse it) is not replaced by a pull either:
+        # git's checkout writes a new file, with git's mode, and other names would keep
+        # the old notes.
+        refused = write_refusal(store) or write_refusal(inbox_path(store))
+        if refused:
+            raise GitRefused(f"Cannot {what}: {refused}")
         setup = git_setup(repo)
         result["setup"] = setup.changes
         _commit(scope, repo, result)

@@ -609,3 +609,28 @@ def test_sync_never_cuts_a_hard_link_to_the_store(
     assert laptop.store.read_bytes() == other.read_bytes() == before
     assert os.stat(laptop.store).st_nlink == 2
     assert git(laptop.env, laptop.clone, "rev-parse", "HEAD").stdout == head
+
+
+def test_sync_never_replaces_a_read_only_store(
+    machines: tuple[Machine, Machine], tmp_path: Path
+) -> None:
+    """A read-only store is refused by every write: a pull that brings notes would replace
+    it all the same (git's checkout writes a new file, with git's mode)."""
+    from memory_ls.store.files import read_only_message
+
+    laptop, desktop = machines
+    laptop.add("base")
+    laptop.sync()
+    desktop.sync()
+    desktop.add("desktop note")
+    desktop.sync()
+    laptop.store.chmod(0o444)
+    before = laptop.store.read_bytes()
+    head = git(laptop.env, laptop.clone, "rev-parse", "HEAD").stdout
+    failed = laptop.sync(ok=False)
+    assert str(failed["error"]) == (
+        f"Cannot sync the global store: {read_only_message(laptop.store)}"
+    )
+    assert laptop.store.read_bytes() == before
+    assert os.stat(laptop.store).st_mode & 0o777 == 0o444
+    assert git(laptop.env, laptop.clone, "rev-parse", "HEAD").stdout == head
