@@ -14,9 +14,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 from lsprotocol import types as lsp
 
-from memory_ls.core import fixes
 from memory_ls.core.config import without_infinities
-from memory_ls.core.fixes import Fix
 from memory_ls.core.models import RevealResult, other_scope
 from memory_ls.core.text import MAX_STORE_BYTES, utf8_length
 from memory_ls.server import instructions
@@ -26,6 +24,7 @@ from memory_ls.server.positions import from_client, to_client
 from memory_ls.server.protocol import CLIENT_TIMEOUT
 
 if TYPE_CHECKING:
+    from memory_ls.core.fixes import Fix
     from memory_ls.server.server import MemoryServer
 
 FIX_ALL = "source.fixAll.memory"
@@ -53,6 +52,8 @@ def _wanted(kind: str, only: list[str] | None) -> bool:
 
 def code_action(ls: MemoryServer, params: lsp.CodeActionParams) -> list[lsp.CodeAction] | None:
     """Every action that applies to the range, filtered by ``context.only``."""
+    from memory_ls.core import fixes  # (at first use: issue 11's cold start)
+
     found = ls.document(params.text_document.uri)
     doc = found.doc if found is not None else ls.instructions.get(params.text_document.uri)
     if doc is None:
@@ -113,6 +114,8 @@ def _within_cap(doc: MemoryDocument, fix: Fix) -> Fix:
     the store would then be refused for reading and writing). Only a fix that writes
     text can grow the store; the text after it is measured with the buffer's own line
     ends and byte-order mark."""
+    from memory_ls.core import fixes  # (at first use: issue 11's cold start)
+
     if not fix.edits or not any(e.new_text for e in fix.edits) or doc.size > MAX_STORE_BYTES:
         return fix
     after = utf8_length(fixes.apply_edits(doc.lines, fix.edits, doc.eol)) + (3 if doc.bom else 0)
@@ -122,7 +125,7 @@ def _within_cap(doc: MemoryDocument, fix: Fix) -> Fix:
         f"This would take the store to {after:,} bytes, over its {MAX_STORE_BYTES:,}-byte "
         "cap: forget a note instead."
     )
-    return Fix(fix.title, [], refused=reason)
+    return fixes.Fix(fix.title, [], refused=reason)
 
 
 def _edit_action(
@@ -194,6 +197,8 @@ def _data_for(ls: MemoryServer, doc: MemoryDocument, diag: lsp.Diagnostic) -> An
 def _note_actions(
     ls: MemoryServer, doc: MemoryDocument, selection: lsp.Range, only: list[str] | None
 ) -> list[lsp.CodeAction]:
+    from memory_ls.core import fixes  # (at first use: issue 11's cold start)
+
     enc = ls.analysis.encoding
     first = max(0, selection.start.line)
     last = min(len(doc.lines) - 1, selection.end.line)

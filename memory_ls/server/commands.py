@@ -59,9 +59,6 @@ from memory_ls.server.repointed import (
     repointed_mark,
 )
 from memory_ls.server.uris import path_of_uri
-from memory_ls.store.bridges import read_import_files
-from memory_ls.store.git import failed_sync
-from memory_ls.store.git import sync as git_sync
 from memory_ls.store.paths import canonical_path
 from memory_ls.store.runtime import MemoryRuntime
 
@@ -287,6 +284,11 @@ async def _sync(ls: MemoryServer, runtime: MemoryRuntime, arg: dict[str, Any]) -
     date like after any command (a buffer with unsaved edits gets the sync's
     change merged into its own text, note by note).
     """
+    # Here, not at the top: a server that never syncs does not start up with git's module
+    # (issue 11's cold start).
+    from memory_ls.store.git import failed_sync
+    from memory_ls.store.git import sync as git_sync
+
     scope, error = check_scope(arg.get("scope", "global"))
     refusal = error or runtime.refusal(scope)
     if refusal is not None:
@@ -345,6 +347,8 @@ def _path_field(runtime: MemoryRuntime, value: str) -> Path:
 
 async def _import(ls: MemoryServer, runtime: MemoryRuntime, arg: dict[str, Any]) -> ImportResult:
     """``memory.import`` (SPEC §15): read every file, then one write, shown in an open buffer."""
+    from memory_ls.store.bridges import read_import_files  # (at first use: the cold start)
+
     names, error = check_files(arg.get("files", arg.get("file")))
     fmt, format_error = check_format(arg.get("format"))
     scope, scope_error = check_scope(arg.get("scope"))

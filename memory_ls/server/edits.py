@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from lsprotocol import types as lsp
 
-from memory_ls.core.fixes import Edit
 from memory_ls.core.text import split_text
 from memory_ls.server.documents import MemoryDocument
 from memory_ls.server.positions import to_client
+
+if TYPE_CHECKING:
+    from memory_ls.core.fixes import Edit
 
 
 def range_json(r: lsp.Range) -> dict[str, dict[str, int]]:

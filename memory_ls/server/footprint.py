@@ -17,11 +17,17 @@ changes what the server answers. ``docs/performance.md`` ("h/rss") has the figur
   the main one, which had as much free after the document closed. With one arena
   the worker reuses that memory. The GIL already runs one thread at a time, so the
   arena's lock is not contended.
+- :func:`import_server` also runs the import with fewer young collections
+  (:data:`IMPORT_GC_THRESHOLD`): lsprotocol and pygls make ~90,000 lasting objects (their
+  classes, functions and annotations), which Python's threshold of 700 had the collector
+  walk again and again, ~55 ms of a cold start's CPU (127 young, 11 middle and a full
+  collection). Garbage is still collected, in fewer, larger batches.
 """
 
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import sys
 from collections.abc import Iterator
@@ -35,6 +41,9 @@ _M_ARENA_MAX = -8
 
 NO_TLS = ("ssl", "_ssl")
 """Modules the server's import is made without (TLS: unused over stdio and TCP)."""
+
+IMPORT_GC_THRESHOLD = 10_000
+"""The collector's first threshold while the server is imported (Python's is 700)."""
 
 
 def limit_malloc() -> bool:
@@ -72,7 +81,13 @@ def without(names: tuple[str, ...]) -> Iterator[None]:
 
 
 def import_server(tls: bool = False) -> ModuleType:
-    """``memory_ls.server.server``, imported without TLS unless ``tls``."""
-    with contextlib.nullcontext() if tls else without(NO_TLS):
-        from memory_ls.server import server
+    """``memory_ls.server.server``, imported without TLS unless ``tls``, and with
+    :data:`IMPORT_GC_THRESHOLD` as the collector's first threshold meanwhile."""
+    threshold = gc.get_threshold()
+    gc.set_threshold(max(IMPORT_GC_THRESHOLD, threshold[0]), *threshold[1:])
+    try:
+        with contextlib.nullcontext() if tls else without(NO_TLS):
+            from memory_ls.server import server
+    finally:
+        gc.set_threshold(*threshold)
     return server

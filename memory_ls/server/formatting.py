@@ -6,11 +6,11 @@ from typing import TYPE_CHECKING
 
 from lsprotocol import types as lsp
 
-from memory_ls.core.fixes import Edit
 from memory_ls.server.documents import MemoryDocument
 from memory_ls.server.edits import text_edits
 
 if TYPE_CHECKING:
+    from memory_ls.core.fixes import Edit
     from memory_ls.server.server import MemoryServer
 
 
@@ -21,6 +21,8 @@ def register(ls: MemoryServer) -> None:
 
 def format_edits(doc: MemoryDocument) -> list[Edit]:
     """One edit per note line whose text or marker is not in canonical form."""
+    from memory_ls.core.fixes import Edit  # (at first use: issue 11's cold start)
+
     out = []
     for b in doc.bullets:
         if b is None or not b.note:

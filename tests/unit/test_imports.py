@@ -107,7 +107,21 @@ def test_serve_as_the_cli_starts_it_loads_no_tls_nor_openssl(workspace: Workspac
     names = modules_after(workspace, code)
     assert {"pygls", "asyncio", "memory_ls.core.inbox", "rapidfuzz"} <= names
     never = [n for n in NEVER_IN_SERVE if n != "memory_ls.cli"]  # the CLI starts it here
-    assert loaded(names, [*never, *NEVER_IN_STDIO_SERVE]) == []
+    assert loaded(names, [*never, *NEVER_IN_STDIO_SERVE, *AT_FIRST_USE_IN_SERVE]) == []
+
+
+AT_FIRST_USE_IN_SERVE = ["memory_ls.core.fixes", "memory_ls.store.git", "memory_ls.store.bridges"]
+"""Modules no open or keystroke needs: a code action, a format, a ``memory.sync`` or a
+``memory.import`` imports them when first asked (issue 11's cold start)."""
+
+
+def test_the_server_imports_its_code_actions_sync_and_import_at_first_use(
+    workspace: Workspace,
+) -> None:
+    code = "from memory_ls.server import footprint\nfootprint.import_server()"
+    names = modules_after(workspace, code)
+    assert "memory_ls.server.server" in names
+    assert loaded(names, AT_FIRST_USE_IN_SERVE) == []
 
 
 @pytest.mark.parametrize("verb", [["inject"], ["list", "--json"]])
