@@ -584,18 +584,25 @@ def test_sync_of_the_project_store_commits_only_its_store(
     assert pushed == store_text("project fact")
 
 
-def test_sync_never_cuts_a_hard_link_to_the_store(
-    machines: tuple[Machine, Machine], tmp_path: Path
-) -> None:
-    # A store with other names is never replaced (a write is refused for it): git's pull
-    # would replace it all the same (a checkout writes a new file), leaving the other
-    # names the old notes without a word.
+def a_pull_waiting(machines: tuple[Machine, Machine]) -> Machine:
+    """The laptop, synced once, with a note from the desktop waiting in the remote: its
+    next sync's pull brings notes (and so would replace its store)."""
     laptop, desktop = machines
     laptop.add("base")
     laptop.sync()
     desktop.sync()
     desktop.add("desktop note")
     desktop.sync()
+    return laptop
+
+
+def test_sync_never_cuts_a_hard_link_to_the_store(
+    machines: tuple[Machine, Machine], tmp_path: Path
+) -> None:
+    # A store with other names is never replaced (a write is refused for it): git's pull
+    # would replace it all the same (a checkout writes a new file), leaving the other
+    # names the old notes without a word.
+    laptop = a_pull_waiting(machines)
     other = tmp_path / "other-name.md"
     os.link(laptop.store, other)
     before = laptop.store.read_bytes()
@@ -618,12 +625,7 @@ def test_sync_never_replaces_a_read_only_store(
     it all the same (git's checkout writes a new file, with git's mode)."""
     from memory_ls.store.files import read_only_message
 
-    laptop, desktop = machines
-    laptop.add("base")
-    laptop.sync()
-    desktop.sync()
-    desktop.add("desktop note")
-    desktop.sync()
+    laptop = a_pull_waiting(machines)
     laptop.store.chmod(0o444)
     before = laptop.store.read_bytes()
     head = git(laptop.env, laptop.clone, "rev-parse", "HEAD").stdout
