@@ -9,7 +9,9 @@ buffer that already holds the change (SPEC §7 Commands).
 from __future__ import annotations
 
 import asyncio
+import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from lsprotocol import types as lsp
@@ -345,3 +347,65 @@ async def test_memory_doctor_says_a_read_only_store_would_not_be_written(
     report = await commands.execute(server.ls, "memory.doctor", ())
     assert report["global"]["readOnlyReason"] == read_only_message(store)
     assert f"read-only: {read_only_message(store)}" in report["text"]
+
+
+# -- modules imported at first use (issue 11's cold start) ------------------------------------
+
+
+def _unimportable(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    """``import name`` raises from now on (``None`` in ``sys.modules``)."""
+    parent, _, child = name.rpartition(".")
+    monkeypatch.delattr(sys.modules[parent], child, raising=False)
+    monkeypatch.setitem(sys.modules, name, None)
+
+
+async def _first_uses(server: InProcess, uri: str) -> dict[str, dict[str, Any]]:
+    """The raw answers of a code action, a format, ``memory.sync`` and ``memory.import``."""
+    whole = lsp.Range(start=lsp.Position(0, 0), end=lsp.Position(4, 0))
+    document = lsp.TextDocumentIdentifier(uri=uri)
+    answers = {
+        "action": await server.client.request(
+            lsp.TEXT_DOCUMENT_CODE_ACTION,
+            lsp.CodeActionParams(document, whole, lsp.CodeActionContext(diagnostics=[])),
+        ),
+        "format": await server.client.request(
+            lsp.TEXT_DOCUMENT_FORMATTING,
+            lsp.DocumentFormattingParams(document, lsp.FormattingOptions(2, True)),
+        ),
+    }
+    for command, arg in [("sync", {"scope": "global"}), ("import", {"files": ["notes.md"]})]:
+        answers[command] = await server.client.request(
+            lsp.WORKSPACE_EXECUTE_COMMAND,
+            lsp.ExecuteCommandParams(command=f"memory.{command}", arguments=[arg]),
+        )
+    return answers
+
+
+@pytest.mark.parametrize(
+    ("module", "users"),
+    [
+        ("memory_ls.core.fixes", {"action", "format"}),
+        ("memory_ls.store.git", {"sync"}),
+        ("memory_ls.store.bridges", {"import"}),
+    ],
+)
+async def test_a_module_that_fails_to_import_at_first_use_is_an_error_answer(
+    server: InProcess, monkeypatch: pytest.MonkeyPatch, module: str, users: set[str]
+) -> None:
+    """The requests that import it are answered with an error, the others as ever, and the
+    server answers them all once it imports (nothing written by a failed ``memory.import``)."""
+    server.workspace.write("project", ["one", "*  two"])
+    (server.workspace.root / "notes.md").write_text("- three\n", encoding="utf-8")
+    await server.initialize()
+    uri = server.open(server.workspace.project_store)
+    with monkeypatch.context() as patched:
+        _unimportable(patched, module)
+        failed = await _first_uses(server, uri)
+    assert {name for name, answer in failed.items() if "error" in answer} == users
+    assert all(
+        module in answer["error"]["message"] for answer in failed.values() if "error" in answer
+    )
+    again = await _first_uses(server, uri)
+    assert all("result" in answer for answer in again.values()), again
+    imported = "import" in users
+    assert again["import"]["result"]["added" if imported else "skipped"] == ["three"]

@@ -84,3 +84,23 @@ def test_the_server_is_imported_with_fewer_young_collections() -> None:
         f"({footprint.IMPORT_GC_THRESHOLD}, 10, 10",
         "700, 10, 10)\n",
     ]
+
+
+def test_the_collectors_threshold_is_put_back_when_the_import_fails() -> None:
+    code = (
+        "import gc, sys\n"
+        "from memory_ls.server import footprint\n"
+        "class Refuse:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'memory_ls.server.server':\n"
+        "            raise ImportError('refused')\n"
+        "sys.meta_path.insert(0, Refuse())\n"
+        "gc.set_threshold(700, 10, 10)\n"
+        "try:\n"
+        "    footprint.import_server()\n"
+        "except ImportError as e:\n"
+        "    print(e, gc.get_threshold())\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "refused (700, 10, 10)\n"
