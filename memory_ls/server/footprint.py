@@ -84,7 +84,8 @@ def import_server(tls: bool = False) -> ModuleType:
     """``memory_ls.server.server``, imported without TLS unless ``tls``, and with
     :data:`IMPORT_GC_THRESHOLD` as the collector's first threshold meanwhile."""
     threshold = gc.get_threshold()
-    gc.set_threshold(max(IMPORT_GC_THRESHOLD, threshold[0]), *threshold[1:])
+    if threshold[0]:  # (0: collections switched off by whoever runs us; left so)
+        gc.set_threshold(max(IMPORT_GC_THRESHOLD, threshold[0]), *threshold[1:])
     try:
         with contextlib.nullcontext() if tls else without(NO_TLS):
             from memory_ls.server import server
