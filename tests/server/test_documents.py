@@ -74,21 +74,8 @@ def test_incremental_edits_equal_a_fresh_parse(
 ) -> None:
     doc = MemoryDocument("file:///p/.pi/memory.md", Path("/p/.pi/memory.md"), start, 1)
     for step in range(data.draw(st.integers(1, 8))):
-        lines = doc.lines
-        line = data.draw(st.integers(0, len(lines) - 1))
-        end_line = data.draw(st.integers(line, min(len(lines) - 1, line + 2)))
-        char = data.draw(st.integers(0, len(lines[line])))
-        end_char = data.draw(st.integers(0, len(lines[end_line])))
-        if end_line == line and end_char < char:
-            char, end_char = end_char, char
-        new_text = data.draw(TEXT)
-        span = Span(
-            line,
-            to_client(lines[line], char, encoding),
-            end_line,
-            to_client(lines[end_line], end_char, encoding),
-        )
-        doc.apply_change(span, new_text, encoding)
+        line = data.draw(st.integers(0, len(doc.lines) - 1))
+        random_edit(data, doc, line, False, encoding, TEXT)
         doc.version = step + 2
         assert state_of(doc) == fresh_state(doc)
 
@@ -137,16 +124,24 @@ def analysed(projects: Projects, doc: MemoryDocument) -> tuple[Analysis, DocStat
 
 
 def random_edit(
-    data: st.DataObject, doc: MemoryDocument, line: int, in_line: bool, encoding: str
+    data: st.DataObject,
+    doc: MemoryDocument,
+    line: int,
+    in_line: bool,
+    encoding: str,
+    text: st.SearchStrategy[str] | None = None,
 ) -> None:
-    """Draw an edit from ``line`` (within it, or over up to three lines) and apply it."""
+    """Draw an edit from ``line`` (within it, or over up to three lines) and apply it;
+    what it inserts is drawn from ``text``, else a keystroke's or whole lines of notes."""
     lines = doc.lines
     end_line = line if in_line else data.draw(st.integers(line, min(len(lines) - 1, line + 2)))
     char = data.draw(st.integers(0, len(lines[line])))
     end_char = data.draw(st.integers(0, len(lines[end_line])))
     if end_line == line and end_char < char:
         char, end_char = end_char, char
-    new_text = data.draw(INLINE_TEXT if in_line else NOTES_TEXT)
+    if text is None:
+        text = INLINE_TEXT if in_line else NOTES_TEXT
+    new_text = data.draw(text)
     span = Span(
         line,
         to_client(lines[line], char, encoding),
