@@ -825,23 +825,6 @@ def _look(name: str | Path, dir_fd: int | None) -> tuple[int | None, bytes | Non
     return fd, os.pread(fd, MAX_STORE_BYTES + 1, 0)
 
 
-def name_count(path: Path) -> int:
-    """How many names (hard links) the regular file at ``path`` has (a symlink is not
-    followed); 1 when it is missing, not a regular file or cannot be looked at."""
-    try:
-        st = os.lstat(path)
-    except (OSError, ValueError):
-        return 1
-    return st.st_nlink if stat.S_ISREG(st.st_mode) else 1
-
-
-def other_names_refusal(path: Path) -> str | None:
-    """Why the store at ``path`` would not be replaced now for having other names (hard
-    links), else ``None``: what a write would say, for a report that writes nothing."""
-    links = name_count(path)
-    return hard_links_message(path, links) if links > 1 else None
-
-
 def write_refusal(path: Path) -> str | None:
     """Why the regular file at ``path`` would not be replaced now (other names, no write
     bit for its owner, another owner or group: :func:`replace_refusal`), else ``None``,
@@ -853,10 +836,11 @@ def write_refusal(path: Path) -> str | None:
         return None
     if not stat.S_ISREG(st.st_mode):
         return None
-    groups = [os.getegid(), *os.getgroups()]
-    return replace_refusal(
-        path, st.st_mode, st.st_uid, st.st_gid, os.geteuid(), groups, st.st_nlink
-    )
+    try:
+        _refuse_to_replace(path, st, one_name=True)
+    except StoreRefused as exc:
+        return str(exc)
+    return None
 
 
 def refuse_change(path: Path, folder: LockedFolder | None = None, one_name: bool = False) -> None:
