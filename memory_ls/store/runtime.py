@@ -991,8 +991,7 @@ class MemoryRuntime:
         # them: never replaced or deleted (SPEC §12: the store's safe path), said before a
         # propose, accept or reject is refused, as the store's read-only reason is.
         said = {facts[scope].refused for scope in facts}
-        inbox = [w for w in Review(self).listing()[1] if w not in said]
-        report["problems"].extend(f"inbox: {w}" for w in inbox)
+        report["problems"].extend(f"inbox: {w}" for w in Review(self).listing()[1] if w not in said)
         return report
 
     def _review_findings(self, scope: Scope) -> tuple[Finding, ...]:
