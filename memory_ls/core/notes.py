@@ -209,9 +209,8 @@ class ParsedFile:
             # From the notes, not the bullets: an add asks only this of a store, and a
             # bullet per line would be ~2 MB more of a 4,500-note store kept resident.
             keys: dict[str, str] = {}
-            punct = TRAILING_PUNCT
             for note in self.notes:
-                keys.setdefault(note.lower().rstrip(punct).strip(), note)
+                keys.setdefault(key_of_normalised(note), note)
             self._keys = keys
         return self._keys
 

@@ -17,10 +17,10 @@ from collections.abc import Iterator
 
 SWITCH_INTERVAL = 0.0002
 """The interpreter's switch interval (seconds) while such a thread runs. A ``similar``
-thread beside other work (``check``'s checks, or the other thread in the worker): On one worker, ``cdist``
-takes the GIL back between its steps of 4-32 rows (to look for Ctrl-C); at the default
-5 ms each step waits that long for the Python checks to let go, so the pass would crawl
-beside them (4500 notes: ~110 ms of Python beside it took it from ~130 to ~280 ms,
+thread's ``cdist`` takes the GIL back between its steps of 4-32 rows (to look for
+Ctrl-C); at the default 5 ms each step waits that long for the Python beside it
+(``check``'s checks, or the worker's other thread) to let go, so the pass would crawl
+(4500 notes: ~110 ms of Python beside it took it from ~130 to ~280 ms,
 docs/performance.md)."""
 
 _switches_lock = threading.Lock()
